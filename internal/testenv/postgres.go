@@ -1,0 +1,92 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultPostgresURL is the database tests use unless TEST_DATABASE_URL is set.
+const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// PostgresURL returns TEST_DATABASE_URL or DefaultPostgresURL.
+func PostgresURL() string { return Getenv("TEST_DATABASE_URL", DefaultPostgresURL) }
+
+// PostgresSchema creates a fresh schema for t, dropped when t ends, and
+// returns a connection URL whose search_path points at it. Tests that run
+// migrations into that URL are isolated from each other and from packages
+// running in parallel.
+func PostgresSchema(t testing.TB) string {
+	t.Helper()
+	base := PostgresURL()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		Unreachable(t, "PostgreSQL", redactURL(base), err)
+	}
+	defer conn.Close(ctx)
+
+	schema := "t_" + strings.ToLower(randomSuffix())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatalf("creating schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Logf("dropping schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Logf("dropping schema %s: %v", schema, err)
+		}
+	})
+	return withSearchPath(t, base, schema)
+}
+
+// Postgres returns a pool on a fresh schema (see PostgresSchema), closed when
+// t ends.
+func Postgres(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	u := PostgresSchema(t)
+	pool, err := pgxpool.New(context.Background(), u)
+	if err != nil {
+		t.Fatalf("opening pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func withSearchPath(t testing.TB, raw, schema string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("parsing TEST_DATABASE_URL: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// redactURL hides the password of a connection URL for messages.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+func randomSuffix() string {
+	return fmt.Sprintf("%d_%s", time.Now().UnixNano()%1e9, NewID()[:8])
+}

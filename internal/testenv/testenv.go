@@ -1,0 +1,35 @@
+// Package testenv gives integration tests the real services they run
+// against: PostgreSQL, Redis, a Redis Cluster, RabbitMQ.
+//
+// Addresses come from TEST_* environment variables with loopback defaults
+// (the ports docker-compose.yml publishes). When a service cannot be reached
+// the test is skipped with one line naming the service and `make up` — unless
+// REQUIRE_SERVICES=1 (set by CI), in which case the test fails: CI never
+// passes by skipping integration tests.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// Required reports whether unreachable services fail tests instead of
+// skipping them (REQUIRE_SERVICES=1).
+func Required() bool { return os.Getenv("REQUIRE_SERVICES") == "1" }
+
+// Unreachable fails or skips t because service at addr could not be used.
+func Unreachable(t testing.TB, service, addr string, err error) {
+	t.Helper()
+	if Required() {
+		t.Fatalf("%s unreachable at %s: %v (REQUIRE_SERVICES=1)", service, addr, err)
+	}
+	t.Skipf("%s unreachable at %s: %v; start it with `make up` or set REQUIRE_SERVICES=1 to fail instead", service, addr, err)
+}
+
+// Getenv returns the environment variable key, or def when it is unset.
+func Getenv(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok && v != "" {
+		return v
+	}
+	return def
+}

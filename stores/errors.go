@@ -1,0 +1,52 @@
+package stores
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors shared by every Store implementation. Implementations wrap
+// them with context; test them with errors.Is.
+var (
+	// ErrLeaseLost means the token no longer owns the key: its lease ended,
+	// another owner took the key over, or the record is gone.
+	ErrLeaseLost = errors.New("lease lost")
+
+	// ErrInvalidKey means the key cannot be used (it is empty).
+	ErrInvalidKey = errors.New("invalid idempotency key")
+
+	// ErrInvalidArgument means a lease or TTL is not positive, or a token is
+	// empty.
+	ErrInvalidArgument = errors.New("invalid argument")
+
+	// ErrUnavailable means the backing store could not be reached or failed.
+	// Errors matching it also wrap the driver's cause. The receiver's
+	// store-error policy (fail-closed or fail-open) applies to exactly these.
+	ErrUnavailable = errors.New("store unavailable")
+
+	// ErrClosed means the store was closed. Stores return it wrapped in an
+	// UnavailableError, so it matches ErrUnavailable too.
+	ErrClosed = errors.New("store closed")
+)
+
+// UnavailableError reports that the backing store failed during Op. It
+// matches ErrUnavailable with errors.Is and unwraps to the driver's cause.
+type UnavailableError struct {
+	Op  string // the store operation: "claim", "complete", "release", "extend"
+	Err error  // the cause reported by the driver
+}
+
+// Unavailable wraps cause as an UnavailableError for op.
+func Unavailable(op string, cause error) error {
+	return &UnavailableError{Op: op, Err: cause}
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("%s: %s: %v", ErrUnavailable, e.Op, e.Err)
+}
+
+// Unwrap returns the driver's cause.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }

@@ -1,0 +1,44 @@
+// Package storetest is the one conformance suite that every stores.Store
+// implementation passes against its real backend. Each implementation's test
+// calls Run with a Harness that makes fresh stores.
+package storetest
+
+import (
+	"testing"
+
+	"github.com/onceflow/onceflow/stores"
+)
+
+// Harness tells the suite how to make the store under test.
+type Harness struct {
+	// New returns a store for one test, on a key space no other test uses.
+	// Register any cleanup with t.Cleanup; the suite does not close it.
+	New func(t *testing.T) stores.Store
+
+	// Unavailable returns a store whose backend cannot be reached (a closed
+	// port, a closed store), to check that outages surface as
+	// stores.ErrUnavailable.
+	Unavailable func(t *testing.T) stores.Store
+}
+
+// Run runs the conformance suite against h.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.New == nil || h.Unavailable == nil {
+		t.Fatal("storetest: Harness.New and Harness.Unavailable are required")
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, h)
+		})
+	}
+}
+
+type testCase struct {
+	name string
+	run  func(t *testing.T, h Harness)
+}
+
+// cases is filled by the files of this package, one concern per file.
+var cases []testCase
