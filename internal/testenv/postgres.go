@@ -24,6 +24,7 @@ func PostgresURL() string { return Getenv("TEST_DATABASE_URL", DefaultPostgresUR
 // running in parallel.
 func PostgresSchema(t testing.TB) string {
 	t.Helper()
+	Integration(t)
 	base := PostgresURL()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -18,6 +18,7 @@ func RedisAddr() string { return Getenv("TEST_REDIS_ADDR", DefaultRedisAddr) }
 // must scope their keys with KeyPrefix(t): the server is shared.
 func Redis(t testing.TB) *redis.Client {
 	t.Helper()
+	Integration(t)
 	addr := RedisAddr()
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

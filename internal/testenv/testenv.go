@@ -26,6 +26,15 @@ func Unreachable(t testing.TB, service, addr string, err error) {
 	t.Skipf("%s unreachable at %s: %v; start it with `make up` or set REQUIRE_SERVICES=1 to fail instead", service, addr, err)
 }
 
+// Integration marks t as an integration test: it is skipped under
+// `go test -short`, so unit tests run with nothing installed.
+func Integration(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
+}
+
 // Getenv returns the environment variable key, or def when it is unset.
 func Getenv(key, def string) string {
 	if v, ok := os.LookupEnv(key); ok && v != "" {

@@ -40,5 +40,31 @@ type testCase struct {
 	run  func(t *testing.T, h Harness)
 }
 
-// cases is filled by the files of this package, one concern per file.
-var cases []testCase
+// cases lists the suite, grouped by the file that holds each concern.
+var cases = []testCase{
+	// claim.go: the three outcomes of Claim.
+	{"ClaimAbsentAcquires", testClaimAbsentAcquires},
+	{"ClaimHeldIsInProgress", testClaimHeldIsInProgress},
+	{"ClaimCompletedReturnsRecord", testClaimCompletedReturnsRecord},
+	{"KeysAreIndependent", testKeysAreIndependent},
+	// ownership.go: only the token's owner writes.
+	{"WrongTokenIsLeaseLost", testWrongTokenIsLeaseLost},
+	{"ReleaseFreesKeyAtOnce", testReleaseFreesKeyAtOnce},
+	{"CompleteIsFinal", testCompleteIsFinal},
+	// expiry.go: the store's clock ends leases and records.
+	{"TakeoverAfterLeaseEnds", testTakeoverAfterLeaseEnds},
+	{"ExtendKeepsLease", testExtendKeepsLease},
+	{"CompleteAfterLeaseEndsIsLeaseLost", testCompleteAfterLeaseEndsIsLeaseLost},
+	{"CompletedRecordExpires", testCompletedRecordExpires},
+	// concurrency.go
+	{"ConcurrentClaimsOneWinner", testConcurrentClaimsOneWinner},
+	// data.go: bytes and keys round-trip.
+	{"ResultAndFingerprintRoundTrip", testResultAndFingerprintRoundTrip},
+	{"KeyLengths", testKeyLengths},
+	{"LongKeysSharingPrefixAreDistinct", testLongKeysSharingPrefixAreDistinct},
+	// errors.go: bad input, cancellation, outages.
+	{"EmptyKeyIsInvalid", testEmptyKeyIsInvalid},
+	{"InvalidArguments", testInvalidArguments},
+	{"CancelledContextChangesNothing", testCancelledContextChangesNothing},
+	{"BackendDownIsUnavailable", testBackendDownIsUnavailable},
+}

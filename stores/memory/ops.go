@@ -1,0 +1,163 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/onceflow/onceflow/stores"
+)
+
+// Claim implements stores.Store. When the store is full and nothing can be
+// evicted it returns an error matching stores.ErrUnavailable and ErrFull.
+func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease time.Duration) (stores.Claim, error) {
+	k, err := stores.CheckClaim(key, lease)
+	if err != nil {
+		return stores.Claim{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", k, err)
+	}
+	c, err := s.claim(k, bytes.Clone(fingerprint), lease)
+	if err != nil {
+		return stores.Claim{}, err
+	}
+	// Stored slices are never modified, so they are copied without the lock.
+	c.Record.Fingerprint = bytes.Clone(c.Record.Fingerprint)
+	c.Record.Result = bytes.Clone(c.Record.Result)
+	return c, nil
+}
+
+// claim is Claim under the mutex. The returned Claim shares the entry's
+// slices.
+func (s *Store) claim(key string, fingerprint []byte, lease time.Duration) (stores.Claim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return stores.Claim{}, stores.Unavailable("claim", stores.ErrClosed)
+	}
+	now := time.Now()
+	if e, ok := s.entries[key]; ok {
+		if !e.expired(now) {
+			return s.held(e), nil
+		}
+		s.remove(e) // its lease or TTL has ended: take the key over
+	}
+	if !s.makeRoom(now) {
+		return stores.Claim{}, stores.Unavailable("claim", ErrFull)
+	}
+	e := &entry{
+		key:         key,
+		token:       stores.NewToken(),
+		fingerprint: fingerprint,
+		createdAt:   now,
+		expiresAt:   now.Add(lease),
+	}
+	s.entries[key] = e
+	return stores.Claim{Status: stores.Acquired, Token: e.token, LeaseUntil: e.expiresAt}, nil
+}
+
+// held returns the Claim for a live entry and marks a completed entry as
+// recently used. s.mu must be held.
+func (s *Store) held(e *entry) stores.Claim {
+	if !e.completed() {
+		return stores.Claim{
+			Status:     stores.InProgress,
+			LeaseUntil: e.expiresAt,
+			Record:     stores.Record{Fingerprint: e.fingerprint, CreatedAt: e.createdAt},
+		}
+	}
+	s.lru.MoveToFront(e.elem)
+	return stores.Claim{
+		Status: stores.Completed,
+		Record: stores.Record{
+			Fingerprint: e.fingerprint,
+			Result:      e.result,
+			CreatedAt:   e.createdAt,
+			CompletedAt: e.completedAt,
+			ExpiresAt:   e.expiresAt,
+		},
+	}
+}
+
+// Complete implements stores.Store.
+func (s *Store) Complete(ctx context.Context, key string, token stores.Token, result []byte, ttl time.Duration) error {
+	k, err := stores.CheckToken(key, token)
+	if err != nil {
+		return err
+	}
+	if err := stores.CheckDuration("ttl", ttl); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("completing key %q: %w", k, err)
+	}
+	result = bytes.Clone(result)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return stores.Unavailable("complete", stores.ErrClosed)
+	}
+	now := time.Now()
+	e, err := s.owned(k, token, now)
+	if err != nil {
+		return fmt.Errorf("completing key %q: %w", k, err)
+	}
+	e.result = result
+	e.completedAt = now
+	e.expiresAt = now.Add(ttl)
+	e.elem = s.lru.PushFront(e)
+	return nil
+}
+
+// Release implements stores.Store.
+func (s *Store) Release(ctx context.Context, key string, token stores.Token) error {
+	k, err := stores.CheckToken(key, token)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("releasing key %q: %w", k, err)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return stores.Unavailable("release", stores.ErrClosed)
+	}
+	e, err := s.owned(k, token, time.Now())
+	if err != nil {
+		return fmt.Errorf("releasing key %q: %w", k, err)
+	}
+	s.remove(e)
+	return nil
+}
+
+// Extend implements stores.Store.
+func (s *Store) Extend(ctx context.Context, key string, token stores.Token, lease time.Duration) (time.Time, error) {
+	k, err := stores.CheckToken(key, token)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := stores.CheckDuration("lease", lease); err != nil {
+		return time.Time{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, fmt.Errorf("extending key %q: %w", k, err)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return time.Time{}, stores.Unavailable("extend", stores.ErrClosed)
+	}
+	now := time.Now()
+	e, err := s.owned(k, token, now)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("extending key %q: %w", k, err)
+	}
+	e.expiresAt = now.Add(lease)
+	return e.expiresAt, nil
+}
