@@ -1,0 +1,46 @@
+-- Ledger of the example payments domain, kept by handlers.PostgresLedger.
+--
+-- payments holds one row per payment and its furthest status. charges and
+-- notifications are append-only logs of side effects: charges stands for a
+-- card being charged, so it deliberately has NO unique constraint on
+-- payment_id. Only the idempotent receiver keeps a payment from being charged
+-- twice, and tests count the rows to prove it.
+
+-- +goose Up
+CREATE TABLE payments (
+    payment_id   text COLLATE "C" PRIMARY KEY,
+    customer_id  text        NOT NULL,
+    amount_cents bigint      NOT NULL CHECK (amount_cents > 0),
+    currency     text        NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),
+    -- Moves forward only: accepted -> charged -> notified.
+    status       text        NOT NULL CHECK (status IN ('accepted', 'charged', 'notified')),
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    updated_at   timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE charges (
+    id           bigserial   PRIMARY KEY,
+    payment_id   text COLLATE "C" NOT NULL REFERENCES payments (payment_id),
+    amount_cents bigint      NOT NULL CHECK (amount_cents > 0),
+    currency     text        NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),
+    charge_id    text        NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now()
+);
+
+-- Not unique, on purpose (see above); serves per-payment counts.
+CREATE INDEX charges_payment_id_idx ON charges (payment_id);
+
+CREATE TABLE notifications (
+    id          bigserial   PRIMARY KEY,
+    payment_id  text COLLATE "C" NOT NULL REFERENCES payments (payment_id),
+    customer_id text        NOT NULL,
+    charge_id   text        NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE INDEX notifications_payment_id_idx ON notifications (payment_id);
+
+-- +goose Down
+DROP TABLE notifications;
+DROP TABLE charges;
+DROP TABLE payments;

@@ -1,0 +1,127 @@
+// Package postgres is the PostgreSQL implementation of stores.Store, on pgx.
+//
+// The records live in one table (see package migrations, which creates it).
+// Every method is exactly one SQL statement, so each is atomic on its own and
+// needs no transaction; because the store runs on a small Querier interface,
+// the same statements can also run inside a caller's pgx.Tx (see Store.With),
+// so that the claim, the handler's writes and the result commit or roll back
+// together.
+//
+// Time is PostgreSQL's: leases and TTLs are computed and judged with now(),
+// never with the Go clock, and durations travel as integer microseconds
+// turned into intervals by the server.
+//
+// now() is the start of the current transaction, not of the statement. That
+// is deliberate. In autocommit use (a pool) the two are the same instant. In
+// a caller's transaction now() keeps every statement of that transaction on
+// one instant: an owner's Complete is judged at the same moment as its Claim,
+// so it cannot fence itself out while its transaction still holds the row
+// (nobody else can take over a row locked by an open transaction anyway).
+// Judging other records' expiry at an earlier instant only errs on the safe
+// side: a record looks live slightly longer, never shorter, so a live lease
+// is never taken over early. The price is that a lease written late in a long
+// transaction starts at the transaction's start: claim first.
+// clock_timestamp() would give neither guarantee and could even differ
+// between the expressions of one statement.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceflow/onceflow/stores"
+)
+
+// DefaultTable is the records table the migrations create.
+const DefaultTable = "idempotency_records"
+
+// Querier runs SQL statements. *pgxpool.Pool, *pgx.Conn and pgx.Tx satisfy
+// it; a Store on a pgx.Tx runs its statements in that transaction.
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+var (
+	_ Querier = (*pgxpool.Pool)(nil)
+	_ Querier = (*pgx.Conn)(nil)
+	_ Querier = pgx.Tx(nil)
+)
+
+// Config configures a Store. The zero value is ready to use.
+type Config struct {
+	// Table is the records table, optionally schema-qualified
+	// ("schema.table"); it is quoted, not interpolated. An unqualified name
+	// resolves through the connection's search_path. Default DefaultTable.
+	Table string
+}
+
+// Store is a stores.Store on PostgreSQL. It is safe for concurrent use when
+// its Querier is (a pool is; a pgx.Conn or pgx.Tx is not). It owns nothing:
+// closing the pool or finishing the transaction is the caller's business.
+type Store struct {
+	db  Querier
+	sql *statements
+}
+
+var _ stores.Store = (*Store)(nil)
+
+// New returns a Store that runs its statements on db, typically a
+// *pgxpool.Pool. It fails only when db is nil or cfg.Table is not "name"
+// or "schema.name".
+func New(db Querier, cfg Config) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("missing database")
+	}
+	table := cfg.Table
+	if table == "" {
+		table = DefaultTable
+	}
+	parts := strings.Split(table, ".")
+	if len(parts) > 2 || slices.Contains(parts, "") {
+		return nil, fmt.Errorf("invalid table name %q: want name or schema.name", table)
+	}
+	return &Store{db: db, sql: newStatements(pgx.Identifier(parts).Sanitize())}, nil
+}
+
+// With returns a Store with the same configuration that runs its statements
+// on q instead, typically the caller's pgx.Tx: a Claim made through it
+// commits or rolls back with that transaction, and until then a concurrent
+// Claim of the same key waits on the row. It is cheap; make one per
+// transaction.
+func (s *Store) With(q Querier) *Store {
+	return &Store{db: q, sql: s.sql}
+}
+
+// statements are the SQL texts of one table, built once by New.
+type statements struct {
+	claim, complete, release, extend, sweep string
+}
+
+func newStatements(table string) *statements {
+	return &statements{
+		claim:    fmt.Sprintf(claimSQL, table),
+		complete: fmt.Sprintf(completeSQL, table),
+		release:  fmt.Sprintf(releaseSQL, table),
+		extend:   fmt.Sprintf(extendSQL, table),
+		sweep:    fmt.Sprintf(sweepSQL, table),
+	}
+}
+
+// micros converts d to whole microseconds, the unit of PostgreSQL intervals,
+// rounding up so that a positive duration never becomes an empty interval.
+func micros(d time.Duration) int64 {
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond != 0 {
+		us++
+	}
+	return us
+}
