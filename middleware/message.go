@@ -1,0 +1,93 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+// MessageOption configures Receiver.Middleware.
+type MessageOption func(*messageOptions)
+
+type messageOptions struct {
+	key         KeyFunc
+	fingerprint FingerprintFunc
+}
+
+// WithKey sets how the idempotency key is derived. Default
+// KeyFromMetadata(MetadataKey): metadata idempotency_key, else the UUID.
+func WithKey(f KeyFunc) MessageOption {
+	return func(o *messageOptions) { o.key = f }
+}
+
+// WithFingerprint sets how the fingerprint is derived. Default
+// PayloadFingerprint, the SHA-256 of the payload.
+func WithFingerprint(f FingerprintFunc) MessageOption {
+	return func(o *messageOptions) { o.fingerprint = f }
+}
+
+// Middleware is the Watermill face of the receiver: a handler middleware
+// that runs the handler at most once per idempotency key and handler.
+//
+// The scope is the handler name (message.HandlerNameFromCtx), so two
+// handlers on one topic each process a message once. The handler runs with
+// the fencing token in msg.Context() (see TokenFromContext); the context is
+// cancelled if the lease is lost.
+//
+//   - First delivery: the handler's produced messages are stored as the
+//     result and returned, for the router to publish.
+//   - Handler error: the claim is released and the error returned, so the
+//     message is nacked and its redelivery processed.
+//   - Duplicate: the handler does not run; the stored produced messages are
+//     returned with their original UUIDs and metadata idempotent_replayed=
+//     true, with a nil error. The router publishes them again and acks, so a
+//     crash between completing the record and publishing loses nothing
+//     downstream (consumers deduplicate the replay by UUID).
+//   - In progress: ErrInProgress (Reject policy), so the message is nacked.
+//   - Fingerprint mismatch: an error wrapping ErrFingerprintMismatch whose
+//     text contains "fingerprint_mismatch". It is Permanent: register the
+//     retry middleware with ShouldRetry: !Permanent(err) and the poison queue
+//     with PoisonQueueWithFilter(pub, topic, Permanent), outside this one.
+//
+// Register it innermost, right around the handler: recoverer -> poison
+// queue -> retry -> timeout -> this -> handler. The lease must exceed the
+// timeout.
+func (r *Receiver) Middleware(opts ...MessageOption) message.HandlerMiddleware {
+	o := messageOptions{key: KeyFromMetadata(MetadataKey), fingerprint: PayloadFingerprint}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			key, err := o.key(msg)
+			if err != nil {
+				return nil, fmt.Errorf("message %s: %w", msg.UUID, err)
+			}
+			outer := msg.Context()
+			defer msg.SetContext(outer) // middlewares outside retry with it
+			var produced []*message.Message
+			res, err := r.Execute(outer, message.HandlerNameFromCtx(outer), key, o.fingerprint(msg),
+				func(ctx context.Context) ([]byte, error) {
+					msg.SetContext(ctx)
+					out, err := h(msg)
+					if err != nil {
+						return nil, err
+					}
+					produced = out
+					return encodeMessages(out)
+				})
+			if err != nil {
+				return nil, err
+			}
+			if res.Outcome == OutcomeDuplicate {
+				replay, err := decodeMessages(res.Value)
+				if err != nil {
+					return nil, fmt.Errorf("replaying key %q: %w", key, err)
+				}
+				return replay, nil
+			}
+			return produced, nil
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package middleware
+
+// Outcome is how one call of Receiver.Execute ended. It is the label of the
+// onceflow_receiver_outcomes_total metric.
+type Outcome string
+
+// Outcomes of Execute.
+const (
+	// OutcomeProcessed: the function ran and its result was recorded.
+	OutcomeProcessed Outcome = "processed"
+	// OutcomeDuplicate: the key was already completed with the same
+	// fingerprint; the function did not run and the stored result is
+	// returned.
+	OutcomeDuplicate Outcome = "duplicate"
+	// OutcomeInProgress: another owner holds the key; ErrInProgress is
+	// returned.
+	OutcomeInProgress Outcome = "in_progress"
+	// OutcomeFingerprintMismatch: the key is known with a different
+	// fingerprint (a key reused for another payload); the function did not
+	// run and ErrFingerprintMismatch is returned.
+	OutcomeFingerprintMismatch Outcome = "fingerprint_mismatch"
+	// OutcomeLeaseLost: the lease ended while the function ran and the key
+	// may have been taken over. If the function succeeded its result is
+	// still returned; if it failed its error is.
+	OutcomeLeaseLost Outcome = "lease_lost"
+	// OutcomeStoreError: the store failed. At claim time under FailClosed the
+	// error is returned and the function did not run; after the function
+	// succeeded, its result is returned but could not be recorded.
+	OutcomeStoreError Outcome = "store_error"
+	// OutcomeFailOpen: the store was unavailable and, under FailOpen, the
+	// function ran without a record.
+	OutcomeFailOpen Outcome = "fail_open"
+	// OutcomeFailed: the function returned an error or panicked; its claim
+	// was released so that a retry can run it again.
+	OutcomeFailed Outcome = "failed"
+)
+
+// Outcomes lists every Outcome, for pre-initialising metrics.
+func Outcomes() []Outcome {
+	return []Outcome{
+		OutcomeProcessed, OutcomeDuplicate, OutcomeInProgress,
+		OutcomeFingerprintMismatch, OutcomeLeaseLost, OutcomeStoreError,
+		OutcomeFailOpen, OutcomeFailed,
+	}
+}
+
+// Result is what Execute reports besides its error.
+type Result struct {
+	// Outcome says what happened.
+	Outcome Outcome
+	// Value is the function's result (processed, lease_lost, store_error
+	// after the function ran, fail_open) or the stored result (duplicate).
+	Value []byte
+}

@@ -1,0 +1,122 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/onceflow/onceflow/stores"
+)
+
+// Receiver is the transport-agnostic idempotent receiver. It is safe for
+// concurrent use; one Receiver serves every handler of a process.
+type Receiver struct {
+	cfg Config
+}
+
+// NewReceiver fills the defaults of cfg (see Config) and validates it.
+func NewReceiver(cfg Config) (*Receiver, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("invalid receiver config: %w", err)
+	}
+	return &Receiver{cfg: cfg}, nil
+}
+
+// Lease returns the effective lease, so that the caller can check at
+// start-up that it exceeds the handler timeout.
+func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
+
+// Execute runs fn at most once per scope and key, as far as the store allows,
+// and reports what happened. The record's key is scope + ":" + key, so the
+// same idempotency key is processed once per scope (a handler name, or
+// "http"). Neither may be empty; scopes should not contain ":".
+//
+//   - The key is free: fn runs with the fencing token in its context (see
+//     TokenFromContext) while a heartbeat extends the lease every Lease/3.
+//     If the lease is lost, fn's context is cancelled with cause
+//     stores.ErrLeaseLost. On success the result is completed for TTL and
+//     returned (processed). On error or panic the claim is released at once,
+//     even if ctx was cancelled, and fn's error is returned (or the panic
+//     goes on), so a redelivery runs fn again.
+//   - The key is completed: with the same fingerprint fn does not run and
+//     the stored result is returned (duplicate); with another fingerprint an
+//     error wrapping ErrFingerprintMismatch is returned.
+//   - Another owner holds the key: see InProgressPolicy.
+//   - The store is unavailable: see StoreErrorPolicy. A cancelled ctx is
+//     returned as is, without an outcome.
+//
+// When fn succeeded but its result could not be recorded (lease_lost or
+// store_error), Execute still returns the result with a nil error: the
+// effect has happened, and delivering its result is better than having the
+// transport redeliver into a second execution. It logs a warning.
+func (r *Receiver) Execute(ctx context.Context, scope, key string, fingerprint []byte,
+	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
+	if scope == "" || key == "" {
+		return Result{}, fmt.Errorf("%w: scope %q and key %q must not be empty", ErrNoKey, scope, key)
+	}
+	k := scope + ":" + key
+	started := time.Now()
+	claim, err := r.claim(ctx, k, fingerprint)
+	if err != nil {
+		return r.claimFailed(ctx, scope, k, err, fn)
+	}
+	return r.resolve(ctx, scope, k, fingerprint, claim, started, true, fn)
+}
+
+// resolve acts on a successful claim made at started. mayWait says whether
+// the Wait policy may still apply to an in-progress key.
+func (r *Receiver) resolve(ctx context.Context, scope, k string, fingerprint []byte, claim stores.Claim,
+	started time.Time, mayWait bool, fn func(ctx context.Context) ([]byte, error)) (Result, error) {
+	switch claim.Status {
+	case stores.Acquired:
+		return r.runOwned(ctx, scope, k, claim.Token, started, fn)
+	case stores.Completed:
+		return r.completed(scope, k, fingerprint, claim.Record)
+	case stores.InProgress:
+		if !bytes.Equal(claim.Record.Fingerprint, fingerprint) {
+			return r.mismatch(scope, k)
+		}
+		if mayWait && r.cfg.OnInProgress == Wait {
+			return r.wait(ctx, scope, k, fingerprint, fn)
+		}
+		return r.outcome(scope, OutcomeInProgress, nil), fmt.Errorf("key %q: %w", k, ErrInProgress)
+	}
+	return Result{}, fmt.Errorf("claiming key %q: unknown claim status %v", k, claim.Status)
+}
+
+// completed answers a key whose record is completed.
+func (r *Receiver) completed(scope, k string, fingerprint []byte, rec stores.Record) (Result, error) {
+	if !bytes.Equal(rec.Fingerprint, fingerprint) {
+		return r.mismatch(scope, k)
+	}
+	return r.outcome(scope, OutcomeDuplicate, rec.Result), nil
+}
+
+func (r *Receiver) mismatch(scope, k string) (Result, error) {
+	return r.outcome(scope, OutcomeFingerprintMismatch, nil), fmt.Errorf("key %q: %w", k, ErrFingerprintMismatch)
+}
+
+// claimFailed applies the store-error policy to a failed Claim.
+func (r *Receiver) claimFailed(ctx context.Context, scope, k string, err error,
+	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return Result{}, err
+	}
+	if !errors.Is(err, stores.ErrUnavailable) || r.cfg.OnStoreError == FailClosed {
+		return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("claiming key %q: %w", k, err)
+	}
+	r.cfg.Logger.WarnContext(ctx, "processing without idempotency guard",
+		"scope", scope, "key", k, "policy", FailOpen, "err", err)
+	r.cfg.Observer.Outcome(scope, OutcomeFailOpen)
+	v, ferr := fn(ctx)
+	return Result{Outcome: OutcomeFailOpen, Value: v}, ferr
+}
+
+// outcome reports o to the observer and returns it as a Result.
+func (r *Receiver) outcome(scope string, o Outcome, v []byte) Result {
+	r.cfg.Observer.Outcome(scope, o)
+	return Result{Outcome: o, Value: v}
+}

@@ -1,0 +1,286 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/stores"
+)
+
+const (
+	testScope = "scope"
+	testKey   = "key"
+	storeKey  = testScope + ":" + testKey
+)
+
+var (
+	errHandler  = errors.New("handler failed")
+	errDriver   = errors.New("connection refused")
+	fingerprint = []byte("fingerprint")
+	otherPrint  = []byte("another fingerprint")
+)
+
+// completeKey leaves storeKey completed with fp and result.
+func completeKey(fp []byte, result string) func(t *testing.T, s stores.Store) {
+	return func(t *testing.T, s stores.Store) {
+		c, err := s.Claim(context.Background(), storeKey, fp, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(context.Background(), storeKey, c.Token, []byte(result), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// holdKey leaves storeKey in progress under fp, owned by someone else.
+func holdKey(fp []byte) func(t *testing.T, s stores.Store) {
+	return func(t *testing.T, s stores.Store) {
+		if _, err := s.Claim(context.Background(), storeKey, fp, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestExecuteOutcomes(t *testing.T) {
+	cases := []struct {
+		name      string
+		cfg       Config
+		before    func(t *testing.T, s stores.Store)
+		faults    map[string]error
+		fnErr     error
+		want      Outcome
+		wantErr   error // matched with errors.Is; nil means success
+		wantRuns  int
+		wantValue string
+	}{
+		{name: "absent key is processed", want: OutcomeProcessed, wantRuns: 1, wantValue: "value"},
+		{name: "completed key is a duplicate", before: completeKey(fingerprint, "stored"),
+			want: OutcomeDuplicate, wantValue: "stored"},
+		{name: "completed key with another fingerprint", before: completeKey(otherPrint, "stored"),
+			want: OutcomeFingerprintMismatch, wantErr: ErrFingerprintMismatch},
+		{name: "held key is rejected", before: holdKey(fingerprint),
+			want: OutcomeInProgress, wantErr: ErrInProgress},
+		{name: "held key with another fingerprint", before: holdKey(otherPrint),
+			want: OutcomeFingerprintMismatch, wantErr: ErrFingerprintMismatch},
+		{name: "held key outlasts wait", cfg: Config{OnInProgress: Wait, Wait: 30 * time.Millisecond},
+			before: holdKey(fingerprint), want: OutcomeInProgress, wantErr: ErrInProgress},
+		{name: "held key with another fingerprint under wait", cfg: Config{OnInProgress: Wait},
+			before: holdKey(otherPrint), want: OutcomeFingerprintMismatch, wantErr: ErrFingerprintMismatch},
+		{name: "handler error is returned", fnErr: errHandler,
+			want: OutcomeFailed, wantErr: errHandler, wantRuns: 1},
+		{name: "store down fails closed", faults: map[string]error{"claim": stores.Unavailable("claim", errDriver)},
+			want: OutcomeStoreError, wantErr: stores.ErrUnavailable},
+		{name: "store closed fails closed", before: func(t *testing.T, s stores.Store) { _ = s.(io.Closer).Close() },
+			want: OutcomeStoreError, wantErr: stores.ErrClosed},
+		{name: "store down fails open", cfg: Config{OnStoreError: FailOpen},
+			faults: map[string]error{"claim": stores.Unavailable("claim", errDriver)},
+			want:   OutcomeFailOpen, wantRuns: 1, wantValue: "value"},
+		{name: "store down fails open into handler error", cfg: Config{OnStoreError: FailOpen}, fnErr: errHandler,
+			faults: map[string]error{"claim": stores.Unavailable("claim", errDriver)},
+			want:   OutcomeFailOpen, wantErr: errHandler, wantRuns: 1},
+		{name: "other store errors never fail open", cfg: Config{OnStoreError: FailOpen},
+			faults: map[string]error{"claim": stores.ErrInvalidArgument},
+			want:   OutcomeStoreError, wantErr: stores.ErrInvalidArgument},
+		{name: "lease lost at completion still returns the result",
+			faults: map[string]error{"complete": stores.ErrLeaseLost},
+			want:   OutcomeLeaseLost, wantRuns: 1, wantValue: "value"},
+		{name: "store down at completion still returns the result",
+			faults: map[string]error{"complete": stores.Unavailable("complete", errDriver)},
+			want:   OutcomeStoreError, wantRuns: 1, wantValue: "value"},
+		{name: "lease lost at release", fnErr: errHandler, faults: map[string]error{"release": stores.ErrLeaseLost},
+			want: OutcomeLeaseLost, wantErr: errHandler, wantRuns: 1},
+		{name: "store down at release", fnErr: errHandler,
+			faults: map[string]error{"release": stores.Unavailable("release", errDriver)},
+			want:   OutcomeFailed, wantErr: errHandler, wantRuns: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := newFaultyStore(t)
+			if tc.before != nil {
+				tc.before(t, store.Store)
+			}
+			for op, err := range tc.faults {
+				store.fail(op, err)
+			}
+			cfg := tc.cfg
+			cfg.Store = store
+			r, rec := newReceiver(t, cfg)
+
+			runs := 0
+			res, err := r.Execute(context.Background(), testScope, testKey, fingerprint,
+				func(context.Context) ([]byte, error) {
+					runs++
+					if tc.fnErr != nil {
+						return nil, tc.fnErr
+					}
+					return []byte("value"), nil
+				})
+
+			if tc.wantErr == nil && err != nil {
+				t.Fatalf("Execute: unexpected error %v", err)
+			}
+			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Execute error = %v, want one matching %v", err, tc.wantErr)
+			}
+			if res.Outcome != tc.want {
+				t.Errorf("outcome = %q, want %q", res.Outcome, tc.want)
+			}
+			if string(res.Value) != tc.wantValue {
+				t.Errorf("value = %q, want %q", res.Value, tc.wantValue)
+			}
+			if runs != tc.wantRuns {
+				t.Errorf("fn ran %d times, want %d", runs, tc.wantRuns)
+			}
+			if rec.count(tc.want) != 1 || rec.total() != 1 {
+				t.Errorf("observer saw %v, want exactly one %q", rec.outcomes, tc.want)
+			}
+		})
+	}
+}
+
+func TestExecuteFingerprintMismatchNamesKeyAndReason(t *testing.T) {
+	r, _ := newReceiver(t, Config{})
+	ok := func(context.Context) ([]byte, error) { return nil, nil }
+	if _, err := r.Execute(context.Background(), testScope, testKey, fingerprint, ok); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Execute(context.Background(), testScope, testKey, otherPrint, ok)
+	if !errors.Is(err, ErrFingerprintMismatch) || !Permanent(err) {
+		t.Fatalf("err = %v, want a permanent ErrFingerprintMismatch", err)
+	}
+	for _, want := range []string{"fingerprint_mismatch", storeKey} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}
+
+func TestExecuteRunsOncePerScopeAndKey(t *testing.T) {
+	r, rec := newReceiver(t, Config{})
+	var runs atomic.Int32
+	fn := func(context.Context) ([]byte, error) {
+		runs.Add(1)
+		return []byte("value"), nil
+	}
+	for _, scope := range []string{"a", "b", "a", "b", "a"} {
+		if _, err := r.Execute(context.Background(), scope, testKey, fingerprint, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if runs.Load() != 2 || rec.count(OutcomeProcessed) != 2 || rec.count(OutcomeDuplicate) != 3 {
+		t.Fatalf("runs = %d, outcomes = %v; want 2 runs (one per scope) and 3 duplicates", runs.Load(), rec.outcomes)
+	}
+}
+
+func TestExecutePassesTokenAndTimesStoreCalls(t *testing.T) {
+	r, rec := newReceiver(t, Config{})
+	var token stores.Token
+	_, err := r.Execute(context.Background(), testScope, testKey, fingerprint, func(ctx context.Context) ([]byte, error) {
+		var ok bool
+		if token, ok = TokenFromContext(ctx); !ok {
+			t.Error("no token in fn's context")
+		}
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token == "" {
+		t.Fatal("empty token")
+	}
+	if rec.opCount("claim") != 1 || rec.opCount("complete") != 1 {
+		t.Fatalf("store latencies observed = %v, want one claim and one complete", rec.ops)
+	}
+	if _, ok := TokenFromContext(context.Background()); ok {
+		t.Fatal("token found outside fn")
+	}
+}
+
+func TestExecuteFailOpenRunsWithoutToken(t *testing.T) {
+	store := newFaultyStore(t)
+	store.fail("claim", stores.Unavailable("claim", errDriver))
+	r, _ := newReceiver(t, Config{Store: store, OnStoreError: FailOpen})
+	_, err := r.Execute(context.Background(), testScope, testKey, fingerprint, func(ctx context.Context) ([]byte, error) {
+		if _, ok := TokenFromContext(ctx); ok {
+			t.Error("token present although no record was claimed")
+		}
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExecuteRejectsEmptyScopeOrKey(t *testing.T) {
+	r, rec := newReceiver(t, Config{})
+	for _, sk := range [][2]string{{"", testKey}, {testScope, ""}} {
+		_, err := r.Execute(context.Background(), sk[0], sk[1], fingerprint, func(context.Context) ([]byte, error) {
+			t.Error("fn ran without a key")
+			return nil, nil
+		})
+		if !errors.Is(err, ErrNoKey) || !Permanent(err) {
+			t.Errorf("Execute(%q, %q) error = %v, want permanent ErrNoKey", sk[0], sk[1], err)
+		}
+	}
+	if rec.total() != 0 {
+		t.Fatalf("outcomes %v for invalid input, want none", rec.outcomes)
+	}
+}
+
+func TestExecuteCancelledContextIsNotAStoreError(t *testing.T) {
+	r, rec := newReceiver(t, Config{OnStoreError: FailOpen})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := r.Execute(ctx, testScope, testKey, fingerprint, func(context.Context) ([]byte, error) {
+		t.Error("fn ran on a cancelled context")
+		return nil, nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if rec.total() != 0 {
+		t.Fatalf("outcomes %v, want none for a cancelled context", rec.outcomes)
+	}
+}
+
+// Keys longer than any store column are hashed by the store, never
+// truncated: two long keys with a common prefix stay distinct.
+func TestExecuteLongKeysAreNotTruncated(t *testing.T) {
+	r, rec := newReceiver(t, Config{})
+	prefix := strings.Repeat("k", 4*stores.MaxKeyBytes)
+	for _, key := range []string{prefix + "1", prefix + "2", prefix + "1"} {
+		if _, err := r.Execute(context.Background(), testScope, key, fingerprint,
+			func(context.Context) ([]byte, error) { return nil, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rec.count(OutcomeProcessed) != 2 || rec.count(OutcomeDuplicate) != 1 {
+		t.Fatalf("outcomes = %v, want 2 processed and 1 duplicate", rec.outcomes)
+	}
+}
+
+func TestExecuteResultRoundTrips(t *testing.T) {
+	r, _ := newReceiver(t, Config{})
+	value := bytes.Repeat([]byte{0, 0xff, 'x'}, 1000)
+	fn := func(context.Context) ([]byte, error) { return value, nil }
+	first, err := r.Execute(context.Background(), testScope, testKey, fingerprint, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := r.Execute(context.Background(), testScope, testKey, fingerprint, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first.Value, value) || !bytes.Equal(second.Value, value) || second.Outcome != OutcomeDuplicate {
+		t.Fatalf("results differ: first %q (%d bytes), second %q (%d bytes)",
+			first.Outcome, len(first.Value), second.Outcome, len(second.Value))
+	}
+}

@@ -1,0 +1,85 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/onceflow/onceflow/stores"
+)
+
+// runOwned runs fn under the claim token, which was acquired at started,
+// and finishes the record: Complete on success, Release on error or panic.
+func (r *Receiver) runOwned(ctx context.Context, scope, k string, token stores.Token, started time.Time,
+	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
+	fnCtx, cancel := context.WithCancelCause(withToken(ctx, token))
+	defer cancel(nil)
+	stopHeartbeat := r.heartbeat(fnCtx, cancel, scope, k, token, started.Add(r.cfg.Lease))
+
+	finished := false
+	defer func() {
+		if finished {
+			return
+		}
+		// fn panicked: free the key, then let the panic go on to the
+		// transport's recoverer.
+		stopHeartbeat()
+		r.releaseAfterFailure(ctx, scope, k, token, leaseLost(fnCtx))
+	}()
+	v, err := fn(fnCtx)
+	finished = true
+	stopHeartbeat()
+
+	if err != nil {
+		o := r.releaseAfterFailure(ctx, scope, k, token, leaseLost(fnCtx))
+		if o == OutcomeLeaseLost {
+			return Result{Outcome: o}, fmt.Errorf("key %q: %w: %w", k, stores.ErrLeaseLost, err)
+		}
+		return Result{Outcome: o}, err
+	}
+
+	switch cerr := r.complete(ctx, k, token, v); {
+	case cerr == nil:
+		return r.outcome(scope, OutcomeProcessed, v), nil
+	case errors.Is(cerr, stores.ErrLeaseLost):
+		// The effect has happened but another owner may have taken the key
+		// over and may run it again. Returning the result lets the caller
+		// deliver it (publish outputs, answer the client); failing instead
+		// would only add a redelivery and a further execution.
+		r.cfg.Logger.WarnContext(ctx, "lease lost before completing: effect may be repeated",
+			"scope", scope, "key", k, "lease", r.cfg.Lease, "err", cerr)
+		return r.outcome(scope, OutcomeLeaseLost, v), nil
+	default:
+		// Same reasoning: the effect has happened, the record stays in
+		// progress until its lease ends.
+		r.cfg.Logger.ErrorContext(ctx, "completing key failed: effect may be repeated",
+			"scope", scope, "key", k, "err", cerr)
+		return r.outcome(scope, OutcomeStoreError, v), nil
+	}
+}
+
+// releaseAfterFailure frees the key after fn failed and reports the outcome:
+// failed, or lease_lost when the claim was no longer ours.
+func (r *Receiver) releaseAfterFailure(ctx context.Context, scope, k string, token stores.Token, lost bool) Outcome {
+	err := r.release(ctx, k, token)
+	switch {
+	case lost || errors.Is(err, stores.ErrLeaseLost):
+		r.cfg.Logger.WarnContext(ctx, "lease lost while processing",
+			"scope", scope, "key", k, "lease", r.cfg.Lease)
+		r.cfg.Observer.Outcome(scope, OutcomeLeaseLost)
+		return OutcomeLeaseLost
+	case err != nil:
+		// The claim stays until its lease ends; a retry sees in_progress
+		// until then.
+		r.cfg.Logger.WarnContext(ctx, "releasing key failed",
+			"scope", scope, "key", k, "lease", r.cfg.Lease, "err", err)
+	}
+	r.cfg.Observer.Outcome(scope, OutcomeFailed)
+	return OutcomeFailed
+}
+
+// leaseLost reports whether the heartbeat fenced off fn's context.
+func leaseLost(fnCtx context.Context) bool {
+	return errors.Is(context.Cause(fnCtx), stores.ErrLeaseLost)
+}
