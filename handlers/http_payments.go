@@ -1,0 +1,112 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/google/uuid"
+)
+
+// correlationIDPattern accepts correlation ids from clients.
+var correlationIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// acceptedResponse is the body of 202 Accepted.
+type acceptedResponse struct {
+	PaymentID string `json:"payment_id"`
+	Status    Status `json:"status"`
+}
+
+// CreatePayment serves RouteCreatePayment. It validates the body, records the
+// payment in the ledger and publishes PaymentRequested on
+// TopicPaymentRequested, then answers 202 Accepted with
+// {"payment_id", "status": "accepted"} and a Location.
+//
+// Errors are problem details: 400 naming the invalid fields, 409 when the
+// payment id is used by a payment with other details, 413 for a body over
+// MaxRequestBody, 415 for a Content-Type other than JSON, 500 when the ledger
+// fails and 503 when publishing fails. Sending the same payment again is
+// safe: it is published again, and the idempotent receiver charges it once.
+func (h *HTTP) CreatePayment(w http.ResponseWriter, r *http.Request) {
+	p, reqErr := decodePayment(w, r)
+	if reqErr != nil {
+		WriteProblem(w, reqErr.status, "", reqErr.detail, reqErr.fields...)
+		return
+	}
+	ctx := r.Context()
+	acceptedAt, err := h.ledger.RecordPayment(ctx, p)
+	if err != nil {
+		if errors.Is(err, ErrConflict) {
+			WriteProblem(w, http.StatusConflict, "", "payment_id "+p.ID+" is already used by a payment with other details",
+				FieldError{Field: "payment_id", Detail: "is already used by a payment with other details"})
+			return
+		}
+		h.logger.ErrorContext(ctx, "recording payment", "payment_id", p.ID, "err", err)
+		WriteProblem(w, http.StatusInternalServerError, "", "the payment could not be recorded")
+		return
+	}
+	msg, err := PaymentRequested{
+		PaymentID:   p.ID,
+		CustomerID:  p.CustomerID,
+		AmountCents: p.AmountCents,
+		Currency:    p.Currency,
+		RequestedAt: acceptedAt, // not now: a re-sent payment must yield the same payload
+
+	}.Message()
+	if err != nil {
+		h.logger.ErrorContext(ctx, "encoding payment request", "payment_id", p.ID, "err", err)
+		WriteProblem(w, http.StatusInternalServerError, "", "the payment could not be encoded")
+		return
+	}
+	correlationID := r.Header.Get(CorrelationIDHeader)
+	if !correlationIDPattern.MatchString(correlationID) {
+		correlationID = uuid.NewString()
+	}
+	middleware.SetCorrelationID(correlationID, msg)
+	w.Header().Set(CorrelationIDHeader, correlationID)
+	if err := h.publisher.Publish(TopicPaymentRequested, msg); err != nil {
+		h.logger.ErrorContext(ctx, "publishing payment request", "payment_id", p.ID, "err", err)
+		w.Header().Set("Retry-After", "1")
+		WriteProblem(w, http.StatusServiceUnavailable, "", "the payment could not be queued; retry the request")
+		return
+	}
+	h.logger.InfoContext(ctx, "payment accepted",
+		"payment_id", p.ID, "message_uuid", msg.UUID, "correlation_id", correlationID)
+	w.Header().Set("Location", "/v1/payments/"+url.PathEscape(p.ID))
+	writeJSON(w, http.StatusAccepted, acceptedResponse{PaymentID: p.ID, Status: StatusAccepted})
+}
+
+// GetPayment serves RouteGetPayment: 200 with the PaymentState as
+// {"payment_id", "status", "charges", "notifications"}, 404 when no payment
+// has the id, 500 when the ledger fails.
+func (h *HTTP) GetPayment(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !ValidPaymentID(id) {
+		WriteProblem(w, http.StatusNotFound, "", "no payment has this id")
+		return
+	}
+	state, err := h.ledger.Payment(r.Context(), id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		WriteProblem(w, http.StatusNotFound, "", "no payment has this id")
+	case err != nil:
+		h.logger.ErrorContext(r.Context(), "reading payment", "payment_id", id, "err", err)
+		WriteProblem(w, http.StatusInternalServerError, "", "the payment could not be read")
+	default:
+		writeJSON(w, http.StatusOK, state)
+	}
+}
+
+// LedgerSummary serves RouteLedgerSummary: 200 with the Summary as
+// {"payments", "charges", "notifications"}, 500 when the ledger fails.
+func (h *HTTP) LedgerSummary(w http.ResponseWriter, r *http.Request) {
+	s, err := h.ledger.Summary(r.Context())
+	if err != nil {
+		h.logger.ErrorContext(r.Context(), "summarising ledger", "err", err)
+		WriteProblem(w, http.StatusInternalServerError, "", "the ledger could not be read")
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}

@@ -1,0 +1,87 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Ledger records payments and the side effects done for them. It is
+// deliberately naive: AppendCharge and AppendNotification add a row on every
+// call, with no deduplication, because they stand for external side effects
+// (charging a card, sending an email) that only the idempotent receiver in
+// front of the handlers keeps from happening twice.
+//
+// Implementations are safe for concurrent use. Each method is atomic: a
+// charge or notification row and the status change it causes are written
+// together or not at all.
+type Ledger interface {
+	// RecordPayment records p with status accepted and returns when it was
+	// first accepted. Recording the same payment again changes nothing and
+	// returns the same time, so a re-sent request yields the same event
+	// payload; recording a payment id already used with a different
+	// customer, amount or currency returns ErrConflict.
+	RecordPayment(ctx context.Context, p Payment) (acceptedAt time.Time, err error)
+
+	// AppendCharge adds one charge row for p and moves its status to
+	// charged unless it is further. A payment not yet recorded is recorded
+	// from p.
+	AppendCharge(ctx context.Context, p Payment, chargeID string) error
+
+	// AppendNotification adds one notification row for p and moves its
+	// status to notified. A payment not yet recorded is recorded from p.
+	AppendNotification(ctx context.Context, p Payment, chargeID string) error
+
+	// Payment returns the state of the payment id, or ErrNotFound.
+	Payment(ctx context.Context, id string) (PaymentState, error)
+
+	// Summary counts what the ledger holds.
+	Summary(ctx context.Context) (Summary, error)
+}
+
+// Ledger errors.
+var (
+	// ErrNotFound: no payment has the requested id.
+	ErrNotFound = errors.New("payment not found")
+	// ErrConflict: the payment id is already used by a payment with other
+	// details.
+	ErrConflict = errors.New("payment id already used with different details")
+)
+
+// Payment is what a payment is: who pays how much.
+type Payment struct {
+	ID          string
+	CustomerID  string
+	AmountCents int64
+	Currency    string
+}
+
+// Status is how far a payment has come. It only moves forward.
+type Status string
+
+// Payment statuses, in order.
+const (
+	StatusAccepted Status = "accepted"
+	StatusCharged  Status = "charged"
+	StatusNotified Status = "notified"
+)
+
+// PaymentState is a payment's status and how many side effects were done for
+// it.
+type PaymentState struct {
+	PaymentID     string `json:"payment_id"`
+	Status        Status `json:"status"`
+	Charges       int64  `json:"charges"`
+	Notifications int64  `json:"notifications"`
+}
+
+// Summary counts the whole ledger.
+type Summary struct {
+	// Payments is the number of distinct payments charged at least once.
+	Payments int64 `json:"payments"`
+	// Charges is the number of charge rows: more than Payments means a
+	// payment was charged twice.
+	Charges int64 `json:"charges"`
+	// Notifications is the number of notification rows.
+	Notifications int64 `json:"notifications"`
+}

@@ -1,0 +1,163 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+
+	"github.com/onceflow/onceflow/handlers"
+)
+
+func paymentRequestedMessage(t *testing.T, e handlers.PaymentRequested) *message.Message {
+	t.Helper()
+	msg, err := e.Message()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg
+}
+
+func TestChargePayment(t *testing.T) {
+	t.Parallel()
+	ledger := handlers.NewMemoryLedger()
+	h := handlers.NewMessageHandlers(ledger, nil)
+	req := handlers.PaymentRequested{PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1250, Currency: "EUR", RequestedAt: time.Now().UTC()}
+	in := paymentRequestedMessage(t, req)
+	middleware.SetCorrelationID("corr-1", in)
+
+	out, err := h.ChargePayment(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 {
+		t.Fatalf("produced %d messages, want 1", len(out))
+	}
+	msg := out[0]
+	charged, err := handlers.DecodePaymentCharged(msg.Payload)
+	if err != nil {
+		t.Fatalf("produced message: %v", err)
+	}
+	if charged.PaymentID != req.PaymentID || charged.CustomerID != req.CustomerID ||
+		charged.AmountCents != req.AmountCents || charged.Currency != req.Currency {
+		t.Errorf("PaymentCharged %+v does not match PaymentRequested %+v", charged, req)
+	}
+	if charged.ChargedAt.IsZero() {
+		t.Error("charged_at is zero")
+	}
+	if msg.UUID == "" || msg.UUID == in.UUID {
+		t.Errorf("produced UUID %q, want a new one", msg.UUID)
+	}
+	if got := msg.Metadata.Get(handlers.IdempotencyKeyMetadata); got != req.PaymentID {
+		t.Errorf("idempotency key = %q, want %q", got, req.PaymentID)
+	}
+	if got := middleware.MessageCorrelationID(msg); got != "corr-1" {
+		t.Errorf("correlation id = %q, want corr-1", got)
+	}
+	assertState(t, ledger, handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 1})
+
+	// Without the idempotent receiver, a redelivery charges again: the
+	// handler is naive on purpose, with a new charge id each time.
+	again, err := h.ChargePayment(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := handlers.DecodePaymentCharged(again[0].Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.ChargeID == charged.ChargeID {
+		t.Errorf("charge id %q repeated", second.ChargeID)
+	}
+	assertState(t, ledger, handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 2})
+}
+
+func TestNotifyCustomer(t *testing.T) {
+	t.Parallel()
+	ledger := handlers.NewMemoryLedger()
+	h := handlers.NewMessageHandlers(ledger, nil)
+	msg, err := handlers.PaymentCharged{
+		PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1250, Currency: "EUR",
+		ChargeID: "ch-1", ChargedAt: time.Now().UTC(),
+	}.Message()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.NotifyCustomer(msg); err != nil {
+		t.Fatal(err)
+	}
+	assertState(t, ledger, handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusNotified, Notifications: 1})
+}
+
+func TestMessageHandlersRejectMalformedMessages(t *testing.T) {
+	t.Parallel()
+	ledger := handlers.NewMemoryLedger()
+	h := handlers.NewMessageHandlers(ledger, nil)
+	payload, err := json.Marshal(map[string]any{"payment_id": "pay-1", "customer_id": "cus-1", "amount_cents": -1, "currency": "EUR", "charge_id": "ch-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := message.NewMessage("uuid-1", payload)
+
+	out, err := h.ChargePayment(msg)
+	assertMalformed(t, err, "amount_cents")
+	if out != nil {
+		t.Errorf("produced %d messages for a malformed one", len(out))
+	}
+	assertMalformed(t, h.NotifyCustomer(msg), "amount_cents")
+	assertSummary(t, ledger, handlers.Summary{})
+}
+
+func TestMessageHandlersReturnLedgerErrorsAsRetryable(t *testing.T) {
+	t.Parallel()
+	h := handlers.NewMessageHandlers(failingLedger{}, nil)
+	in := paymentRequestedMessage(t, handlers.PaymentRequested{PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1, Currency: "EUR"})
+	_, err := h.ChargePayment(in)
+	if !errors.Is(err, errLedgerDown) || errors.Is(err, handlers.ErrMalformed) {
+		t.Errorf("ChargePayment: err = %v, want the ledger's error, not ErrMalformed", err)
+	}
+	charged, err := handlers.PaymentCharged{PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1, Currency: "EUR", ChargeID: "ch-1"}.Message()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.NotifyCustomer(charged); !errors.Is(err, errLedgerDown) || errors.Is(err, handlers.ErrMalformed) {
+		t.Errorf("NotifyCustomer: err = %v, want the ledger's error, not ErrMalformed", err)
+	}
+}
+
+func TestMessageHandlersUseMessageContext(t *testing.T) {
+	t.Parallel()
+	h := handlers.NewMessageHandlers(handlers.NewMemoryLedger(), nil)
+	in := paymentRequestedMessage(t, handlers.PaymentRequested{PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1, Currency: "EUR"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	in.SetContext(ctx)
+	if _, err := h.ChargePayment(in); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+var errLedgerDown = errors.New("ledger down")
+
+// failingLedger fails every call with errLedgerDown.
+type failingLedger struct{}
+
+func (failingLedger) RecordPayment(context.Context, handlers.Payment) (time.Time, error) {
+	return time.Time{}, errLedgerDown
+}
+func (failingLedger) AppendCharge(context.Context, handlers.Payment, string) error {
+	return errLedgerDown
+}
+func (failingLedger) AppendNotification(context.Context, handlers.Payment, string) error {
+	return errLedgerDown
+}
+func (failingLedger) Payment(context.Context, string) (handlers.PaymentState, error) {
+	return handlers.PaymentState{}, errLedgerDown
+}
+func (failingLedger) Summary(context.Context) (handlers.Summary, error) {
+	return handlers.Summary{}, errLedgerDown
+}
