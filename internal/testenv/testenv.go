@@ -18,12 +18,21 @@ import (
 func Required() bool { return os.Getenv("REQUIRE_SERVICES") == "1" }
 
 // Unreachable fails or skips t because service at addr could not be used.
+// The skip line tells how to provide it: `make up`, or for services the
+// tests start themselves, the binary to install.
 func Unreachable(t testing.TB, service, addr string, err error) {
 	t.Helper()
 	if Required() {
 		t.Fatalf("%s unreachable at %s: %v (REQUIRE_SERVICES=1)", service, addr, err)
 	}
-	t.Skipf("%s unreachable at %s: %v; start it with `make up` or set REQUIRE_SERVICES=1 to fail instead", service, addr, err)
+	t.Skipf("%s unreachable at %s: %v; %s, or set REQUIRE_SERVICES=1 to fail instead", service, addr, err, howToStart(service))
+}
+
+func howToStart(service string) string {
+	if service == redisClusterService {
+		return "install redis-server and redis-cli (the tests start the cluster) or set " + RedisClusterAddrsEnv
+	}
+	return "start it with `make up`"
 }
 
 // Integration marks t as an integration test: it is skipped under

@@ -1,0 +1,9 @@
+package testenv
+
+import "syscall"
+
+// dieWithParent makes the kernel kill a child process when the test process
+// dies without cleaning up (a panic, or go test's -timeout).
+func dieWithParent() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}

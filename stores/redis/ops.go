@@ -1,0 +1,157 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/stores"
+)
+
+// Claim implements stores.Store. It runs claimScript: one round trip.
+func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease time.Duration) (stores.Claim, error) {
+	k, err := stores.CheckClaim(key, lease)
+	if err != nil {
+		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", shown(key), err)
+	}
+	token := stores.NewToken()
+	reply, err := s.run(ctx, "claim", claimScript, k, string(token), fingerprint, micros(lease))
+	if err != nil {
+		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", k, err)
+	}
+	c, err := parseClaim(reply, token)
+	if err != nil {
+		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", k, err)
+	}
+	return c, nil
+}
+
+// Complete implements stores.Store. It runs completeScript: one round trip.
+func (s *Store) Complete(ctx context.Context, key string, token stores.Token, result []byte, ttl time.Duration) error {
+	k, err := stores.CheckToken(key, token)
+	if err == nil {
+		err = stores.CheckDuration("ttl", ttl)
+	}
+	if err != nil {
+		return fmt.Errorf("completing key %q: %w", shown(key), err)
+	}
+	reply, err := s.run(ctx, "complete", completeScript, k, string(token), result, micros(ttl))
+	if err == nil {
+		err = wantOwned(reply)
+	}
+	if err != nil {
+		return fmt.Errorf("completing key %q: %w", k, err)
+	}
+	return nil
+}
+
+// Release implements stores.Store. It runs releaseScript: one round trip.
+func (s *Store) Release(ctx context.Context, key string, token stores.Token) error {
+	k, err := stores.CheckToken(key, token)
+	if err != nil {
+		return fmt.Errorf("releasing key %q: %w", shown(key), err)
+	}
+	reply, err := s.run(ctx, "release", releaseScript, k, string(token))
+	if err == nil {
+		err = wantOwned(reply)
+	}
+	if err != nil {
+		return fmt.Errorf("releasing key %q: %w", k, err)
+	}
+	return nil
+}
+
+// Extend implements stores.Store. It runs extendScript: one round trip.
+func (s *Store) Extend(ctx context.Context, key string, token stores.Token, lease time.Duration) (time.Time, error) {
+	k, err := stores.CheckToken(key, token)
+	if err == nil {
+		err = stores.CheckDuration("lease", lease)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("extending key %q: %w", shown(key), err)
+	}
+	reply, err := s.run(ctx, "extend", extendScript, k, string(token), micros(lease))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("extending key %q: %w", k, err)
+	}
+	until, ok := reply.(int64)
+	switch {
+	case !ok:
+		return time.Time{}, fmt.Errorf("extending key %q: unexpected script reply %#v", k, reply)
+	case until == 0:
+		return time.Time{}, fmt.Errorf("extending key %q: %w", k, stores.ErrLeaseLost)
+	}
+	return time.UnixMicro(until), nil
+}
+
+// run runs script on the record of storage key k and translates driver
+// errors: a done context gives an error matching the context's error, and
+// any other failure gives a stores.UnavailableError for op (also matching
+// stores.ErrClosed when the client was closed).
+func (s *Store) run(ctx context.Context, op string, script *redis.Script, k string, args ...any) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	reply, err := script.Run(ctx, s.client, []string{s.prefix + k}, args...).Result()
+	if err == nil {
+		return reply, nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nil, err
+	}
+	if ctxErr := contextDone(ctx); ctxErr != nil {
+		// The driver saw the deadline as a network timeout.
+		return nil, fmt.Errorf("%w: %w", ctxErr, err)
+	}
+	if errors.Is(err, redis.ErrClosed) {
+		err = fmt.Errorf("%w: %w", stores.ErrClosed, err)
+	}
+	return nil, stores.Unavailable(op, err)
+}
+
+// contextDone returns ctx's error, or context.DeadlineExceeded once ctx's
+// deadline has passed: a connection deadline set from it can fire a moment
+// before ctx.Err reports it.
+func contextDone(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// wantOwned translates the 1-or-0 reply of the complete and release scripts.
+func wantOwned(reply any) error {
+	switch reply {
+	case int64(1):
+		return nil
+	case int64(0):
+		return stores.ErrLeaseLost
+	default:
+		return fmt.Errorf("unexpected script reply %#v", reply)
+	}
+}
+
+// micros converts a positive duration to whole microseconds, rounding up so
+// that a lease or TTL is never shorter than asked.
+func micros(d time.Duration) int64 {
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond != 0 {
+		us++
+	}
+	return us
+}
+
+// shown is how a key that failed validation appears in errors: its storage
+// key when it has one, so that long or binary keys stay readable.
+func shown(key string) string {
+	if k, err := stores.StorageKey(key); err == nil {
+		return k
+	}
+	return key
+}

@@ -1,0 +1,69 @@
+// Package redisstore implements stores.Store on Redis, a single node or a
+// Redis Cluster, through go-redis's UniversalClient.
+//
+// Each record is one Redis hash, at Config.KeyPrefix followed by the storage
+// key (see stores.StorageKey). Every Store method is one Lua script that
+// touches only that hash (KEYS[1]), so:
+//
+//   - each method is atomic and takes one round trip: Redis runs a script to
+//     the end before any other command, so there is no check-then-set window
+//     between callers, even across processes;
+//   - it works on Redis Cluster: the script is routed to the node that owns
+//     the key's slot, and never needs keys from another slot;
+//   - leases and TTLs are judged by the Redis server's clock: the scripts read
+//     it with TIME and set the key's expiry from it, never from the caller's
+//     clock. An in-progress record expires when its lease ends, and a
+//     completed one when its TTL ends, so a key whose lease ended is simply
+//     absent and the next Claim takes it over with a new token.
+//
+// Scripts run with EVALSHA and fall back to EVAL when the server does not
+// know them (after a restart, a failover or SCRIPT FLUSH). Because they read
+// TIME they rely on scripts being replicated by their effects: the default
+// since Redis 5 and the only mode since Redis 7.
+//
+// Errors: a context that is done yields an error matching the context's
+// error; any other failure of the client or server yields a
+// stores.UnavailableError.
+package redisstore
+
+import (
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/stores"
+)
+
+// DefaultKeyPrefix is the key prefix used when Config.KeyPrefix is empty.
+const DefaultKeyPrefix = "onceflow:idem:"
+
+// Config configures a Store. The zero value is ready to use.
+type Config struct {
+	// KeyPrefix is prepended to every storage key, to keep the records apart
+	// from other data in the same Redis. Default DefaultKeyPrefix. It should
+	// not contain a hash tag ("{...}"): that would put every record in one
+	// Cluster slot.
+	KeyPrefix string
+}
+
+// Store keeps idempotency records in Redis. It is safe for concurrent use by
+// many goroutines and by many processes sharing the same Redis. It does not
+// own the client: closing the client is the caller's job, after which every
+// method fails with an error matching stores.ErrUnavailable.
+type Store struct {
+	client redis.UniversalClient
+	prefix string
+}
+
+var _ stores.Store = (*Store)(nil)
+
+// New returns a Store on client, which may be a *redis.Client, a
+// *redis.ClusterClient or any other UniversalClient. It panics if client is
+// nil.
+func New(client redis.UniversalClient, cfg Config) *Store {
+	if client == nil {
+		panic("redisstore: New called with a nil client")
+	}
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = DefaultKeyPrefix
+	}
+	return &Store{client: client, prefix: cfg.KeyPrefix}
+}

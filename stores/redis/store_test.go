@@ -1,0 +1,67 @@
+package redisstore_test
+
+import (
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/stores"
+	redisstore "github.com/onceflow/onceflow/stores/redis"
+	"github.com/onceflow/onceflow/stores/storetest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.StopRedisCluster()
+	os.Exit(code)
+}
+
+func TestConformance(t *testing.T) {
+	t.Run("single node", func(t *testing.T) {
+		storetest.Run(t, storetest.Harness{
+			New: func(t *testing.T) stores.Store { return newStore(t, testenv.Redis(t)) },
+			Unavailable: func(t *testing.T) stores.Store {
+				return unreachable(t, redis.NewClient(&redis.Options{
+					Addr: closedAddr(t), DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1,
+				}))
+			},
+		})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		storetest.Run(t, storetest.Harness{
+			New: func(t *testing.T) stores.Store { return newStore(t, testenv.RedisCluster(t)) },
+			Unavailable: func(t *testing.T) stores.Store {
+				return unreachable(t, redis.NewClusterClient(&redis.ClusterOptions{
+					Addrs: []string{closedAddr(t)}, DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1,
+				}))
+			},
+		})
+	})
+}
+
+// newStore returns a store on c whose keys no other test uses.
+func newStore(t *testing.T, c redis.UniversalClient) *redisstore.Store {
+	return redisstore.New(c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t)})
+}
+
+// unreachable returns a store on c, a client of a server that is down.
+func unreachable(t *testing.T, c redis.UniversalClient) *redisstore.Store {
+	t.Cleanup(func() { _ = c.Close() })
+	return redisstore.New(c, redisstore.Config{})
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
