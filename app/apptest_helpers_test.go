@@ -1,0 +1,183 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// running is an App started by startApp.
+type running struct {
+	*App
+	base string
+	stop func() error // cancels Run and returns its error
+}
+
+// startApp runs a real App on a loopback port until the test ends.
+func startApp(t *testing.T, environ ...string) *running {
+	t.Helper()
+	environ = append([]string{"HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=warn", "RETRY_INTERVAL=10ms"}, environ...)
+	cfg, err := LoadConfig(environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	a, err := New(context.Background(), cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	r := &running{App: a, base: "http://" + a.Addr(), stop: func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(30 * time.Second):
+				runErr = fmt.Errorf("Run did not return 30s after cancel")
+			}
+			if err := a.Close(); err != nil && runErr == nil {
+				runErr = err
+			}
+		})
+		return runErr
+	}}
+	t.Cleanup(func() {
+		if err := r.stop(); err != nil {
+			t.Errorf("stopping app: %v", err)
+		}
+	})
+	waitFor(t, "app ready", func() bool { return r.get(t, "/readyz", nil) == http.StatusOK })
+	return r
+}
+
+// post sends body to path with the given headers and returns the status.
+func (r *running) post(t *testing.T, path, body string, header ...string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, r.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("POST %s: %v", path, err)
+		return 0
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// get fetches path, decoding a JSON body into v when v is not nil.
+func (r *running) get(t *testing.T, path string, v any) int {
+	t.Helper()
+	resp, err := http.Get(r.base + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	if v != nil {
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("GET %s: decoding: %v", path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// summary is GET /v1/ledger/summary.
+type summary struct {
+	Payments      int `json:"payments"`
+	Charges       int `json:"charges"`
+	Notifications int `json:"notifications"`
+}
+
+func (r *running) summary(t *testing.T) summary {
+	t.Helper()
+	var s summary
+	if code := r.get(t, "/v1/ledger/summary", &s); code != http.StatusOK {
+		t.Fatalf("summary: status %d", code)
+	}
+	return s
+}
+
+// metric returns the sum of the counter name over the series whose labels
+// include every pair in labels.
+func (r *running) metric(t *testing.T, name string, labels ...string) float64 {
+	t.Helper()
+	resp, err := http.Get(r.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	var sum float64
+	for _, m := range families[name].GetMetric() {
+		if hasLabels(m, labels) {
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+func hasLabels(m *dto.Metric, labels []string) bool {
+	for i := 0; i+1 < len(labels); i += 2 {
+		found := false
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// waitFor polls cond until it holds, failing the test after 20 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func paymentBody(id string) string {
+	return fmt.Sprintf(`{"payment_id":%q,"customer_id":"cust-1","amount_cents":1250,"currency":"EUR"}`, id)
+}
+
+// testWriter sends log lines to t.Log, so they show only for failing tests.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,71 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/migrations"
+)
+
+// connectTimeout bounds each backend's first connection at start-up.
+const connectTimeout = 10 * time.Second
+
+// openPostgres opens the pool on DATABASE_URL, checks it answers, and
+// applies the migrations (safe from every replica at once: goose takes a
+// session lock).
+func openPostgres(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.New(ctx, databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to PostgreSQL (DATABASE_URL): %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	if err := migrations.Up(ctx, db); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// openRedis returns a Cluster client for REDIS_ADDRS, else a single-node
+// client for REDIS_URL, after checking it answers. Clients honour context
+// deadlines, so the handler timeout also bounds a hung Redis.
+func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
+	var client redis.UniversalClient
+	if len(cfg.RedisAddrs) > 0 {
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.RedisAddrs, ContextTimeoutEnabled: true})
+	} else {
+		opts, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("REDIS_URL: %w", err)
+		}
+		opts.ContextTimeoutEnabled = true
+		client = redis.NewClient(opts)
+	}
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("connecting to Redis (%s): %w", redisVar(cfg), err)
+	}
+	return client, nil
+}
+
+func redisVar(cfg Config) string {
+	if len(cfg.RedisAddrs) > 0 {
+		return "REDIS_ADDRS=" + strings.Join(cfg.RedisAddrs, ",")
+	}
+	return "REDIS_URL"
+}

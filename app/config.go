@@ -1,0 +1,206 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is the service's whole configuration, read once from the
+// environment by LoadConfig. Every field has a default that runs the service
+// with nothing installed: in-process transport, memory store.
+type Config struct {
+	// Transport is the broker: gochannel (in-process).
+	Transport string `env:"TRANSPORT" envDefault:"gochannel"`
+	// Store keeps idempotency records: memory, redis or postgres.
+	Store string `env:"STORE" envDefault:"memory"`
+
+	// DatabaseURL is PostgreSQL: the postgres store, the sql transport and
+	// the shared ledger (when set, the ledger lives there).
+	DatabaseURL string `env:"DATABASE_URL"`
+	// RedisURL is a single Redis node, e.g. redis://127.0.0.1:6379/0.
+	RedisURL string `env:"REDIS_URL"`
+	// RedisAddrs, comma separated, selects a Redis Cluster instead.
+	RedisAddrs []string `env:"REDIS_ADDRS" envSeparator:","`
+	// KafkaBrokers, comma separated host:port.
+	KafkaBrokers []string `env:"KAFKA_BROKERS" envSeparator:","`
+	// AMQPURL is RabbitMQ, e.g. amqp://guest:guest@127.0.0.1:5672/.
+	AMQPURL string `env:"AMQP_URL"`
+
+	// HTTPAddr is where the API, /metrics and the health checks listen.
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
+	// ServiceName prefixes consumer groups and queues, and names the service
+	// in logs.
+	ServiceName string `env:"SERVICE_NAME" envDefault:"onceflow"`
+
+	// DedupTTL is how long completed records are kept: the window within
+	// which a duplicate is recognised.
+	DedupTTL time.Duration `env:"DEDUP_TTL" envDefault:"24h"`
+	// DedupLease is how long a claim is held without a heartbeat. It must
+	// exceed HandlerTimeout.
+	DedupLease time.Duration `env:"DEDUP_LEASE" envDefault:"30s"`
+	// DedupOnInProgress is reject (the broker redelivers later) or wait.
+	DedupOnInProgress string `env:"DEDUP_ON_IN_PROGRESS" envDefault:"reject"`
+	// DedupWait bounds the wait policy.
+	DedupWait time.Duration `env:"DEDUP_WAIT" envDefault:"5s"`
+	// DedupOnStoreError is fail-closed (the broker redelivers) or fail-open
+	// (process unguarded, counted as a risk).
+	DedupOnStoreError string `env:"DEDUP_ON_STORE_ERROR" envDefault:"fail-closed"`
+
+	// HandlerTimeout cancels a handler's context after this long.
+	HandlerTimeout time.Duration `env:"HANDLER_TIMEOUT" envDefault:"10s"`
+	// RetryMax is how often a failing message is retried in process before
+	// it goes to the poison topic.
+	RetryMax int `env:"RETRY_MAX" envDefault:"3"`
+	// RetryInterval is the first retry's backoff; it doubles each time.
+	RetryInterval time.Duration `env:"RETRY_INTERVAL" envDefault:"100ms"`
+	// ShutdownTimeout bounds the graceful shutdown.
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
+
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `env:"LOG_LEVEL" envDefault:"info"`
+	// LogFormat is text or json.
+	LogFormat string `env:"LOG_FORMAT" envDefault:"text"`
+}
+
+// Allowed values of the enumerated settings.
+var (
+	transports         = []string{"gochannel"}
+	storeKinds         = []string{"memory", "redis", "postgres"}
+	inProgressPolicies = []string{"reject", "wait"}
+	storeErrPolicies   = []string{"fail-closed", "fail-open"}
+	logLevels          = []string{"debug", "info", "warn", "error"}
+	logFormats         = []string{"text", "json"}
+)
+
+// LoadConfig reads the configuration from environ (os.Environ's form),
+// fills defaults and validates it. Its error names the variable and what it
+// allows, in one line.
+func LoadConfig(environ []string) (Config, error) {
+	var cfg Config
+	err := env.ParseWithOptions(&cfg, env.Options{Environment: env.ToMap(environ)})
+	if err != nil {
+		return Config{}, explainParseError(err)
+	}
+	return cfg, cfg.Validate()
+}
+
+// Validate checks values and their combinations.
+func (c Config) Validate() error {
+	for _, e := range []struct {
+		name, value string
+		allowed     []string
+	}{
+		{"TRANSPORT", c.Transport, transports},
+		{"STORE", c.Store, storeKinds},
+		{"DEDUP_ON_IN_PROGRESS", c.DedupOnInProgress, inProgressPolicies},
+		{"DEDUP_ON_STORE_ERROR", c.DedupOnStoreError, storeErrPolicies},
+		{"LOG_LEVEL", c.LogLevel, logLevels},
+		{"LOG_FORMAT", c.LogFormat, logFormats},
+	} {
+		if !slices.Contains(e.allowed, e.value) {
+			return fmt.Errorf("%s=%q is not allowed: use one of %s", e.name, e.value, strings.Join(e.allowed, ", "))
+		}
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"DEDUP_TTL", c.DedupTTL}, {"DEDUP_LEASE", c.DedupLease}, {"DEDUP_WAIT", c.DedupWait},
+		{"HANDLER_TIMEOUT", c.HandlerTimeout}, {"RETRY_INTERVAL", c.RetryInterval},
+		{"SHUTDOWN_TIMEOUT", c.ShutdownTimeout},
+	} {
+		if d.value <= 0 {
+			return fmt.Errorf("%s=%v must be a positive duration such as 30s", d.name, d.value)
+		}
+	}
+	if c.RetryMax < 0 {
+		return fmt.Errorf("RETRY_MAX=%d must be zero or more", c.RetryMax)
+	}
+	if c.DedupLease <= c.HandlerTimeout {
+		return fmt.Errorf("DEDUP_LEASE=%v must exceed HANDLER_TIMEOUT=%v: a lease that ends while its handler runs lets a duplicate in", c.DedupLease, c.HandlerTimeout)
+	}
+	return c.validateAddresses()
+}
+
+// validateAddresses requires the address of every backend the chosen
+// transport and store use.
+func (c Config) validateAddresses() error {
+	need := func(name string, set bool, why string) error {
+		if !set {
+			return fmt.Errorf("%s is required when %s", name, why)
+		}
+		return nil
+	}
+	return errors.Join(
+		when(c.Transport == "kafka", func() error { return need("KAFKA_BROKERS", len(c.KafkaBrokers) > 0, "TRANSPORT=kafka") }),
+		when(c.Transport == "amqp", func() error { return need("AMQP_URL", c.AMQPURL != "", "TRANSPORT=amqp") }),
+		when(c.Transport == "sql", func() error { return need("DATABASE_URL", c.DatabaseURL != "", "TRANSPORT=sql") }),
+		when(c.Store == "postgres", func() error { return need("DATABASE_URL", c.DatabaseURL != "", "STORE=postgres") }),
+		when(c.Store == "redis", func() error {
+			return need("REDIS_URL or REDIS_ADDRS", c.RedisURL != "" || len(c.RedisAddrs) > 0, "STORE=redis")
+		}),
+	)
+}
+
+func when(cond bool, check func() error) error {
+	if !cond {
+		return nil
+	}
+	return check()
+}
+
+// explainParseError turns the env library's error, which names Go fields,
+// into one that names the environment variable.
+func explainParseError(err error) error {
+	var pe env.ParseError
+	if errors.As(err, &pe) {
+		if f, ok := reflect.TypeFor[Config]().FieldByName(pe.Name); ok {
+			name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+			return fmt.Errorf("%s: %v", name, pe.Err)
+		}
+	}
+	return fmt.Errorf("reading configuration: %w", err)
+}
+
+// LogValue logs the effective configuration with secrets masked: passwords
+// in connection URLs are redacted.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("transport", c.Transport),
+		slog.String("store", c.Store),
+		slog.String("database_url", redact(c.DatabaseURL)),
+		slog.String("redis_url", redact(c.RedisURL)),
+		slog.Any("redis_addrs", c.RedisAddrs),
+		slog.Any("kafka_brokers", c.KafkaBrokers),
+		slog.String("amqp_url", redact(c.AMQPURL)),
+		slog.String("http_addr", c.HTTPAddr),
+		slog.String("service_name", c.ServiceName),
+		slog.Duration("dedup_ttl", c.DedupTTL),
+		slog.Duration("dedup_lease", c.DedupLease),
+		slog.String("dedup_on_in_progress", c.DedupOnInProgress),
+		slog.String("dedup_on_store_error", c.DedupOnStoreError),
+		slog.Duration("handler_timeout", c.HandlerTimeout),
+		slog.Int("retry_max", c.RetryMax),
+	)
+}
+
+// redact masks the password of a connection URL; a value that does not parse
+// as a URL is masked whole.
+func redact(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return "***"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,68 @@
+package app
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadConfigDefaults(t *testing.T) {
+	cfg, err := LoadConfig(nil)
+	if err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	if cfg.Transport != "gochannel" || cfg.Store != "memory" || cfg.DedupLease != 30*time.Second || cfg.HTTPAddr != ":8080" {
+		t.Fatalf("unexpected defaults: %+v", cfg)
+	}
+}
+
+func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"TRANSPORT=nats"}, `TRANSPORT="nats" is not allowed: use one of gochannel`},
+		{[]string{"STORE=mongo"}, `STORE="mongo" is not allowed: use one of memory, redis, postgres`},
+		{[]string{"DEDUP_ON_IN_PROGRESS=block"}, `DEDUP_ON_IN_PROGRESS="block" is not allowed: use one of reject, wait`},
+		{[]string{"DEDUP_ON_STORE_ERROR=ignore"}, `DEDUP_ON_STORE_ERROR="ignore" is not allowed: use one of fail-closed, fail-open`},
+		{[]string{"LOG_FORMAT=xml"}, `LOG_FORMAT="xml" is not allowed: use one of text, json`},
+		{[]string{"DEDUP_LEASE=soon"}, `DEDUP_LEASE: unable to parse duration: time: invalid duration "soon"`},
+		{[]string{"RETRY_MAX=many"}, `RETRY_MAX: strconv.ParseInt`},
+		{[]string{"DEDUP_TTL=0s"}, `DEDUP_TTL=0s must be a positive duration`},
+		{[]string{"DEDUP_LEASE=5s", "HANDLER_TIMEOUT=10s"}, `DEDUP_LEASE=5s must exceed HANDLER_TIMEOUT=10s`},
+		{[]string{"STORE=postgres"}, `DATABASE_URL is required when STORE=postgres`},
+		{[]string{"STORE=redis"}, `REDIS_URL or REDIS_ADDRS is required when STORE=redis`},
+	} {
+		_, err := LoadConfig(tc.env)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("LoadConfig(%v) error = %v, want it to contain %q", tc.env, err, tc.want)
+			continue
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("LoadConfig(%v) error spans lines: %q", tc.env, err)
+		}
+	}
+}
+
+func TestConfigLogMasksSecrets(t *testing.T) {
+	cfg, err := LoadConfig([]string{
+		"STORE=postgres", "DATABASE_URL=postgres://app:s3cret@db:5432/app",
+		"AMQP_URL=amqp://guest:hunter2@mq:5672/",
+		"REDIS_URL=redis://:redispass@cache:6379/0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	slog.New(slog.NewTextHandler(&b, nil)).Info("config", "config", cfg)
+	out := b.String()
+	for _, secret := range []string{"s3cret", "hunter2", "redispass"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("logged config reveals %q: %s", secret, out)
+		}
+	}
+	if !strings.Contains(out, "db:5432") {
+		t.Errorf("logged config lost the non-secret parts: %s", out)
+	}
+}

@@ -1,0 +1,117 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
+)
+
+// PublishOptions says what the publish command sends.
+type PublishOptions struct {
+	// Count is how many distinct payments to send.
+	Count int
+	// Duplicates is how many extra copies of each payment to send.
+	Duplicates int
+	// Concurrency is how many requests are in flight at once. Default 8.
+	Concurrency int
+}
+
+// Publish is the duplicate demo: it sends Count payments, each 1+Duplicates
+// times with the same payment id (the message idempotency key), and prints
+// what it sent. With the in-process transport another process cannot reach
+// the service's channel, so it sends through the running service's HTTP API
+// at HTTP_ADDR, one request per copy with its own Idempotency-Key: every copy
+// reaches the message receiver, which must charge each payment once.
+func Publish(ctx context.Context, environ []string, opts PublishOptions, out io.Writer) error {
+	cfg, err := LoadConfig(environ)
+	if err != nil {
+		return err
+	}
+	if opts.Count < 1 || opts.Duplicates < 0 {
+		return fmt.Errorf("--count must be at least 1 and --duplicates at least 0")
+	}
+	if opts.Concurrency < 1 {
+		opts.Concurrency = 8
+	}
+	base, err := serviceURL(cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	run := uuid.NewString()[:8]
+	client := &http.Client{Timeout: 10 * time.Second}
+
+	var (
+		mu       sync.Mutex
+		statuses = map[int]int{}
+	)
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.Concurrency)
+	for i := range opts.Count {
+		id := fmt.Sprintf("pay-%s-%d", run, i+1)
+		body, _ := json.Marshal(map[string]any{
+			"payment_id": id, "customer_id": fmt.Sprintf("cust-%d", i%10+1),
+			"amount_cents": 1000 + i, "currency": "EUR",
+		})
+		for range 1 + opts.Duplicates {
+			g.Go(func() error {
+				code, err := post(ctx, client, base+"/v1/payments", body)
+				if err != nil {
+					return fmt.Errorf("sending %s: %w", id, err)
+				}
+				mu.Lock()
+				statuses[code]++
+				mu.Unlock()
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	sent := opts.Count * (1 + opts.Duplicates)
+	fmt.Fprintf(out, "sent %d messages: %d payments (pay-%s-1 .. pay-%s-%d) x %d copies, through %s\n",
+		sent, opts.Count, run, run, opts.Count, 1+opts.Duplicates, base)
+	fmt.Fprintf(out, "responses by status: %v\n", statuses)
+	fmt.Fprintf(out, "expect %d charges: see %s/v1/ledger/summary\n", opts.Count, base)
+	return nil
+}
+
+func post(ctx context.Context, client *http.Client, url string, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", uuid.NewString())
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode >= 300 {
+		return resp.StatusCode, fmt.Errorf("status %s", resp.Status)
+	}
+	return resp.StatusCode, nil
+}
+
+// serviceURL turns a listen address such as ":8080" into a URL to reach it.
+func serviceURL(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("HTTP_ADDR=%q: %w", addr, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
+}

@@ -1,0 +1,85 @@
+package app
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
+
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/middleware"
+)
+
+// PoisonTopic receives messages that redelivery can never fix, with the
+// reason in metadata "reason_poisoned" and their topic in "topic_poisoned".
+const PoisonTopic = "poison"
+
+// permanent reports whether a handler error can never be fixed by
+// redelivering the message: a malformed payload, an idempotency key reused
+// for another payload, a missing key. Such messages skip the retries and go
+// to the poison topic. Every other error — a store or database outage, a
+// copy still in progress — is retried in process and then nacked, so the
+// broker redelivers it: nothing is parked in the poison topic during an
+// outage.
+func permanent(err error) bool {
+	return middleware.Permanent(err) || errors.Is(err, handlers.ErrMalformed)
+}
+
+// newRouter assembles the Watermill router: the middleware chain shared by
+// every handler, then the handlers with their own subscribers.
+func newRouter(cfg Config, t transport, receiver *middleware.Receiver, mh *handlers.MessageHandlers, pl *poisonLog, logger *slog.Logger) (*message.Router, error) {
+	wlog := watermill.NewSlogLogger(logger)
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.ShutdownTimeout}, wlog)
+	if err != nil {
+		return nil, err
+	}
+	poison, err := wmmw.PoisonQueueWithFilter(t.publisher, PoisonTopic, permanent)
+	if err != nil {
+		return nil, err
+	}
+	// Outermost first. The order matters:
+	//   recoverer    turns a handler panic into an error (after the receiver
+	//                has released the claim);
+	//   correlation  copies the correlation id onto produced messages;
+	//   poison       parks permanent failures, acking the original;
+	//   retry        retries the rest with exponential backoff, each attempt
+	//                on a fresh context;
+	//   timeout      bounds one attempt (the lease outlives it: Validate);
+	//   receiver     claims the key, runs the handler once, replays duplicates.
+	router.AddMiddleware(
+		wmmw.Recoverer,
+		wmmw.CorrelationID,
+		poison,
+		wmmw.Retry{
+			MaxRetries:          cfg.RetryMax,
+			InitialInterval:     cfg.RetryInterval,
+			MaxInterval:         10 * cfg.RetryInterval,
+			Multiplier:          2,
+			ShouldRetry:         func(p wmmw.RetryParams) bool { return !permanent(p.Err) },
+			ResetContextOnRetry: true,
+			Logger:              wlog,
+		}.Middleware,
+		wmmw.Timeout(cfg.HandlerTimeout),
+		receiver.Middleware(),
+	)
+
+	sub, err := t.subscriber(handlers.ChargePaymentHandler)
+	if err != nil {
+		return nil, err
+	}
+	router.AddHandler(handlers.ChargePaymentHandler, handlers.TopicPaymentRequested, sub,
+		handlers.TopicPaymentCharged, t.publisher, mh.ChargePayment)
+
+	if sub, err = t.subscriber(handlers.NotifyCustomerHandler); err != nil {
+		return nil, err
+	}
+	router.AddConsumerHandler(handlers.NotifyCustomerHandler, handlers.TopicPaymentCharged, sub, mh.NotifyCustomer)
+
+	if sub, err = t.subscriber(poisonLogHandler); err != nil {
+		return nil, err
+	}
+	router.AddConsumerHandler(poisonLogHandler, PoisonTopic, sub, pl.handle)
+	return router, nil
+}

@@ -1,0 +1,43 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/memory"
+	"github.com/onceflow/onceflow/stores/postgres"
+	redisstore "github.com/onceflow/onceflow/stores/redis"
+)
+
+// idempotencyStore is the store the receiver uses, with what readiness and
+// shutdown need of it.
+type idempotencyStore struct {
+	stores.Store
+	ping  func(context.Context) error
+	close func() error
+}
+
+// newStore builds the store STORE names on the backends already opened.
+func newStore(cfg Config, pool *pgxpool.Pool, rdb redis.UniversalClient) (idempotencyStore, error) {
+	switch cfg.Store {
+	case "redis":
+		return idempotencyStore{
+			Store: redisstore.New(rdb, redisstore.Config{}),
+			ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+			close: rdb.Close,
+		}, nil
+	case "postgres":
+		s, err := postgres.New(pool, postgres.Config{})
+		if err != nil {
+			return idempotencyStore{}, fmt.Errorf("postgres store: %w", err)
+		}
+		return idempotencyStore{Store: s, ping: pool.Ping, close: func() error { return nil }}, nil
+	default:
+		m := memory.New(memory.Config{})
+		return idempotencyStore{Store: m, ping: func(context.Context) error { return nil }, close: m.Close}, nil
+	}
+}

@@ -1,0 +1,50 @@
+// Command onceflow runs the service (onceflow serve, the default) or sends
+// the duplicate demo to a running one (onceflow publish).
+//
+// Configuration comes from the environment; see the README.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/onceflow/onceflow/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "onceflow:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return app.Serve(ctx, environ, stderr)
+	case "publish":
+		fs := flag.NewFlagSet("publish", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		var opts app.PublishOptions
+		fs.IntVar(&opts.Count, "count", 3, "distinct payments to send")
+		fs.IntVar(&opts.Duplicates, "duplicates", 1, "extra copies of each payment")
+		fs.IntVar(&opts.Concurrency, "concurrency", 8, "requests in flight at once")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		return app.Publish(ctx, environ, opts, stdout)
+	default:
+		return fmt.Errorf("unknown command %q: use serve or publish", cmd)
+	}
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The README's tour, run as a user would: serve on a free port, publish
+// three payments with one duplicate each, and read one charge per payment.
+func TestTour(t *testing.T) {
+	addr := freeAddr(t)
+	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn"}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- run(ctx, []string{"serve"}, environ, &bytes.Buffer{}, &bytes.Buffer{}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve after SIGINT-like cancel: %v", err)
+		}
+	})
+	waitReady(t, "http://"+addr+"/readyz")
+
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"publish", "--count", "3", "--duplicates", "1"}, environ, &out, &out); err != nil {
+		t.Fatalf("publish: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "sent 6 messages: 3 payments") {
+		t.Errorf("publish printed %q", out.String())
+	}
+
+	var got struct{ Payments, Charges, Notifications int }
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/v1/ledger/summary")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if got.Notifications == 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got.Payments != 3 || got.Charges != 3 || got.Notifications != 3 {
+		t.Fatalf("summary after 6 sends of 3 payments = %+v, want 3 of each", got)
+	}
+}
+
+func TestRunRejectsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args, environ []string
+		want          string
+	}{
+		{[]string{"frobnicate"}, nil, `unknown command "frobnicate": use serve or publish`},
+		{[]string{"serve"}, []string{"STORE=mongo"}, `STORE="mongo" is not allowed`},
+		{[]string{"publish", "--count", "0"}, nil, "--count must be at least 1"},
+	} {
+		err := run(context.Background(), tc.args, tc.environ, &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run(%v) = %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
