@@ -1,0 +1,35 @@
+# onceflow — common tasks. `make help` lists them.
+
+GO        ?= go
+PKGS      ?= ./...
+COMPOSE   ?= docker compose
+TEST_TIMEOUT ?= 9m
+
+.PHONY: help run build test test-short vet up down clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+run: build ## run the service on :8080 (in-process transport, memory store: nothing to install)
+	./bin/onceflow serve
+
+build: ## build bin/onceflow
+	$(GO) build -o bin/onceflow ./cmd/onceflow
+
+test: vet ## vet, then every test (unit and integration) with the race detector
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+
+test-short: ## unit tests only: no services needed
+	$(GO) test -short -count=1 $(PKGS)
+
+vet: ## go vet
+	$(GO) vet $(PKGS)
+
+up: ## start PostgreSQL, Redis, RabbitMQ and Kafka with docker compose and wait until healthy
+	$(COMPOSE) up -d --wait postgres redis rabbitmq kafka
+
+down: ## stop the compose services (make down VOLUMES=1 also removes their data)
+	$(COMPOSE) down $(if $(VOLUMES),--volumes,)
+
+clean: ## remove build output
+	rm -rf bin coverage.out
