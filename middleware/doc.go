@@ -11,6 +11,9 @@
 // Faces adapt the core to a transport. Receiver.Middleware is the Watermill
 // face: a message.HandlerMiddleware that scopes keys by handler name, stores
 // the handler's produced messages, and replays them on duplicates.
+// Receiver.HTTP is the net/http face: Idempotency-Key middleware that scopes
+// keys by client, method and route, stores the response, and replays it on
+// a retry. Authenticate resolves the client identity from a bearer API key.
 //
 // Every call of Execute ends in exactly one Outcome, reported to the
 // Observer; NewPrometheusObserver exports them as metrics.

@@ -22,6 +22,11 @@ var (
 	ErrUnreadableResult = errors.New("unreadable stored result")
 )
 
+// errNotStored, wrapped in the error of the function passed to Execute,
+// says that the function succeeded but its result must not be recorded:
+// Execute releases the claim and reports OutcomeNotStored.
+var errNotStored = errors.New("result not stored")
+
 // Permanent reports whether err is one that redelivering the same message
 // can never fix: a fingerprint mismatch, a missing key, an unreadable stored
 // result. Use it to skip retries and to route such messages to a poison

@@ -33,6 +33,10 @@ const (
 	// OutcomeFailed: the function returned an error or panicked; its claim
 	// was released so that a retry can run it again.
 	OutcomeFailed Outcome = "failed"
+	// OutcomeNotStored: the function succeeded but its result must not be
+	// recorded (the HTTP face: a response larger than its limit), so the
+	// claim was released like a failure's and a retry runs it again.
+	OutcomeNotStored Outcome = "not_stored"
 )
 
 // Outcomes lists every Outcome, for pre-initialising metrics.
@@ -40,7 +44,7 @@ func Outcomes() []Outcome {
 	return []Outcome{
 		OutcomeProcessed, OutcomeDuplicate, OutcomeInProgress,
 		OutcomeFingerprintMismatch, OutcomeLeaseLost, OutcomeStoreError,
-		OutcomeFailOpen, OutcomeFailed,
+		OutcomeFailOpen, OutcomeFailed, OutcomeNotStored,
 	}
 }
 

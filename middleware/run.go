@@ -25,14 +25,18 @@ func (r *Receiver) runOwned(ctx context.Context, scope, k string, token stores.T
 		// fn panicked: free the key, then let the panic go on to the
 		// transport's recoverer.
 		stopHeartbeat()
-		r.releaseAfterFailure(ctx, scope, k, token, leaseLost(fnCtx))
+		r.releaseAfterFailure(ctx, scope, k, token, leaseLost(fnCtx), OutcomeFailed)
 	}()
 	v, err := fn(fnCtx)
 	finished = true
 	stopHeartbeat()
 
 	if err != nil {
-		o := r.releaseAfterFailure(ctx, scope, k, token, leaseLost(fnCtx))
+		failed := OutcomeFailed
+		if errors.Is(err, errNotStored) {
+			failed = OutcomeNotStored
+		}
+		o := r.releaseAfterFailure(ctx, scope, k, token, leaseLost(fnCtx), failed)
 		if o == OutcomeLeaseLost {
 			return Result{Outcome: o}, fmt.Errorf("key %q: %w: %w", k, stores.ErrLeaseLost, err)
 		}
@@ -59,9 +63,11 @@ func (r *Receiver) runOwned(ctx context.Context, scope, k string, token stores.T
 	}
 }
 
-// releaseAfterFailure frees the key after fn failed and reports the outcome:
-// failed, or lease_lost when the claim was no longer ours.
-func (r *Receiver) releaseAfterFailure(ctx context.Context, scope, k string, token stores.Token, lost bool) Outcome {
+// releaseAfterFailure frees the key after fn failed (or its result is not to
+// be stored) and reports the outcome: failed (or not_stored), or lease_lost
+// when the claim was no longer ours.
+func (r *Receiver) releaseAfterFailure(ctx context.Context, scope, k string, token stores.Token, lost bool,
+	failed Outcome) Outcome {
 	err := r.release(ctx, k, token)
 	switch {
 	case lost || errors.Is(err, stores.ErrLeaseLost):
@@ -75,8 +81,8 @@ func (r *Receiver) releaseAfterFailure(ctx context.Context, scope, k string, tok
 		r.cfg.Logger.WarnContext(ctx, "releasing key failed",
 			"scope", scope, "key", k, "lease", r.cfg.Lease, "err", err)
 	}
-	r.cfg.Observer.Outcome(scope, OutcomeFailed)
-	return OutcomeFailed
+	r.cfg.Observer.Outcome(scope, failed)
+	return failed
 }
 
 // leaseLost reports whether the heartbeat fenced off fn's context.

@@ -1,0 +1,51 @@
+package middleware
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"testing"
+)
+
+func TestResponseEnvelopeRoundTrip(t *testing.T) {
+	body := []byte{0, 1, 2, 0xff, '\n'}
+	h := http.Header{
+		"Content-Type": {"application/json"}, "Location": {"/x"}, "X-Many": {"1", "2"},
+		"Set-Cookie": {"s=1"}, "Date": {"now"}, "Content-Length": {"5"}, "Transfer-Encoding": {"chunked"},
+		"Connection": {"close, X-Hop"}, "X-Hop": {"1"}, "Keep-Alive": {"timeout=5"},
+		http.TrailerPrefix + "X-T": {"t"}, ReplayedHeader: {"true"},
+	}
+	b, err := encodeResponse(http.StatusCreated, h, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeResponse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.status != http.StatusCreated || !bytes.Equal(got.body, body) {
+		t.Errorf("decoded %d %q, want 201 %q", got.status, got.body, body)
+	}
+	want := http.Header{"Content-Type": {"application/json"}, "Location": {"/x"}, "X-Many": {"1", "2"}}
+	if len(got.header) != len(want) {
+		t.Errorf("stored headers %v, want %v", got.header, want)
+	}
+	for name, values := range want {
+		if g := got.header.Values(name); len(g) != len(values) || g[0] != values[0] {
+			t.Errorf("stored %s = %v, want %v", name, g, values)
+		}
+	}
+}
+
+func TestResponseEnvelopeVersions(t *testing.T) {
+	v1 := `{"v":1,"status":202,"header":{"Location":["/p/1"]},"body":"b2s=","future":true}`
+	got, err := decodeResponse([]byte(v1))
+	if err != nil || got.status != 202 || string(got.body) != "ok" || got.header.Get("Location") != "/p/1" {
+		t.Errorf("version 1 decoded as %+v, %v", got, err)
+	}
+	for _, bad := range []string{`{"v":2,"status":200}`, `{"v":1,"status":0}`, `not json`, ``} {
+		if _, err := decodeResponse([]byte(bad)); !errors.Is(err, ErrUnreadableResult) {
+			t.Errorf("decode %q: %v, want ErrUnreadableResult", bad, err)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package middleware
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// httpFixture serves "POST /things/{id}" and "POST /other" through the HTTP
+// face (behind Authenticate when it has keys) on a memory store that can be
+// made to fail.
+type httpFixture struct {
+	t     *testing.T
+	mux   *http.ServeMux
+	store *faultyStore
+	rec   *recorder
+	runs  atomic.Int32 // handler executions
+}
+
+// thingHandler is the default handler: 201 with a body naming the run, the
+// id and the request body, so that a replay is told from a new run.
+func thingHandler(w http.ResponseWriter, r *http.Request, run int32) {
+	body, _ := io.ReadAll(r.Body)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Location", "/things/"+r.PathValue("id"))
+	h.Set("Set-Cookie", "session=secret")
+	h.Set("X-Run", fmt.Sprint(run))
+	w.WriteHeader(http.StatusCreated)
+	fmt.Fprintf(w, `{"run":%d,"id":%q,"body":%q}`, run, r.PathValue("id"), body)
+}
+
+func newHTTPFixture(t *testing.T, cfg Config, keys map[string]string,
+	handler func(w http.ResponseWriter, r *http.Request, run int32), opts ...HTTPOption) *httpFixture {
+	t.Helper()
+	f := &httpFixture{t: t, mux: http.NewServeMux(), store: newFaultyStore(t)}
+	cfg.Store = f.store
+	var r *Receiver
+	r, f.rec = newReceiver(t, cfg)
+	if handler == nil {
+		handler = thingHandler
+	}
+	var h http.Handler = r.HTTP(opts...)(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		handler(w, req, f.runs.Add(1))
+	}))
+	if keys != nil {
+		ak, err := NewAPIKeys(keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = Authenticate(ak, nil)(h)
+	}
+	f.mux.Handle("POST /things/{id}", h)
+	f.mux.Handle("POST /other", h)
+	return f
+}
+
+// request is one request of a test: header holds name, value pairs.
+type request struct {
+	path, body string
+	header     []string
+}
+
+// post builds a POST with Idempotency-Key key (none when key is "-").
+func post(path, key, body string, header ...string) request {
+	if key != "-" {
+		header = append([]string{IdempotencyKeyHeader, key}, header...)
+	}
+	return request{path: path, body: body, header: header}
+}
+
+func (f *httpFixture) do(rq request) *httptest.ResponseRecorder {
+	f.t.Helper()
+	req := httptest.NewRequest(http.MethodPost, rq.path, strings.NewReader(rq.body))
+	for i := 0; i+1 < len(rq.header); i += 2 {
+		req.Header.Add(rq.header[i], rq.header[i+1])
+	}
+	w := httptest.NewRecorder()
+	f.mux.ServeHTTP(w, req)
+	return w
+}
