@@ -5,10 +5,10 @@ PKGS      ?= ./...
 COMPOSE   ?= docker compose
 TEST_TIMEOUT ?= 9m
 
-.PHONY: help run build test test-short vet up down clean
+.PHONY: help run build test test-short e2e vet up down clean
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 run: build ## run the service on :8080 (in-process transport, memory store: nothing to install)
 	./bin/onceflow serve
@@ -22,6 +22,11 @@ test: vet ## vet, then every test (unit and integration) with the race detector
 test-short: ## unit tests only: no services needed
 	$(GO) test -short -count=1 $(PKGS)
 
+e2e: ## the end-to-end suite (transport x store) against the `make up` services; prints each cell's time
+	REQUIRE_SERVICES=1 TEST_KAFKA_BROKERS=127.0.0.1:9092 E2E_REPORT=$(CURDIR)/e2e-report.md \
+		$(GO) test -race -count=1 -timeout 30m -run TestEndToEnd -v ./app/
+	@cat e2e-report.md
+
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
@@ -32,4 +37,4 @@ down: ## stop the compose services (make down VOLUMES=1 also removes their data)
 	$(COMPOSE) down $(if $(VOLUMES),--volumes,)
 
 clean: ## remove build output
-	rm -rf bin coverage.out
+	rm -rf bin coverage.out e2e-report.md

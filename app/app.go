@@ -49,7 +49,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	logger.Info("starting", "config", cfg)
 
 	if cfg.DatabaseURL != "" {
-		if a.pool, err = openPostgres(ctx, cfg.DatabaseURL); err != nil {
+		if a.pool, err = openPostgres(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns); err != nil {
 			return nil, err
 		}
 		a.closers = append(a.closers, func() error { a.pool.Close(); return nil })
@@ -69,9 +69,10 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 		a.sweeper = postgres.NewSweeper(s, postgres.SweeperConfig{Logger: logger})
 	}
 
-	if a.transport, err = newTransport(cfg, logger); err != nil {
+	if a.transport, err = newTransport(ctx, cfg, a.pool, logger); err != nil {
 		return nil, err
 	}
+	a.transport = withTopicPrefix(a.transport, cfg.TopicPrefix)
 	a.closers = append(a.closers, a.transport.close)
 
 	reg := prometheus.NewRegistry()
@@ -102,7 +103,10 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	if a.router, err = newRouter(cfg, a.transport, receiver, handlers.NewMessageHandlers(ledger, logger), poison, logger); err != nil {
 		return nil, err
 	}
-	a.server = newHTTPServer(handlers.NewHTTP(ledger, a.transport.publisher, logger), a.router, a.store, reg, logger)
+	api := handlers.NewHTTP(ledger, a.transport.publisher, logger)
+	if a.server, err = newHTTPServer(cfg, api, receiver, a.router, a.store, reg, logger); err != nil {
+		return nil, err
+	}
 	if a.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("HTTP_ADDR=%q: %w", cfg.HTTPAddr, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -67,6 +68,8 @@ func startApp(t *testing.T, environ ...string) *running {
 }
 
 // post sends body to path with the given headers and returns the status.
+// Each call sends a fresh Idempotency-Key unless header sets one, so each
+// call is a new request to the API, like each copy that publish sends.
 func (r *running) post(t *testing.T, path, body string, header ...string) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, r.base+path, strings.NewReader(body))
@@ -74,6 +77,7 @@ func (r *running) post(t *testing.T, path, body string, header ...string) int {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", uuid.NewString())
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
@@ -161,7 +165,13 @@ func hasLabels(m *dto.Metric, labels []string) bool {
 // waitFor polls cond until it holds, failing the test after 20 seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	waitForWithin(t, 20*time.Second, what, cond)
+}
+
+// waitForWithin polls cond until it holds, failing the test after limit.
+func waitForWithin(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

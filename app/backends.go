@@ -16,11 +16,16 @@ import (
 // connectTimeout bounds each backend's first connection at start-up.
 const connectTimeout = 10 * time.Second
 
-// openPostgres opens the pool on DATABASE_URL, checks it answers, and
-// applies the migrations (safe from every replica at once: goose takes a
-// session lock).
-func openPostgres(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
-	pool, err := pgxpool.New(ctx, databaseURL)
+// openPostgres opens the pool on DATABASE_URL with DATABASE_MAX_CONNS
+// connections, checks it answers, and applies the migrations (safe from
+// every replica at once: goose takes a session lock).
+func openPostgres(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	pcfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}

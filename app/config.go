@@ -17,7 +17,8 @@ import (
 // environment by LoadConfig. Every field has a default that runs the service
 // with nothing installed: in-process transport, memory store.
 type Config struct {
-	// Transport is the broker: gochannel (in-process).
+	// Transport is the broker: gochannel (in-process), kafka, amqp
+	// (RabbitMQ) or sql (PostgreSQL at DATABASE_URL).
 	Transport string `env:"TRANSPORT" envDefault:"gochannel"`
 	// Store keeps idempotency records: memory, redis or postgres.
 	Store string `env:"STORE" envDefault:"memory"`
@@ -25,17 +26,32 @@ type Config struct {
 	// DatabaseURL is PostgreSQL: the postgres store, the sql transport and
 	// the shared ledger (when set, the ledger lives there).
 	DatabaseURL string `env:"DATABASE_URL"`
+	// DatabaseMaxConns sizes the PostgreSQL pool of the store, the ledger
+	// and the sql transport's publisher (its subscribers have their own).
+	DatabaseMaxConns int32 `env:"DATABASE_MAX_CONNS" envDefault:"20"`
 	// RedisURL is a single Redis node, e.g. redis://127.0.0.1:6379/0.
 	RedisURL string `env:"REDIS_URL"`
 	// RedisAddrs, comma separated, selects a Redis Cluster instead.
 	RedisAddrs []string `env:"REDIS_ADDRS" envSeparator:","`
 	// KafkaBrokers, comma separated host:port.
 	KafkaBrokers []string `env:"KAFKA_BROKERS" envSeparator:","`
+	// KafkaPartitions is the partition count of topics the service creates.
+	KafkaPartitions int `env:"KAFKA_PARTITIONS" envDefault:"4"`
 	// AMQPURL is RabbitMQ, e.g. amqp://guest:guest@127.0.0.1:5672/.
 	AMQPURL string `env:"AMQP_URL"`
+	// AMQPConnectTimeout is how long start-up keeps retrying the first
+	// connection to RabbitMQ before it fails.
+	AMQPConnectTimeout time.Duration `env:"AMQP_CONNECT_TIMEOUT" envDefault:"30s"`
+	// SQLPollInterval is how often the sql transport polls for new messages
+	// when a topic is idle.
+	SQLPollInterval time.Duration `env:"SQL_POLL_INTERVAL" envDefault:"100ms"`
 
 	// HTTPAddr is where the API, /metrics and the health checks listen.
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
+	// TopicPrefix is prepended to every topic on the broker, so that several
+	// environments (or test runs) can share one broker without seeing each
+	// other's messages. Handlers never see it.
+	TopicPrefix string `env:"TOPIC_PREFIX"`
 	// ServiceName prefixes consumer groups and queues, and names the service
 	// in logs.
 	ServiceName string `env:"SERVICE_NAME" envDefault:"onceflow"`
@@ -53,6 +69,20 @@ type Config struct {
 	// DedupOnStoreError is fail-closed (the broker redelivers) or fail-open
 	// (process unguarded, counted as a risk).
 	DedupOnStoreError string `env:"DEDUP_ON_STORE_ERROR" envDefault:"fail-closed"`
+
+	// APIKeys, when set, requires "Authorization: Bearer <key>" on the API
+	// (/v1/...): comma-separated key:client pairs such as
+	// "k3y-1:client-a,k3y-2:client-b", split at the last colon; a client may
+	// have several keys, to rotate them. The client scopes Idempotency-Key
+	// records, so no client can replay or block another's response. Unset,
+	// every caller is one anonymous client. A secret: masked in logs.
+	APIKeys string `env:"API_KEYS"`
+	// IdempotencyMaxBody bounds, in bytes, the response body stored for an
+	// Idempotency-Key: a larger response is served but not stored, and its
+	// key is released. The HTTP face shares the DEDUP_* settings: TTL,
+	// lease, in-progress policy (reject: 409; wait: a bounded wait, then
+	// the replay) and store-error policy (fail-closed: 503).
+	IdempotencyMaxBody int64 `env:"IDEMPOTENCY_MAX_BODY" envDefault:"1048576"`
 
 	// HandlerTimeout cancels a handler's context after this long.
 	HandlerTimeout time.Duration `env:"HANDLER_TIMEOUT" envDefault:"10s"`
@@ -72,7 +102,7 @@ type Config struct {
 
 // Allowed values of the enumerated settings.
 var (
-	transports         = []string{"gochannel"}
+	transports         = []string{"gochannel", "kafka", "amqp", "sql"}
 	storeKinds         = []string{"memory", "redis", "postgres"}
 	inProgressPolicies = []string{"reject", "wait"}
 	storeErrPolicies   = []string{"fail-closed", "fail-open"}
@@ -115,17 +145,30 @@ func (c Config) Validate() error {
 	}{
 		{"DEDUP_TTL", c.DedupTTL}, {"DEDUP_LEASE", c.DedupLease}, {"DEDUP_WAIT", c.DedupWait},
 		{"HANDLER_TIMEOUT", c.HandlerTimeout}, {"RETRY_INTERVAL", c.RetryInterval},
-		{"SHUTDOWN_TIMEOUT", c.ShutdownTimeout},
+		{"SHUTDOWN_TIMEOUT", c.ShutdownTimeout}, {"AMQP_CONNECT_TIMEOUT", c.AMQPConnectTimeout},
+		{"SQL_POLL_INTERVAL", c.SQLPollInterval},
 	} {
 		if d.value <= 0 {
 			return fmt.Errorf("%s=%v must be a positive duration such as 30s", d.name, d.value)
 		}
+	}
+	if c.DatabaseMaxConns < 1 {
+		return fmt.Errorf("DATABASE_MAX_CONNS=%d must be at least 1", c.DatabaseMaxConns)
+	}
+	if c.KafkaPartitions < 1 {
+		return fmt.Errorf("KAFKA_PARTITIONS=%d must be at least 1", c.KafkaPartitions)
 	}
 	if c.RetryMax < 0 {
 		return fmt.Errorf("RETRY_MAX=%d must be zero or more", c.RetryMax)
 	}
 	if c.DedupLease <= c.HandlerTimeout {
 		return fmt.Errorf("DEDUP_LEASE=%v must exceed HANDLER_TIMEOUT=%v: a lease that ends while its handler runs lets a duplicate in", c.DedupLease, c.HandlerTimeout)
+	}
+	if c.IdempotencyMaxBody < 1 {
+		return fmt.Errorf("IDEMPOTENCY_MAX_BODY=%d must be at least 1 (bytes)", c.IdempotencyMaxBody)
+	}
+	if _, err := c.apiKeys(); err != nil {
+		return err
 	}
 	return c.validateAddresses()
 }
@@ -171,7 +214,7 @@ func explainParseError(err error) error {
 }
 
 // LogValue logs the effective configuration with secrets masked: passwords
-// in connection URLs are redacted.
+// in connection URLs are redacted, API keys show only their clients.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("transport", c.Transport),
@@ -183,12 +226,15 @@ func (c Config) LogValue() slog.Value {
 		slog.String("amqp_url", redact(c.AMQPURL)),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("service_name", c.ServiceName),
+		slog.String("topic_prefix", c.TopicPrefix),
 		slog.Duration("dedup_ttl", c.DedupTTL),
 		slog.Duration("dedup_lease", c.DedupLease),
 		slog.String("dedup_on_in_progress", c.DedupOnInProgress),
 		slog.String("dedup_on_store_error", c.DedupOnStoreError),
 		slog.Duration("handler_timeout", c.HandlerTimeout),
 		slog.Int("retry_max", c.RetryMax),
+		slog.String("api_keys", maskAPIKeys(c.APIKeys)),
+		slog.Int64("idempotency_max_body", c.IdempotencyMaxBody),
 	)
 }
 

@@ -22,7 +22,7 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{[]string{"TRANSPORT=nats"}, `TRANSPORT="nats" is not allowed: use one of gochannel`},
+		{[]string{"TRANSPORT=nats"}, `TRANSPORT="nats" is not allowed: use one of gochannel, kafka, amqp, sql`},
 		{[]string{"STORE=mongo"}, `STORE="mongo" is not allowed: use one of memory, redis, postgres`},
 		{[]string{"DEDUP_ON_IN_PROGRESS=block"}, `DEDUP_ON_IN_PROGRESS="block" is not allowed: use one of reject, wait`},
 		{[]string{"DEDUP_ON_STORE_ERROR=ignore"}, `DEDUP_ON_STORE_ERROR="ignore" is not allowed: use one of fail-closed, fail-open`},
@@ -31,6 +31,10 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"RETRY_MAX=many"}, `RETRY_MAX: strconv.ParseInt`},
 		{[]string{"DEDUP_TTL=0s"}, `DEDUP_TTL=0s must be a positive duration`},
 		{[]string{"DEDUP_LEASE=5s", "HANDLER_TIMEOUT=10s"}, `DEDUP_LEASE=5s must exceed HANDLER_TIMEOUT=10s`},
+		{[]string{"TRANSPORT=kafka"}, `KAFKA_BROKERS is required when TRANSPORT=kafka`},
+		{[]string{"TRANSPORT=amqp"}, `AMQP_URL is required when TRANSPORT=amqp`},
+		{[]string{"TRANSPORT=sql"}, `DATABASE_URL is required when TRANSPORT=sql`},
+		{[]string{"KAFKA_PARTITIONS=0"}, `KAFKA_PARTITIONS=0 must be at least 1`},
 		{[]string{"STORE=postgres"}, `DATABASE_URL is required when STORE=postgres`},
 		{[]string{"STORE=redis"}, `REDIS_URL or REDIS_ADDRS is required when STORE=redis`},
 	} {

@@ -3,8 +3,10 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -12,15 +14,44 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/middleware"
 )
 
 // readinessTimeout bounds the store check behind /readyz.
 const readinessTimeout = 2 * time.Second
 
 // newHTTPServer serves the payments API, /metrics, /healthz and /readyz.
-func newHTTPServer(api *handlers.HTTP, router *message.Router, store idempotencyStore, reg *prometheus.Registry, logger *slog.Logger) *http.Server {
+//
+// The API (/v1/...) sits behind Authenticate when API_KEYS is set; its
+// unsafe routes (POST /v1/payments) behind the receiver's HTTP face, which
+// requires an Idempotency-Key. Outermost first:
+//
+//	authentication -> routing (sets r.Pattern) -> Idempotency-Key -> handler
+//
+// Both write their errors with handlers.WriteProblem, so every problem the
+// service answers comes from one writer. /metrics and the probes stay open.
+func newHTTPServer(cfg Config, api *handlers.HTTP, receiver *middleware.Receiver, router *message.Router,
+	store idempotencyStore, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
+	problem := func(w http.ResponseWriter, status int, detail string) {
+		handlers.WriteProblem(w, status, "", detail)
+	}
+	v1 := http.NewServeMux()
+	api.Routes(v1, receiver.HTTP(
+		middleware.WithMaxRequestBody(handlers.MaxRequestBody),
+		middleware.WithMaxStoredResponse(cfg.IdempotencyMaxBody),
+		middleware.WithProblemWriter(problem),
+	))
+	var apiHandler http.Handler = v1
+	keys, err := cfg.apiKeys()
+	if err != nil {
+		return nil, err
+	}
+	if keys != nil {
+		apiHandler = middleware.Authenticate(keys, problem)(v1)
+	}
+
 	mux := http.NewServeMux()
-	api.Routes(mux)
+	mux.Handle("/v1/", apiHandler)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	// /healthz: the process is up and serving.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -52,7 +83,7 @@ func newHTTPServer(api *handlers.HTTP, router *message.Router, store idempotency
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	}, nil
 }
 
 func writeStatus(w http.ResponseWriter, code int, status string, checks map[string]string) {
@@ -62,4 +93,46 @@ func writeStatus(w http.ResponseWriter, code int, status string, checks map[stri
 		Status string            `json:"status"`
 		Checks map[string]string `json:"checks,omitempty"`
 	}{status, checks})
+}
+
+// apiKeys parses API_KEYS, "key:client" pairs separated by commas, each
+// split at its last colon: nil when unset. Its errors never show a key.
+func (c Config) apiKeys() (*middleware.APIKeys, error) {
+	if strings.TrimSpace(c.APIKeys) == "" {
+		return nil, nil
+	}
+	keys := map[string]string{}
+	for i, entry := range strings.Split(c.APIKeys, ",") {
+		cut := strings.LastIndexByte(entry, ':')
+		if cut < 0 {
+			return nil, fmt.Errorf("API_KEYS entry %d is not key:client", i+1)
+		}
+		key, client := strings.TrimSpace(entry[:cut]), strings.TrimSpace(entry[cut+1:])
+		if _, dup := keys[key]; dup {
+			return nil, fmt.Errorf("API_KEYS entry %d repeats the key of an earlier entry", i+1)
+		}
+		keys[key] = client
+	}
+	k, err := middleware.NewAPIKeys(keys)
+	if err != nil {
+		return nil, fmt.Errorf("API_KEYS: %w", err)
+	}
+	return k, nil
+}
+
+// maskAPIKeys shows API_KEYS with every key replaced by ***: the clients
+// stay readable.
+func maskAPIKeys(raw string) string {
+	if strings.TrimSpace(raw) == "" {
+		return ""
+	}
+	entries := strings.Split(raw, ",")
+	for i, entry := range entries {
+		client := ""
+		if cut := strings.LastIndexByte(entry, ':'); cut >= 0 {
+			client = strings.TrimSpace(entry[cut+1:])
+		}
+		entries[i] = "***:" + client
+	}
+	return strings.Join(entries, ",")
 }

@@ -21,16 +21,23 @@ type PublishOptions struct {
 	Count int
 	// Duplicates is how many extra copies of each payment to send.
 	Duplicates int
-	// Concurrency is how many requests are in flight at once. Default 8.
+	// Concurrency is how many sends are in flight at once. Default 8.
 	Concurrency int
+	// Topic is where a broker transport publishes. Default
+	// payments.requested; not used with the in-process transport.
+	Topic string
 }
 
 // Publish is the duplicate demo: it sends Count payments, each 1+Duplicates
-// times with the same payment id (the message idempotency key), and prints
-// what it sent. With the in-process transport another process cannot reach
-// the service's channel, so it sends through the running service's HTTP API
-// at HTTP_ADDR, one request per copy with its own Idempotency-Key: every copy
-// reaches the message receiver, which must charge each payment once.
+// times with the same payment id (the message idempotency key) and the same
+// payload, and prints what it sent.
+//
+// With a broker transport it publishes PaymentRequested events straight to
+// the broker, as another team's producer would. With the in-process
+// transport another process cannot reach the service's channel, so it sends
+// through the running service's HTTP API at HTTP_ADDR, one request per copy
+// with its own Idempotency-Key: every copy reaches the message receiver,
+// which must charge each payment once.
 func Publish(ctx context.Context, environ []string, opts PublishOptions, out io.Writer) error {
 	cfg, err := LoadConfig(environ)
 	if err != nil {
@@ -41,6 +48,12 @@ func Publish(ctx context.Context, environ []string, opts PublishOptions, out io.
 	}
 	if opts.Concurrency < 1 {
 		opts.Concurrency = 8
+	}
+	if cfg.Transport != "gochannel" {
+		return publishToBroker(ctx, cfg, opts, out)
+	}
+	if opts.Topic != "" {
+		return fmt.Errorf("--topic needs a broker transport: with TRANSPORT=gochannel publish sends through the HTTP API")
 	}
 	base, err := serviceURL(cfg.HTTPAddr)
 	if err != nil {

@@ -44,6 +44,7 @@ func newRouter(cfg Config, t transport, receiver *middleware.Receiver, mh *handl
 	//                has released the claim);
 	//   correlation  copies the correlation id onto produced messages;
 	//   poison       parks permanent failures, acking the original;
+	//   keepContext  hands poison the message with its original context;
 	//   retry        retries the rest with exponential backoff, each attempt
 	//                on a fresh context;
 	//   timeout      bounds one attempt (the lease outlives it: Validate);
@@ -52,6 +53,7 @@ func newRouter(cfg Config, t transport, receiver *middleware.Receiver, mh *handl
 		wmmw.Recoverer,
 		wmmw.CorrelationID,
 		poison,
+		keepContext,
 		wmmw.Retry{
 			MaxRetries:          cfg.RetryMax,
 			InitialInterval:     cfg.RetryInterval,
@@ -82,4 +84,17 @@ func newRouter(cfg Config, t transport, receiver *middleware.Receiver, mh *handl
 	}
 	router.AddConsumerHandler(poisonLogHandler, PoisonTopic, sub, pl.handle)
 	return router, nil
+}
+
+// keepContext gives the message back the context it came with once the
+// middleware inside returns. Timeout cancels the context it sets; without
+// this the poison queue would publish the message with that cancelled
+// context, which publishers that honour it (AMQP, SQL) refuse — the message
+// would be nacked and loop at the head of its queue forever.
+func keepContext(h message.HandlerFunc) message.HandlerFunc {
+	return func(msg *message.Message) ([]*message.Message, error) {
+		ctx := msg.Context()
+		defer msg.SetContext(ctx)
+		return h(msg)
+	}
 }

@@ -1,13 +1,24 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// consumerGroup names the consumer group (Kafka, SQL) or queue (AMQP) of a
+// handler: TOPIC_PREFIX, SERVICE_NAME and the handler name. Every replica of
+// the service shares it, so they split the handler's work, while each
+// handler consumes every message of its topic; environments that share a
+// broker under different prefixes never join each other's groups.
+func consumerGroup(cfg Config, handler string) string {
+	return cfg.TopicPrefix + cfg.ServiceName + "." + handler
+}
 
 // transport is a broker as the router sees it: one publisher, and a
 // subscriber per handler so that each handler consumes independently (its
@@ -19,12 +30,19 @@ type transport struct {
 	close      func() error
 }
 
-// newTransport builds the transport TRANSPORT names.
-func newTransport(cfg Config, logger *slog.Logger) (transport, error) {
+// newTransport builds the transport TRANSPORT names. pool is the
+// PostgreSQL pool when DATABASE_URL is set, else nil.
+func newTransport(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slog.Logger) (transport, error) {
 	wlog := watermill.NewSlogLogger(logger)
 	switch cfg.Transport {
 	case "gochannel":
 		return newGoChannel(wlog), nil
+	case "kafka":
+		return newKafka(ctx, cfg, wlog)
+	case "amqp":
+		return newAMQP(ctx, cfg, wlog)
+	case "sql":
+		return newSQL(ctx, cfg, pool, wlog)
 	default: // Config.Validate admits only the transports above
 		return transport{}, fmt.Errorf("TRANSPORT=%q is not supported", cfg.Transport)
 	}
@@ -32,8 +50,18 @@ func newTransport(cfg Config, logger *slog.Logger) (transport, error) {
 
 // newGoChannel is the in-process transport: every handler subscribes to the
 // same Go channel pub/sub. Messages live only in this process.
+//
+// Publish blocks until every subscriber has acked the message. That is the
+// transport's backpressure: without it each message is delivered on its own
+// goroutine, so a burst of thousands runs at once, exhausts the database
+// pool, times out and is nacked and resent at once — a livelock. Blocking
+// bounds the work in flight by the number of publishers, as a real broker's
+// prefetch does; POST /v1/payments then answers once the payment is handled.
 func newGoChannel(logger watermill.LoggerAdapter) transport {
-	ps := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 256}, logger)
+	ps := gochannel.NewGoChannel(gochannel.Config{
+		OutputChannelBuffer:            256,
+		BlockPublishUntilSubscriberAck: true,
+	}, logger)
 	return transport{
 		publisher:  ps,
 		subscriber: func(string) (message.Subscriber, error) { return ps, nil },

@@ -1,5 +1,6 @@
-// Command onceflow runs the service (onceflow serve, the default) or sends
-// the duplicate demo to a running one (onceflow publish).
+// Command onceflow runs the service (onceflow serve, the default), sends the
+// duplicate demo to a running one (onceflow publish), or checks that one is
+// ready (onceflow healthcheck, the container image's health check).
 //
 // Configuration comes from the environment; see the README.
 package main
@@ -39,12 +40,15 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		var opts app.PublishOptions
 		fs.IntVar(&opts.Count, "count", 3, "distinct payments to send")
 		fs.IntVar(&opts.Duplicates, "duplicates", 1, "extra copies of each payment")
-		fs.IntVar(&opts.Concurrency, "concurrency", 8, "requests in flight at once")
+		fs.IntVar(&opts.Concurrency, "concurrency", 8, "sends in flight at once")
+		fs.StringVar(&opts.Topic, "topic", "", "topic to publish to (broker transports; default payments.requested)")
 		if err := fs.Parse(args); err != nil {
 			return err
 		}
 		return app.Publish(ctx, environ, opts, stdout)
+	case "healthcheck":
+		return app.Healthcheck(ctx, environ)
 	default:
-		return fmt.Errorf("unknown command %q: use serve or publish", cmd)
+		return fmt.Errorf("unknown command %q: use serve, publish or healthcheck", cmd)
 	}
 }

@@ -25,6 +25,9 @@ func TestTour(t *testing.T) {
 		}
 	})
 	waitReady(t, "http://"+addr+"/readyz")
+	if err := run(context.Background(), []string{"healthcheck"}, environ, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Errorf("healthcheck of a ready service: %v", err)
+	}
 
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"publish", "--count", "3", "--duplicates", "1"}, environ, &out, &out); err != nil {
@@ -58,7 +61,8 @@ func TestRunRejectsBadInput(t *testing.T) {
 		args, environ []string
 		want          string
 	}{
-		{[]string{"frobnicate"}, nil, `unknown command "frobnicate": use serve or publish`},
+		{[]string{"frobnicate"}, nil, `unknown command "frobnicate": use serve, publish or healthcheck`},
+		{[]string{"healthcheck"}, []string{"HTTP_ADDR=" + freeAddr(t)}, "/readyz: "},
 		{[]string{"serve"}, []string{"STORE=mongo"}, `STORE="mongo" is not allowed`},
 		{[]string{"publish", "--count", "0"}, nil, "--count must be at least 1"},
 	} {

@@ -1,0 +1,226 @@
+package app
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/middleware"
+)
+
+// response is what send got back.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) replayed() bool { return r.header.Get(middleware.ReplayedHeader) == "true" }
+
+// send makes one request with the given headers (name, value pairs) through
+// client and reads the whole answer.
+func (r *running) send(t *testing.T, client *http.Client, method, path, body string, header ...string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, r.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Errorf("%s %s: %v", method, path, err)
+		return response{}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Errorf("%s %s: reading: %v", method, path, err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// 500 identical POSTs at once with one Idempotency-Key make one payment and
+// one charge. Each answer is the original 202, its replay, or 409.
+func TestHTTPIdempotencyConcurrentPOSTs(t *testing.T) {
+	const n = 500
+	a := startApp(t)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	t.Cleanup(client.CloseIdleConnections)
+	key, body := uuid.NewString(), paymentBody("pay-"+uuid.NewString()[:8])
+
+	start := make(chan struct{})
+	responses := make([]response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			responses[i] = a.send(t, client, http.MethodPost, "/v1/payments", body, "Idempotency-Key", key)
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	var originals, replays, conflicts int
+	var original []byte
+	for _, r := range responses {
+		switch {
+		case r.status == http.StatusAccepted && !r.replayed():
+			originals++
+			original = r.body
+		case r.status == http.StatusAccepted:
+			replays++
+		case r.status == http.StatusConflict && r.header.Get("Retry-After") != "":
+			conflicts++
+		default:
+			t.Errorf("unexpected answer %d %v: %s", r.status, r.header, r.body)
+		}
+	}
+	t.Logf("%d concurrent POSTs with one key: %d original 202, %d replayed 202, %d 409", n, originals, replays, conflicts)
+	if originals != 1 || originals+replays+conflicts != n {
+		t.Fatalf("%d originals, %d replays, %d conflicts; want one original and %d answers", originals, replays, conflicts, n)
+	}
+	for _, r := range responses {
+		if r.replayed() && !bytes.Equal(r.body, original) {
+			t.Errorf("replayed body %q, want the original %q", r.body, original)
+		}
+	}
+	waitFor(t, "the payment charged and notified", func() bool { return a.summary(t).Notifications == 1 })
+	if got, want := a.summary(t), (summary{1, 1, 1}); got != want {
+		t.Errorf("summary = %+v, want %+v", got, want)
+	}
+	for outcome, want := range map[string]int{"processed": 1, "duplicate": replays, "in_progress": conflicts} {
+		if got := a.metric(t, "onceflow_receiver_outcomes_total", "scope", middleware.HTTPScope, "outcome", outcome); got != float64(want) {
+			t.Errorf("http %s = %v, want %d", outcome, got, want)
+		}
+	}
+}
+
+// With API_KEYS set, the API needs a known key, and one client's
+// Idempotency-Key never reaches another client's response.
+func TestHTTPIdempotencyClientsIsolated(t *testing.T) {
+	a := startApp(t, "API_KEYS=key-a:client-a, key-b:client-b")
+	c := http.DefaultClient
+	asA, asB := []string{"Authorization", "Bearer key-a"}, []string{"Authorization", "Bearer key-b"}
+	key := []string{"Idempotency-Key", "shared-key"}
+	pay := paymentBody("pay-" + uuid.NewString()[:8])
+
+	for _, r := range []response{
+		a.send(t, c, http.MethodPost, "/v1/payments", pay, key...),
+		a.send(t, c, http.MethodPost, "/v1/payments", pay, append(key, "Authorization", "Bearer key-c")...),
+		a.send(t, c, http.MethodGet, "/v1/ledger/summary", ""),
+	} {
+		if r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") ||
+			r.header.Get("Content-Type") != handlers.ProblemContentType {
+			t.Errorf("without a valid key: %d %v, want a 401 problem with WWW-Authenticate: Bearer", r.status, r.header)
+		}
+	}
+
+	firstA := a.send(t, c, http.MethodPost, "/v1/payments", pay, append(key, asA...)...)
+	firstB := a.send(t, c, http.MethodPost, "/v1/payments", pay, append(key, asB...)...)
+	otherB := a.send(t, c, http.MethodPost, "/v1/payments", paymentBody("pay-other"), append(key, asB...)...)
+	againA := a.send(t, c, http.MethodPost, "/v1/payments", pay, append(key, asA...)...)
+	if firstA.status != http.StatusAccepted || firstA.replayed() {
+		t.Errorf("client A: %d replayed %v, want a new 202", firstA.status, firstA.replayed())
+	}
+	if firstB.status != http.StatusAccepted || firstB.replayed() {
+		t.Errorf("client B with A's key: %d replayed %v, want its own 202, not A's", firstB.status, firstB.replayed())
+	}
+	if otherB.status != http.StatusUnprocessableEntity {
+		t.Errorf("client B reusing its key for another payment: %d, want 422", otherB.status)
+	}
+	if againA.status != http.StatusAccepted || !againA.replayed() || !bytes.Equal(againA.body, firstA.body) ||
+		againA.header.Get("Location") != firstA.header.Get("Location") {
+		t.Errorf("client A again: %d replayed %v %q, want the replay of %q", againA.status, againA.replayed(), againA.body, firstA.body)
+	}
+}
+
+// The API's errors at the HTTP edge, as a client sees them.
+func TestHTTPIdempotencyProblems(t *testing.T) {
+	a := startApp(t)
+	c := http.DefaultClient
+	pay := paymentBody("pay-" + uuid.NewString()[:8])
+	key := "key-" + uuid.NewString()
+	for _, tc := range []struct {
+		name   string
+		body   string
+		header []string
+		status int
+	}{
+		{"no key", pay, nil, http.StatusBadRequest},
+		{"key too long", pay, []string{"Idempotency-Key", strings.Repeat("k", 256)}, http.StatusBadRequest},
+		{"first", pay, []string{"Idempotency-Key", key}, http.StatusAccepted},
+		{"same key, other payment", paymentBody("pay-other"), []string{"Idempotency-Key", key}, http.StatusUnprocessableEntity},
+		{"invalid payment is stored", `{}`, []string{"Idempotency-Key", key + "-bad"}, http.StatusBadRequest},
+		{"body over the limit", strings.Repeat(" ", handlers.MaxRequestBody+1), []string{"Idempotency-Key", key + "-big"},
+			http.StatusRequestEntityTooLarge},
+	} {
+		r := a.send(t, c, http.MethodPost, "/v1/payments", tc.body, tc.header...)
+		if r.status != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.name, r.status, r.body, tc.status)
+		}
+		if r.status >= 400 && r.header.Get("Content-Type") != handlers.ProblemContentType {
+			t.Errorf("%s: Content-Type %q, want a problem", tc.name, r.header.Get("Content-Type"))
+		}
+	}
+	if r := a.send(t, c, http.MethodPost, "/v1/payments", `{}`, "Idempotency-Key", key+"-bad"); !r.replayed() {
+		t.Error("the stored 400 was not replayed")
+	}
+}
+
+// A response over IDEMPOTENCY_MAX_BODY is served but not stored: its retry
+// runs the handler again (and the payment is still charged once).
+func TestHTTPIdempotencyOversizeResponseNotStored(t *testing.T) {
+	a := startApp(t, "IDEMPOTENCY_MAX_BODY=10")
+	pay, key := paymentBody("pay-"+uuid.NewString()[:8]), uuid.NewString()
+	for range 2 {
+		r := a.send(t, http.DefaultClient, http.MethodPost, "/v1/payments", pay, "Idempotency-Key", key)
+		if r.status != http.StatusAccepted || r.replayed() {
+			t.Errorf("%d replayed %v, want a new 202", r.status, r.replayed())
+		}
+	}
+	if n := a.metric(t, "onceflow_receiver_outcomes_total", "scope", middleware.HTTPScope, "outcome", "not_stored"); n != 2 {
+		t.Errorf("not_stored = %v, want 2", n)
+	}
+	waitFor(t, "the payment charged and notified", func() bool { return a.summary(t).Notifications == 1 })
+	if got := a.summary(t); got.Charges != 1 {
+		t.Errorf("summary = %+v, want one charge", got)
+	}
+}
+
+func TestAPIKeysConfig(t *testing.T) {
+	cfg, err := LoadConfig([]string{"API_KEYS=s3cret-1:client-a,pass:word:client-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	slog.New(slog.NewTextHandler(&b, nil)).Info("config", "config", cfg)
+	if out := b.String(); strings.Contains(out, "s3cret") || strings.Contains(out, "pass:word") ||
+		!strings.Contains(out, "***:client-a,***:client-b") {
+		t.Errorf("logged config: %s; want the keys masked and the clients shown", out)
+	}
+	keys, err := cfg.apiKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := keys.Client("pass:word"); !ok || c != "client-b" {
+		t.Errorf("key with a colon resolves to %q, %v; want client-b", c, ok)
+	}
+	for _, bad := range []string{"API_KEYS=s3cret", "API_KEYS=s3cret:", "API_KEYS=s3cret:a,s3cret:b", "API_KEYS=:a",
+		"IDEMPOTENCY_MAX_BODY=0"} {
+		_, err := LoadConfig([]string{bad})
+		name, _, _ := strings.Cut(bad, "=")
+		if err == nil || !strings.Contains(err.Error(), name) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("LoadConfig(%q) = %v, want an error naming %s without the key", bad, err, name)
+		}
+	}
+}

@@ -1,0 +1,39 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+// The duplicate demo against a broker: publish goes straight to the broker,
+// as another producer would, and the service charges each payment once.
+func TestPublishToBroker(t *testing.T) {
+	env := []string{"TRANSPORT=sql", "STORE=postgres", "DATABASE_URL=" + testenv.PostgresSchema(t)}
+	a := startApp(t, env...)
+
+	var out bytes.Buffer
+	err := Publish(context.Background(), env, PublishOptions{Count: 4, Duplicates: 2}, &out)
+	if err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	if !strings.Contains(out.String(), "sent 12 messages: 4 payments") {
+		t.Errorf("Publish printed %q", out.String())
+	}
+	waitFor(t, "every copy handled", func() bool {
+		return a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "duplicate") == 8 &&
+			a.summary(t).Notifications == 4
+	})
+	if got := a.summary(t); got != (summary{4, 4, 4}) {
+		t.Errorf("summary = %+v, want 4 payments, charges and notifications", got)
+	}
+
+	err = Publish(context.Background(), []string{"HTTP_ADDR=127.0.0.1:1"}, PublishOptions{Count: 1, Topic: "x"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "--topic needs a broker transport") {
+		t.Errorf("--topic with the in-process transport: %v", err)
+	}
+}

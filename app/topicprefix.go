@@ -1,0 +1,46 @@
+package app
+
+import (
+	"context"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+// withTopicPrefix returns t with prefix prepended to every topic it
+// publishes to or subscribes to (TOPIC_PREFIX). The handlers, the router and
+// the HTTP API keep using the plain topic names.
+func withTopicPrefix(t transport, prefix string) transport {
+	if prefix == "" {
+		return t
+	}
+	subscriber := t.subscriber
+	return transport{
+		publisher: prefixedPublisher{t.publisher, prefix},
+		subscriber: func(handler string) (message.Subscriber, error) {
+			s, err := subscriber(handler)
+			if err != nil {
+				return nil, err
+			}
+			return prefixedSubscriber{s, prefix}, nil
+		},
+		close: t.close,
+	}
+}
+
+type prefixedPublisher struct {
+	message.Publisher
+	prefix string
+}
+
+func (p prefixedPublisher) Publish(topic string, msgs ...*message.Message) error {
+	return p.Publisher.Publish(p.prefix+topic, msgs...)
+}
+
+type prefixedSubscriber struct {
+	message.Subscriber
+	prefix string
+}
+
+func (s prefixedSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	return s.Subscriber.Subscribe(ctx, s.prefix+topic)
+}

@@ -1,0 +1,214 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
+	"github.com/ThreeDotsLabs/watermill/message"
+	amqp091 "github.com/rabbitmq/amqp091-go"
+	"github.com/sethvargo/go-retry"
+)
+
+// amqpConfig is the Watermill preset of the RabbitMQ transport, and with it
+// the message contract for producers outside this service: a producer that
+// publishes with amqp.NewDurablePubSubConfig(url, nil) from
+// watermill-amqp/v3 feeds onceflow as it is.
+//
+//   - Exchange: one per topic, named after it (TOPIC_PREFIX + topic, e.g.
+//     "payments.requested"), type fanout, durable, not auto-deleted, no
+//     arguments; routing key "". Declaring it with other settings fails
+//     with PRECONDITION_FAILED.
+//   - Queue: one per handler, TOPIC_PREFIX + topic + "_" + the consumer
+//     group (TOPIC_PREFIX + SERVICE_NAME + "." + handler; without a prefix
+//     e.g. "payments.requested_onceflow.charge_payment"), durable, shared by every replica of the service. Queues are declared
+//     when the service starts: a message published to an exchange that has
+//     no queue yet is dropped by RabbitMQ.
+//   - Message: the body is the payload; each metadata field is a header of
+//     the same name holding a string (other header values are read as
+//     strings, see stringHeaders); header "_watermill_message_uuid" holds
+//     the Watermill UUID; delivery mode persistent. The idempotency key is
+//     header "idempotency_key", or else the UUID.
+//   - Consuming: prefetch 1 per handler and replica. A Watermill AMQP
+//     subscription waits for a message's ack before it takes the next, so
+//     a larger prefetch would only park messages on a busy replica while
+//     another is idle. A nacked message, such as a copy whose original is
+//     still in progress elsewhere, is requeued and delivered again, with
+//     metadata "_watermill_amqp_redelivered" = "true".
+//   - Publishing: with publisher confirms, so Publish returns, and the API
+//     answers 202, only once RabbitMQ has taken the message (a persistent
+//     message on a durable queue: once it is on disk). Each Publish uses a
+//     channel of its own: watermill-amqp's channel pool (ChannelPoolSize)
+//     is faster but loses a channel each time one cannot be reopened during
+//     a reconnect, and Publish blocks for good once the pool is empty.
+//
+// queueSuffix is consumerGroup(cfg, handler) for a subscriber and "" for
+// the publisher, which needs no queue.
+func amqpConfig(amqpURL, queueSuffix string) amqp.Config {
+	var queueName amqp.QueueNameGenerator
+	if queueSuffix != "" {
+		queueName = amqp.GenerateQueueNameTopicNameWithSuffix(queueSuffix)
+	}
+	c := amqp.NewDurablePubSubConfig(amqpURL, queueName)
+	c.Consume.Qos.PrefetchCount = 1
+	c.Publish.ConfirmDelivery = true
+	c.Marshaler = amqp.DefaultMarshaler{PreprocessDelivery: stringHeaders}
+	return c
+}
+
+// stringHeaders turns header values that are not strings into strings. The
+// Watermill marshaler refuses a message with such a header (a number from a
+// producer outside Watermill, the x-death table of a dead-letter exchange),
+// and the subscriber then nacks and requeues it forever, stalling the queue.
+func stringHeaders(d amqp091.Delivery) amqp091.Delivery {
+	for k, v := range d.Headers {
+		switch v := v.(type) {
+		case string:
+		case []byte:
+			d.Headers[k] = string(v)
+		default:
+			d.Headers[k] = fmt.Sprint(v)
+		}
+	}
+	return d
+}
+
+// newAMQP is the RabbitMQ transport (see amqpConfig for the topology and
+// the message format). It opens two connections, one for publishing and one
+// for every subscriber, so that RabbitMQ's flow control, which blocks
+// publishing connections, never holds up acknowledgements. Each first
+// connection is retried until AMQP_CONNECT_TIMEOUT (see connectAMQP); after
+// that, Watermill reconnects on its own.
+func newAMQP(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (transport, error) {
+	if _, err := amqp091.ParseURI(cfg.AMQPURL); err != nil {
+		var uerr *url.Error // its message would repeat the URL, password included
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return transport{}, fmt.Errorf("AMQP_URL=%s is not an AMQP URI: %v", redact(cfg.AMQPURL), err)
+	}
+	t := &amqpTransport{cfg: cfg, logger: logger}
+	var err error
+	if t.pubConn, err = connectAMQP(ctx, cfg, logger); err != nil {
+		return transport{}, err
+	}
+	if t.subConn, err = connectAMQP(ctx, cfg, logger); err != nil {
+		_ = t.close()
+		return transport{}, err
+	}
+	if t.publisher, err = amqp.NewPublisherWithConnection(amqpConfig(cfg.AMQPURL, ""), logger, t.pubConn); err != nil {
+		_ = t.close()
+		return transport{}, fmt.Errorf("creating AMQP publisher: %w", err)
+	}
+	return transport{publisher: t.publisher, subscriber: t.subscriber, close: t.close}, nil
+}
+
+// amqpTransport owns the connections, the publisher and the subscribers of
+// the RabbitMQ transport.
+type amqpTransport struct {
+	cfg              Config
+	logger           watermill.LoggerAdapter
+	pubConn, subConn *amqp.ConnectionWrapper
+	publisher        *amqp.Publisher
+
+	mu          sync.Mutex
+	subscribers []*amqp.Subscriber
+}
+
+// subscriber returns a new subscriber consuming the handler's queues. Safe
+// for concurrent use.
+func (t *amqpTransport) subscriber(handler string) (message.Subscriber, error) {
+	s, err := amqp.NewSubscriberWithConnection(amqpConfig(t.cfg.AMQPURL, consumerGroup(t.cfg, handler)), t.logger, t.subConn)
+	if err != nil {
+		return nil, fmt.Errorf("creating AMQP subscriber for handler %s: %w", handler, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.subscribers = append(t.subscribers, s)
+	return s, nil
+}
+
+// close stops every subscriber (a message still unacknowledged is nacked
+// and so requeued), then the publisher, then the connections. Closing
+// twice is harmless.
+func (t *amqpTransport) close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var err error
+	for _, s := range t.subscribers {
+		err = errors.Join(err, s.Close())
+	}
+	if t.publisher != nil {
+		err = errors.Join(err, t.publisher.Close())
+	}
+	for _, c := range []*amqp.ConnectionWrapper{t.subConn, t.pubConn} {
+		if c != nil {
+			err = errors.Join(err, c.Close())
+		}
+	}
+	return err
+}
+
+// connectAMQP opens a connection to RabbitMQ. Watermill tries a first
+// connection once, so that a service started before its broker would exit;
+// here it is retried with capped exponential backoff until
+// AMQP_CONNECT_TIMEOUT or the end of ctx. The error names AMQP_URL, with the
+// password masked, and the last connection error, in one line.
+func connectAMQP(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (*amqp.ConnectionWrapper, error) {
+	timeoutCtx, cancel := context.WithTimeout(ctx, cfg.AMQPConnectTimeout)
+	defer cancel()
+	backoff := retry.WithJitterPercent(20, retry.WithCappedDuration(2*time.Second, retry.NewExponential(100*time.Millisecond)))
+	var last error // of the last attempt that ran its course, not one the timeout cut short
+	conn, err := retry.DoValue(timeoutCtx, backoff, func(ctx context.Context) (*amqp.ConnectionWrapper, error) {
+		conn, err := dialAMQP(ctx, amqp.ConnectionConfig{AmqpURI: cfg.AMQPURL}, logger)
+		if err != nil {
+			if ctx.Err() == nil {
+				last = err
+				logger.Info("RabbitMQ unreachable, retrying", watermill.LogFields{"err": err.Error()})
+			}
+			return nil, retry.RetryableError(err)
+		}
+		return conn, nil
+	})
+	switch {
+	case err == nil:
+		return conn, nil
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("connecting to RabbitMQ at AMQP_URL=%s: %w", redact(cfg.AMQPURL), ctx.Err())
+	case last == nil:
+		last = errors.New("no answer")
+	}
+	return nil, fmt.Errorf("AMQP_URL=%s: no connection to RabbitMQ within AMQP_CONNECT_TIMEOUT=%v: %w",
+		redact(cfg.AMQPURL), cfg.AMQPConnectTimeout, last)
+}
+
+// dialAMQP makes one connection attempt, and gives up on it when ctx ends:
+// amqp091 cannot cancel a dial, so the attempt goes on in the background and
+// a connection it still makes is closed.
+func dialAMQP(ctx context.Context, cc amqp.ConnectionConfig, logger watermill.LoggerAdapter) (*amqp.ConnectionWrapper, error) {
+	type result struct {
+		conn *amqp.ConnectionWrapper
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		conn, err := amqp.NewConnection(cc, logger)
+		done <- result{conn, err}
+	}()
+	select {
+	case r := <-done:
+		return r.conn, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.err == nil {
+				_ = r.conn.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}

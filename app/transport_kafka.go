@@ -1,0 +1,199 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/onceflow/onceflow/handlers"
+)
+
+// Kafka client timeouts. Start-up against a dead cluster fails within about
+// 15 s (not after sarama's default retries of 30 s dials): a refused
+// connection at once, an unreachable host after kafkaMetadataTimeout plus
+// one kafkaDialTimeout, a port that accepts but never answers after three
+// kafkaAdminReadTimeouts (sarama tries two ApiVersions requests, then the
+// metadata request).
+const (
+	// kafkaDialTimeout bounds one TCP connection to a broker.
+	kafkaDialTimeout = 5 * time.Second
+	// kafkaMetadataTimeout bounds a metadata refresh with all its retries.
+	kafkaMetadataTimeout = 10 * time.Second
+	// kafkaAdminReadTimeout bounds one response to the start-up admin
+	// client. It exceeds sarama's Admin.Timeout (3 s), which a broker may
+	// take to confirm a topic's creation.
+	kafkaAdminReadTimeout = 4 * time.Second
+)
+
+// newKafka is the Kafka transport (watermill-kafka on sarama). At start-up
+// it creates the service's topics — payments.requested, payments.charged and
+// poison, each with TOPIC_PREFIX prepended — with KAFKA_PARTITIONS
+// partitions and the cluster's default replication factor, leaving topics
+// that already exist as they are. An unreachable cluster fails start-up with
+// an error naming KAFKA_BROKERS.
+//
+// The publisher waits for every in-sync replica to store a message
+// (acks=all) and keys it by its metadata "idempotency_key" (the payment id),
+// so one payment's events keep their order in one partition. Each handler
+// gets its own subscriber in its consumer group (see consumerGroup); a new group
+// starts from the oldest offset, and an offset is marked only after the
+// router acked its message, so a rebalance or crash redelivers instead of
+// losing (the idempotent receiver absorbs the redelivery).
+func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (transport, error) {
+	brokersErr := func(err error) error {
+		return fmt.Errorf("KAFKA_BROKERS=%s: %w", strings.Join(cfg.KafkaBrokers, ","), oneLineError{err})
+	}
+	topics := []string{handlers.TopicPaymentRequested, handlers.TopicPaymentCharged, PoisonTopic}
+	for i, topic := range topics {
+		topics[i] = cfg.TopicPrefix + topic
+	}
+	if err := createKafkaTopics(ctx, cfg, topics); err != nil {
+		return transport{}, brokersErr(err)
+	}
+	pub, err := kafka.NewPublisher(kafka.PublisherConfig{
+		Brokers:               cfg.KafkaBrokers,
+		Marshaler:             kafkaMarshaler,
+		OverwriteSaramaConfig: kafkaPublisherConfig(cfg),
+	}, logger)
+	if err != nil {
+		return transport{}, brokersErr(fmt.Errorf("starting the publisher: %w", err))
+	}
+	subs := &kafkaSubscribers{cfg: cfg, logger: logger}
+	return transport{
+		publisher:  sharedPublisher{pub},
+		subscriber: subs.subscriber,
+		close:      func() error { return errors.Join(subs.close(), pub.Close()) },
+	}, nil
+}
+
+// sharedPublisher is the one publisher of the HTTP API, the handlers and the
+// poison queue. The router closes a handler's publisher when that handler
+// stops, while others may still publish (and sarama panics on a send after
+// Close), so its Close does nothing: the transport's close closes it.
+type sharedPublisher struct{ message.Publisher }
+
+func (sharedPublisher) Close() error { return nil }
+
+// kafkaMarshaler writes the Watermill message UUID into header
+// _watermill_message_uuid, every metadata entry into a header of its own and
+// the payload as the value, and keys the Kafka message by metadata
+// "idempotency_key" (or the message UUID when a message has none, which
+// spreads such messages over the partitions).
+var kafkaMarshaler = kafka.NewWithPartitioningMarshaler(func(_ string, msg *message.Message) (string, error) {
+	if key := msg.Metadata.Get(handlers.IdempotencyKeyMetadata); key != "" {
+		return key, nil
+	}
+	return msg.UUID, nil
+})
+
+// kafkaBaseConfig is what every client of the service shares.
+func kafkaBaseConfig(sc *sarama.Config, cfg Config) *sarama.Config {
+	sc.ClientID = cfg.ServiceName
+	sc.Version = sarama.V3_0_0_0 // the protocol of Kafka 3.0 and newer
+	sc.Net.DialTimeout = kafkaDialTimeout
+	sc.Metadata.Timeout = kafkaMetadataTimeout
+	return sc
+}
+
+// kafkaPublisherConfig is watermill-kafka's synchronous producer with
+// acks=all: Publish returns once the in-sync replicas have the message.
+// Keys are hashed by sarama's default partitioner (FNV-1a).
+func kafkaPublisherConfig(cfg Config) *sarama.Config {
+	sc := kafkaBaseConfig(kafka.DefaultSaramaSyncPublisherConfig(), cfg)
+	sc.Producer.RequiredAcks = sarama.WaitForAll
+	return sc
+}
+
+// kafkaSubscriberConfig tunes the consumer groups for quick, safe
+// rebalances: a member notices a rebalance at its next heartbeat (1 s), may
+// take up to 25 s to finish its in-flight message and rejoin (below the 30 s
+// read timeout a JoinGroup waits within), and is declared dead after 10 s
+// without heartbeats (a crash; a clean Close leaves at once). Marked offsets
+// are committed every second and when a member gives up a partition.
+func kafkaSubscriberConfig(cfg Config) *sarama.Config {
+	sc := kafkaBaseConfig(kafka.DefaultSaramaSubscriberConfig(), cfg)
+	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
+	sc.Consumer.Group.Session.Timeout = 10 * time.Second
+	sc.Consumer.Group.Heartbeat.Interval = time.Second
+	sc.Consumer.Group.Rebalance.Timeout = 25 * time.Second
+	sc.Consumer.Group.Rebalance.Retry.Max = 10
+	sc.Consumer.Group.Rebalance.Retry.Backoff = 250 * time.Millisecond
+	return sc
+}
+
+// kafkaTopicDetail is how the service creates topics: KAFKA_PARTITIONS
+// partitions, the cluster's default replication factor.
+func kafkaTopicDetail(cfg Config) *sarama.TopicDetail {
+	return &sarama.TopicDetail{NumPartitions: int32(cfg.KafkaPartitions), ReplicationFactor: -1}
+}
+
+// createKafkaTopics creates the topics that do not exist yet.
+func createKafkaTopics(ctx context.Context, cfg Config, topics []string) (err error) {
+	sc := kafkaBaseConfig(sarama.NewConfig(), cfg)
+	sc.Net.ReadTimeout = kafkaAdminReadTimeout
+	admin, err := sarama.NewClusterAdmin(cfg.KafkaBrokers, sc)
+	if err != nil {
+		return fmt.Errorf("connecting to Kafka: %w", err)
+	}
+	defer func() { err = errors.Join(err, admin.Close()) }()
+	for _, topic := range topics {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := admin.CreateTopic(topic, kafkaTopicDetail(cfg), false)
+		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+			return fmt.Errorf("creating topic %s: %w", topic, err)
+		}
+	}
+	return nil
+}
+
+// kafkaSubscribers creates the handlers' subscribers and closes them all.
+type kafkaSubscribers struct {
+	cfg    Config
+	logger watermill.LoggerAdapter
+	mu     sync.Mutex
+	subs   []*kafka.Subscriber
+}
+
+func (k *kafkaSubscribers) subscriber(handler string) (message.Subscriber, error) {
+	s, err := kafka.NewSubscriber(kafka.SubscriberConfig{
+		Brokers:                k.cfg.KafkaBrokers,
+		Unmarshaler:            kafkaMarshaler,
+		OverwriteSaramaConfig:  kafkaSubscriberConfig(k.cfg),
+		ConsumerGroup:          consumerGroup(k.cfg, handler),
+		InitializeTopicDetails: kafkaTopicDetail(k.cfg),
+	}, k.logger)
+	if err != nil {
+		return nil, fmt.Errorf("kafka subscriber of %s: %w", handler, err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.subs = append(k.subs, s)
+	return s, nil
+}
+
+func (k *kafkaSubscribers) close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var err error
+	for _, s := range k.subs {
+		err = errors.Join(err, s.Close())
+	}
+	k.subs = nil
+	return err
+}
+
+// oneLineError keeps sarama's multi-line errors (one line per broker) on one.
+type oneLineError struct{ err error }
+
+func (e oneLineError) Error() string { return strings.ReplaceAll(e.err.Error(), "\n", "; ") }
+func (e oneLineError) Unwrap() error { return e.err }

@@ -1,0 +1,312 @@
+package app
+
+import (
+	"database/sql"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+const sqlTestTopic = "payments.requested"
+
+// newTestSQL is a PostgreSQL transport on pool with the service's default
+// configuration, except for fast polling and resending.
+func newTestSQL(t *testing.T, pool *pgxpool.Pool) transport {
+	t.Helper()
+	cfg, err := LoadConfig([]string{"SQL_POLL_INTERVAL=10ms", "RETRY_INTERVAL=10ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := newSQL(t.Context(), cfg, pool, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tr.close(); err != nil {
+			t.Errorf("closing transport: %v", err)
+		}
+	})
+	return tr
+}
+
+// delivery is one message handed to the subscriber named sub.
+type delivery struct{ sub, uuid string }
+
+// consume subscribes handler's subscriber of tr to topic and reports every
+// delivery on out before acking it, work after receiving it.
+func consume(t *testing.T, tr transport, handler, name string, work time.Duration, out chan<- delivery) {
+	t.Helper()
+	sub, err := tr.subscriber(handler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := sub.Subscribe(t.Context(), sqlTestTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for msg := range msgs {
+			time.Sleep(work)
+			out <- delivery{name, msg.UUID}
+			msg.Ack()
+		}
+	}()
+}
+
+// publish publishes n messages, each in a statement of its own, and
+// returns their UUIDs in order.
+func publish(t *testing.T, tr transport, n int) []string {
+	t.Helper()
+	var uuids []string
+	for i := range n {
+		msg := message.NewMessage(watermill.NewUUID(), []byte(fmt.Sprintf(`{"n":%d}`, i)))
+		if err := tr.publisher.Publish(sqlTestTopic, msg); err != nil {
+			t.Fatal(err)
+		}
+		uuids = append(uuids, msg.UUID)
+	}
+	return uuids
+}
+
+// collect reads deliveries until the sentinel, a message published last,
+// has been delivered times times (once per consumer group), and counts the
+// deliveries of each other message per subscriber. A consumer group reads
+// in order, so by then every earlier delivery has been reported.
+func collect(t *testing.T, in <-chan delivery, sentinel string, times int) map[string]map[string]int {
+	t.Helper()
+	got := map[string]map[string]int{}
+	timeout := time.After(20 * time.Second)
+	for times > 0 {
+		select {
+		case d := <-in:
+			if d.uuid == sentinel {
+				times--
+				continue
+			}
+			if got[d.sub] == nil {
+				got[d.sub] = map[string]int{}
+			}
+			got[d.sub][d.uuid]++
+		case <-timeout:
+			t.Fatalf("timed out; delivered so far: %v", got)
+		}
+	}
+	return got
+}
+
+// Two handlers (two consumer groups) on one topic each get every message
+// once, including those published before they subscribed.
+func TestSQLTransportEveryGroupGetsEveryMessage(t *testing.T) {
+	tr := newTestSQL(t, testenv.Postgres(t))
+	uuids := publish(t, tr, 10)
+	out := make(chan delivery, 1000)
+	consume(t, tr, "charge", "charge", 0, out)
+	consume(t, tr, "audit", "audit", 0, out)
+	uuids = append(uuids, publish(t, tr, 50)...)
+	sentinel := publish(t, tr, 1)[0]
+
+	got := collect(t, out, sentinel, 2)
+	for _, group := range []string{"charge", "audit"} {
+		if len(got[group]) != len(uuids) {
+			t.Errorf("group %s got %d distinct messages, want %d", group, len(got[group]), len(uuids))
+		}
+		for _, id := range uuids {
+			if n := got[group][id]; n != 1 {
+				t.Errorf("group %s got message %s %d times, want once", group, id, n)
+			}
+		}
+	}
+}
+
+// Two replicas' subscribers in one consumer group share a backlog: they take
+// turns, and each message reaches exactly one of them, once.
+func TestSQLTransportReplicasShareAGroup(t *testing.T) {
+	pool := testenv.Postgres(t)
+	replica1, replica2 := newTestSQL(t, pool), newTestSQL(t, pool)
+	uuids := publish(t, replica1, 10*sqlBatchSize)
+	sentinel := publish(t, replica1, 1)[0]
+	out := make(chan delivery, 1000)
+	// A handler's work makes a batch outlast the poll interval, as it does
+	// in production, so that a replica can only get a turn by winning the
+	// group's lock when the other releases it.
+	const work = time.Millisecond
+	consume(t, replica1, "charge", "replica1", work, out)
+	consume(t, replica2, "charge", "replica2", work, out)
+
+	got := collect(t, out, sentinel, 1)
+	for _, id := range uuids {
+		if n := got["replica1"][id] + got["replica2"][id]; n != 1 {
+			t.Errorf("message %s delivered %d times, want once", id, n)
+		}
+	}
+	t.Logf("replica1 got %d, replica2 got %d", len(got["replica1"]), len(got["replica2"]))
+	if len(got["replica1"]) == 0 || len(got["replica2"]) == 0 {
+		t.Errorf("one replica took the whole backlog, want them to take turns")
+	}
+}
+
+// A nacked message is handed out again before the group's next message:
+// delivery within a group is ordered.
+func TestSQLTransportRedeliversNacked(t *testing.T) {
+	tr := newTestSQL(t, testenv.Postgres(t))
+	sub, err := tr.subscriber("charge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := sub.Subscribe(t.Context(), sqlTestTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uuids := publish(t, tr, 2)
+
+	receive := func() *message.Message {
+		t.Helper()
+		select {
+		case msg := <-msgs:
+			return msg
+		case <-time.After(20 * time.Second):
+			t.Fatal("timed out waiting for a message")
+			return nil
+		}
+	}
+	first := receive()
+	if first.UUID != uuids[0] {
+		t.Fatalf("got %s first, want %s", first.UUID, uuids[0])
+	}
+	first.Nack()
+	if again := receive(); again.UUID != first.UUID {
+		t.Fatalf("after a nack got %s, want %s again", again.UUID, first.UUID)
+	} else {
+		again.Ack()
+	}
+	if msg := receive(); msg.UUID != uuids[1] {
+		t.Fatalf("after the ack got %s, want %s", msg.UUID, uuids[1])
+	} else {
+		msg.Ack()
+	}
+}
+
+// A topic whose table name PostgreSQL would truncate, and so perhaps share
+// with another topic, is refused.
+func TestSQLTransportRefusesTooLongTopics(t *testing.T) {
+	tr := newTestSQL(t, testenv.Postgres(t))
+	long := strings.Repeat("x", sqlMaxTopicLen-len(".requested")+1) + ".requested"
+	if err := tr.publisher.Publish(long, message.NewMessage(watermill.NewUUID(), []byte(`{}`))); err == nil {
+		t.Errorf("publishing to %q (%d bytes) succeeded, want an error", long, len(long))
+	}
+	sub, err := tr.subscriber("charge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Subscribe(t.Context(), long); err == nil {
+		t.Errorf("subscribing to %q succeeded, want an error", long)
+	}
+}
+
+// The service on PostgreSQL alone: a payment posted three times is charged
+// and notified once.
+func TestSQLTransportChargesOnce(t *testing.T) {
+	a := startApp(t, "TRANSPORT=sql", "STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t),
+		"SQL_POLL_INTERVAL=10ms")
+	for range 3 {
+		if code := a.post(t, "/v1/payments", paymentBody("pay-sql-1")); code != http.StatusAccepted {
+			t.Fatalf("POST: status %d", code)
+		}
+	}
+	waitFor(t, "every copy handled", func() bool {
+		return a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "processed") == 1 &&
+			a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "duplicate") == 2 &&
+			a.summary(t).Notifications == 1
+	})
+	if got, want := a.summary(t), (summary{1, 1, 1}); got != want {
+		t.Errorf("summary = %+v, want %+v", got, want)
+	}
+}
+
+// A malformed message is parked in the poison topic (a table like any
+// other) and the handler goes on with the next message.
+func TestSQLTransportPoisonsMalformed(t *testing.T) {
+	a := startApp(t, "TRANSPORT=sql", "STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t),
+		"SQL_POLL_INTERVAL=10ms")
+	msg := message.NewMessage(watermill.NewUUID(), []byte(`{"payment_id":7}`))
+	if err := a.transport.publisher.Publish(handlers.TopicPaymentRequested, msg); err != nil {
+		t.Fatal(err)
+	}
+	if code := a.post(t, "/v1/payments", paymentBody("pay-after-poison")); code != http.StatusAccepted {
+		t.Fatalf("POST: status %d", code)
+	}
+	waitFor(t, "the poisoned message and the valid one", func() bool {
+		return a.metric(t, "onceflow_poisoned_messages_total", "topic", handlers.TopicPaymentRequested) == 1 &&
+			a.summary(t).Charges == 1
+	})
+}
+
+// A producer that knows nothing of this service but its message contract
+// feeds it through PostgreSQL: three payments, each sent twice (once before
+// the service starts, once while it runs), are charged once each.
+func TestSQLTransportExternalProducer(t *testing.T) {
+	const prefix = "ext_"
+	databaseURL := testenv.PostgresSchema(t)
+	db, err := sql.Open("pgx", databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+
+	// The message contract of TRANSPORT=sql, as a producer configures it:
+	//   - github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql publisher on the
+	//     service's database (DATABASE_URL, same schema), through pgx or
+	//     database/sql, with SchemaAdapter sql.DefaultPostgreSQLSchema{} (topic
+	//     T is the table "watermill_T", payload column JSON) and
+	//     AutoInitializeSchema true, so it may publish before the service
+	//     has ever run;
+	//   - topic TOPIC_PREFIX + "payments.requested";
+	//   - payload the JSON of a PaymentRequested;
+	//   - metadata "idempotency_key" = the payment id (without it, the message
+	//     UUID is the key). Every copy of a payment carries the same payload:
+	//     a key reused with another payload is poisoned, not processed.
+	pub, err := wsql.NewPublisher(wsql.BeginnerFromStdSQL(db), wsql.PublisherConfig{
+		SchemaAdapter:        wsql.DefaultPostgreSQLSchema{},
+		AutoInitializeSchema: true,
+	}, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendAll := func() {
+		t.Helper()
+		for i := range 3 {
+			id := fmt.Sprintf("pay-ext-%d", i)
+			payload := fmt.Sprintf(`{"payment_id":%q,"customer_id":"cust-ext","amount_cents":%d,"currency":"EUR","requested_at":"2030-01-02T03:04:05Z"}`,
+				id, 100+i)
+			msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
+			msg.Metadata.Set("idempotency_key", id)
+			if err := pub.Publish(prefix+"payments.requested", msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	sendAll()
+	a := startApp(t, "TRANSPORT=sql", "STORE=postgres", "DATABASE_URL="+databaseURL,
+		"TOPIC_PREFIX="+prefix, "SQL_POLL_INTERVAL=10ms")
+	sendAll()
+	waitFor(t, "every copy handled", func() bool {
+		return a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "processed") == 3 &&
+			a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "duplicate") == 3 &&
+			a.summary(t).Notifications == 3
+	})
+	if got, want := a.summary(t), (summary{3, 3, 3}); got != want {
+		t.Errorf("summary = %+v, want %+v", got, want)
+	}
+}

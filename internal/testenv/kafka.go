@@ -1,0 +1,89 @@
+package testenv
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// KafkaBrokersEnv names the variable that points tests at an existing Kafka
+// cluster: comma-separated host:port bootstrap addresses.
+const KafkaBrokersEnv = "TEST_KAFKA_BROKERS"
+
+// kafkaService names Kafka in skip and failure messages.
+const kafkaService = "Kafka"
+
+// kafka is the in-process cluster shared by the tests of this process.
+var kafka struct {
+	mu      sync.Mutex
+	started bool // a start was attempted; err holds its failure
+	err     error
+	cluster *kfake.Cluster
+}
+
+// Kafka returns the bootstrap addresses of a Kafka cluster. Tests must give
+// their topics and consumer groups names of their own (see NewID): the
+// cluster is shared.
+//
+// With TEST_KAFKA_BROKERS set it uses that cluster, after checking that it
+// answers. Otherwise it starts one in-process Kafka-protocol broker (kfake,
+// from franz-go) on a free loopback port, once per test process; clients
+// talk to it over TCP like to a real broker. The package's TestMain must
+// then call StopKafka after m.Run. If the cluster cannot be reached or
+// started, t is skipped, or failed under REQUIRE_SERVICES=1 (see
+// Unreachable). Under -short it is skipped without starting anything (see
+// Integration).
+func Kafka(t testing.TB) []string {
+	t.Helper()
+	Integration(t)
+	if v := Getenv(KafkaBrokersEnv, ""); v != "" {
+		brokers := strings.Split(v, ",")
+		if err := pingKafka(brokers); err != nil {
+			Unreachable(t, kafkaService, v, err)
+		}
+		return brokers
+	}
+	kafka.mu.Lock()
+	defer kafka.mu.Unlock()
+	if !kafka.started {
+		kafka.started = true
+		kafka.cluster, kafka.err = kfake.NewCluster(
+			kfake.NumBrokers(1),
+			kfake.ClusterID("onceflow-test"),
+			kfake.AllowAutoTopicCreation(),
+		)
+	}
+	if kafka.err != nil {
+		Unreachable(t, kafkaService, "127.0.0.1 (kfake started by the test)", kafka.err)
+	}
+	return kafka.cluster.ListenAddrs()
+}
+
+// StopKafka stops the cluster Kafka started, if any. Call it from TestMain
+// after m.Run. It does nothing for a cluster named by TEST_KAFKA_BROKERS or
+// when none was started.
+func StopKafka() {
+	kafka.mu.Lock()
+	defer kafka.mu.Unlock()
+	if kafka.cluster != nil {
+		kafka.cluster.Close()
+	}
+	kafka.started, kafka.err, kafka.cluster = false, nil, nil
+}
+
+// pingKafka fetches the cluster's metadata once.
+func pingKafka(brokers []string) error {
+	cfg := sarama.NewConfig()
+	cfg.Net.DialTimeout = 5 * time.Second
+	cfg.Metadata.Timeout = 10 * time.Second
+	c, err := sarama.NewClient(brokers, cfg)
+	if err != nil {
+		return fmt.Errorf("fetching metadata: %w", err)
+	}
+	return c.Close()
+}
