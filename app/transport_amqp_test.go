@@ -209,17 +209,7 @@ func TestAMQPPlainWatermillProducer(t *testing.T) {
 	}
 	defer pub.Close()
 	const payments, copies = 3, 2
-	for i := range payments {
-		id := fmt.Sprintf("pay-plain-%d", i)
-		payload := fmt.Sprintf(`{"payment_id":%q,"customer_id":"cust-7","amount_cents":990,"currency":"EUR","requested_at":"2025-01-02T03:04:05Z"}`, id)
-		for range copies {
-			msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
-			msg.Metadata.Set("idempotency_key", id)
-			if err := pub.Publish(prefix+"payments.requested", msg); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	publishPlainPayments(t, pub, prefix+"payments.requested", payments, copies)
 	waitForCopies(t, a, payments, copies)
 	if got := a.summary(t); got.Charges != payments || got.Notifications != payments {
 		t.Errorf("summary = %+v, want %d charges and %d notifications", got, payments, payments)
@@ -337,23 +327,6 @@ func amqpAppEnv(t *testing.T) (env []string, url, prefix string) {
 	deleteAMQPOnCleanup(t, url, exchanges, queues)
 	return []string{"TRANSPORT=amqp", "AMQP_URL=" + url, "STORE=memory",
 		"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + service}, url, prefix
-}
-
-// waitForCopies waits until both handlers have seen every copy of every
-// payment: one processed and the rest recognised as duplicates. The charge
-// handler replays its stored PaymentCharged for each duplicate, so the
-// notification handler sees as many copies.
-func waitForCopies(t *testing.T, a *running, payments, copies int) {
-	t.Helper()
-	waitFor(t, "every copy handled", func() bool {
-		for _, h := range []string{handlers.ChargePaymentHandler, handlers.NotifyCustomerHandler} {
-			if a.metric(t, "onceflow_receiver_outcomes_total", "scope", h, "outcome", "processed") != float64(payments) ||
-				a.metric(t, "onceflow_receiver_outcomes_total", "scope", h, "outcome", "duplicate") != float64(payments*(copies-1)) {
-				return false
-			}
-		}
-		return true
-	})
 }
 
 // subscribe subscribes handler's subscriber of tr to topic until the test

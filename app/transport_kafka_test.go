@@ -95,7 +95,7 @@ func TestKafkaAppChargesOnce(t *testing.T) {
 			t.Fatalf("POST: status %d", code)
 		}
 	}
-	waitForKafkaCopies(t, a, 1, 3)
+	waitForCopies(t, a, 1, 3)
 	if got, want := a.summary(t), (summary{1, 1, 1}); got != want {
 		t.Errorf("summary = %+v, want %+v", got, want)
 	}
@@ -140,18 +140,8 @@ func TestKafkaPlainWatermillProducer(t *testing.T) {
 	}
 	defer pub.Close()
 	const payments, copies = 3, 2
-	for i := range payments {
-		id := fmt.Sprintf("pay-plain-%d", i)
-		payload := fmt.Sprintf(`{"payment_id":%q,"customer_id":"cust-7","amount_cents":990,"currency":"EUR","requested_at":"2025-01-02T03:04:05Z"}`, id)
-		for range copies {
-			msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
-			msg.Metadata.Set("idempotency_key", id)
-			if err := pub.Publish(prefix+"payments.requested", msg); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	waitForKafkaCopies(t, a, payments, copies)
+	publishPlainPayments(t, pub, prefix+"payments.requested", payments, copies)
+	waitForCopies(t, a, payments, copies)
 	if got := a.summary(t); got.Charges != payments || got.Notifications != payments {
 		t.Errorf("summary = %+v, want %d charges and %d notifications", got, payments, payments)
 	}
@@ -229,22 +219,6 @@ func kafkaTestTransport(t *testing.T, cfg Config) transport {
 		}
 	})
 	return withTopicPrefix(tr, cfg.TopicPrefix)
-}
-
-// waitForKafkaCopies waits until both handlers have seen every copy of
-// every payment: one processed, the rest recognised as duplicates (the
-// charge handler replays its PaymentCharged for each duplicate).
-func waitForKafkaCopies(t *testing.T, a *running, payments, copies int) {
-	t.Helper()
-	waitFor(t, "every copy handled", func() bool {
-		for _, h := range []string{handlers.ChargePaymentHandler, handlers.NotifyCustomerHandler} {
-			if a.metric(t, "onceflow_receiver_outcomes_total", "scope", h, "outcome", "processed") != float64(payments) ||
-				a.metric(t, "onceflow_receiver_outcomes_total", "scope", h, "outcome", "duplicate") != float64(payments*(copies-1)) {
-				return false
-			}
-		}
-		return true
-	})
 }
 
 // waitKafkaGroup waits until group is stable with n members, each with its

@@ -283,29 +283,13 @@ func TestSQLTransportExternalProducer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sendAll := func() {
-		t.Helper()
-		for i := range 3 {
-			id := fmt.Sprintf("pay-ext-%d", i)
-			payload := fmt.Sprintf(`{"payment_id":%q,"customer_id":"cust-ext","amount_cents":%d,"currency":"EUR","requested_at":"2030-01-02T03:04:05Z"}`,
-				id, 100+i)
-			msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
-			msg.Metadata.Set("idempotency_key", id)
-			if err := pub.Publish(prefix+"payments.requested", msg); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	sendAll := func() { publishPlainPayments(t, pub, prefix+"payments.requested", 3, 1) }
 
 	sendAll()
 	a := startApp(t, "TRANSPORT=sql", "STORE=postgres", "DATABASE_URL="+databaseURL,
 		"TOPIC_PREFIX="+prefix, "SQL_POLL_INTERVAL=10ms")
 	sendAll()
-	waitFor(t, "every copy handled", func() bool {
-		return a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "processed") == 3 &&
-			a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "duplicate") == 3 &&
-			a.summary(t).Notifications == 3
-	})
+	waitForCopies(t, a, 3, 2)
 	if got, want := a.summary(t), (summary{3, 3, 3}); got != want {
 		t.Errorf("summary = %+v, want %+v", got, want)
 	}

@@ -1,0 +1,47 @@
+package app
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/onceflow/onceflow/handlers"
+)
+
+// publishPlainPayments is the message contract as another team's producer
+// follows it, with Watermill's packages alone: for each of n payments,
+// copies messages on topic, each with a new UUID, the same JSON payload and
+// metadata idempotency_key = the payment id.
+func publishPlainPayments(t *testing.T, pub message.Publisher, topic string, n, copies int) {
+	t.Helper()
+	for i := range n {
+		id := fmt.Sprintf("pay-plain-%d", i)
+		payload := fmt.Sprintf(`{"payment_id":%q,"customer_id":"cust-7","amount_cents":%d,"currency":"EUR","requested_at":"2030-01-02T03:04:05Z"}`,
+			id, 100+i)
+		for range copies {
+			msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
+			msg.Metadata.Set("idempotency_key", id)
+			if err := pub.Publish(topic, msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// waitForCopies waits until both handlers of a have seen every copy of
+// every payment: one processed, the rest recognised as duplicates (the
+// charge handler replays its PaymentCharged for each duplicate).
+func waitForCopies(t *testing.T, a *running, payments, copies int) {
+	t.Helper()
+	waitFor(t, "every copy handled", func() bool {
+		for _, h := range []string{handlers.ChargePaymentHandler, handlers.NotifyCustomerHandler} {
+			if a.metric(t, "onceflow_receiver_outcomes_total", "scope", h, "outcome", "processed") != float64(payments) ||
+				a.metric(t, "onceflow_receiver_outcomes_total", "scope", h, "outcome", "duplicate") != float64(payments*(copies-1)) {
+				return false
+			}
+		}
+		return true
+	})
+}
