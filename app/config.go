@@ -77,6 +77,9 @@ type Config struct {
 	// records, so no client can replay or block another's response. Unset,
 	// every caller is one anonymous client. A secret: masked in logs.
 	APIKeys string `env:"API_KEYS"`
+	// PublishAPIKey is the key `onceflow publish` sends to a service that
+	// has API_KEYS set. Never logged.
+	PublishAPIKey string `env:"PUBLISH_API_KEY"`
 	// IdempotencyMaxBody bounds, in bytes, the response body stored for an
 	// Idempotency-Key: a larger response is served but not stored, and its
 	// key is released. The HTTP face shares the DEDUP_* settings: TTL,

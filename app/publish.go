@@ -76,7 +76,7 @@ func Publish(ctx context.Context, environ []string, opts PublishOptions, out io.
 		})
 		for range 1 + opts.Duplicates {
 			g.Go(func() error {
-				code, err := post(ctx, client, base+"/v1/payments", body)
+				code, err := post(ctx, client, base+"/v1/payments", body, cfg.PublishAPIKey)
 				if err != nil {
 					return fmt.Errorf("sending %s: %w", id, err)
 				}
@@ -98,13 +98,16 @@ func Publish(ctx context.Context, environ []string, opts PublishOptions, out io.
 	return nil
 }
 
-func post(ctx context.Context, client *http.Client, url string, body []byte) (int, error) {
+func post(ctx context.Context, client *http.Client, url string, body []byte, apiKey string) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", uuid.NewString())
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err

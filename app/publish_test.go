@@ -37,3 +37,26 @@ func TestPublishToBroker(t *testing.T) {
 		t.Errorf("--topic with the in-process transport: %v", err)
 	}
 }
+
+// Against a service with API_KEYS, publish authenticates with
+// PUBLISH_API_KEY; without it every copy is refused.
+func TestPublishThroughHTTPWithAPIKey(t *testing.T) {
+	a := startApp(t, "API_KEYS=s3cret-key:demo")
+	env := []string{"HTTP_ADDR=" + a.Addr()}
+
+	var out bytes.Buffer
+	err := Publish(context.Background(), env, PublishOptions{Count: 1}, &out)
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("Publish without PUBLISH_API_KEY: %v, want 401", err)
+	}
+	if err := Publish(context.Background(), append(env, "PUBLISH_API_KEY=s3cret-key"),
+		PublishOptions{Count: 2, Duplicates: 1}, &out); err != nil {
+		t.Fatalf("Publish with PUBLISH_API_KEY: %v", err)
+	}
+	waitFor(t, "both payments notified", func() bool {
+		return a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.NotifyCustomerHandler, "outcome", "processed") == 2
+	})
+	if n := a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "processed"); n != 2 {
+		t.Errorf("charged %v times for 2 payments", n)
+	}
+}
