@@ -65,6 +65,9 @@ func (h *HTTP) CreatePayment(w http.ResponseWriter, r *http.Request) {
 		correlationID = uuid.NewString()
 	}
 	middleware.SetCorrelationID(correlationID, msg)
+	// The request's context travels with the message: a publisher that
+	// writes in the request's transaction (an outbox) finds it there.
+	msg.SetContext(ctx)
 	w.Header().Set(CorrelationIDHeader, correlationID)
 	if err := h.publisher.Publish(TopicPaymentRequested, msg); err != nil {
 		h.logger.ErrorContext(ctx, "publishing payment request", "payment_id", p.ID, "err", err)

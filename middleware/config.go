@@ -48,6 +48,14 @@ type Config struct {
 	// claim time. Default FailClosed.
 	OnStoreError StoreErrorPolicy
 
+	// Transactor, when set, selects transaction mode: each Execute claims,
+	// runs and completes in one unit of work that it opens, through the
+	// unit's store (see Transactor and Execute). Store is still required
+	// and should be the store the units bind, on its own connection.
+	// Lease bounds how long a claim is held should a unit end without a
+	// commit or rollback; no heartbeat runs. Default nil: lease mode.
+	Transactor Transactor
+
 	// Observer is told every outcome and store latency. Default: none.
 	Observer Observer
 

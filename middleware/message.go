@@ -13,6 +13,24 @@ type MessageOption func(*messageOptions)
 type messageOptions struct {
 	key         KeyFunc
 	fingerprint FingerprintFunc
+	outbox      Outbox
+}
+
+// Outbox writes the messages a handler produced within the context the
+// handler ran in: in transaction mode that context carries the unit of
+// work, so the messages commit or roll back with the handler's effects and
+// its record (the transactional outbox). handler names the handler, so that
+// the Outbox knows their topic.
+type Outbox func(ctx context.Context, handler string, msgs []*message.Message) error
+
+// WithOutbox makes the middleware write produced messages through o, inside
+// Execute, and return none to the router, which then publishes nothing: a
+// duplicate replays nothing either, since its messages were committed with
+// its record. Use it with a Receiver in transaction mode; in lease mode the
+// messages would be written before the record is completed. Default: none,
+// the router publishes the returned messages.
+func WithOutbox(o Outbox) MessageOption {
+	return func(opts *messageOptions) { opts.outbox = o }
 }
 
 // WithKey sets how the idempotency key is derived. Default
@@ -74,13 +92,19 @@ func (r *Receiver) Middleware(opts ...MessageOption) message.HandlerMiddleware {
 					if err != nil {
 						return nil, err
 					}
-					produced = out
+					if o.outbox != nil && len(out) > 0 {
+						if err := o.outbox(ctx, message.HandlerNameFromCtx(outer), out); err != nil {
+							return nil, fmt.Errorf("writing produced messages to the outbox: %w", err)
+						}
+					} else {
+						produced = out
+					}
 					return encodeMessages(out)
 				})
 			if err != nil {
 				return nil, err
 			}
-			if res.Outcome == OutcomeDuplicate {
+			if res.Outcome == OutcomeDuplicate && o.outbox == nil {
 				replay, err := decodeMessages(res.Value)
 				if err != nil {
 					return nil, fmt.Errorf("replaying key %q: %w", key, err)

@@ -49,6 +49,9 @@ func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 //   - The store is unavailable: see StoreErrorPolicy. A cancelled ctx is
 //     returned as is, without an outcome.
 //
+// With Config.Transactor set (transaction mode, see executeInTx), the claim,
+// fn's writes and the completed record share one unit of work instead.
+//
 // When fn succeeded but its result could not be recorded (lease_lost or
 // store_error), Execute still returns the result with a nil error: the
 // effect has happened, and delivering its result is better than having the
@@ -59,21 +62,28 @@ func (r *Receiver) Execute(ctx context.Context, scope, key string, fingerprint [
 		return Result{}, fmt.Errorf("%w: scope %q and key %q must not be empty", ErrNoKey, scope, key)
 	}
 	k := scope + ":" + key
+	if r.cfg.Transactor != nil {
+		return r.executeInTx(ctx, scope, k, fingerprint, fn)
+	}
 	started := time.Now()
 	claim, err := r.claim(ctx, k, fingerprint)
 	if err != nil {
 		return r.claimFailed(ctx, scope, k, err, fn)
 	}
-	return r.resolve(ctx, scope, k, fingerprint, claim, started, true, fn)
+	return r.resolve(ctx, scope, k, fingerprint, claim, true, fn,
+		func(token stores.Token) (Result, error) { return r.runOwned(ctx, scope, k, token, started, fn) })
 }
 
-// resolve acts on a successful claim made at started. mayWait says whether
-// the Wait policy may still apply to an in-progress key.
+// resolve acts on a successful claim: it calls owned with the token when
+// the claim was acquired, and decides every other case itself, the same way
+// in both modes. mayWait says whether the Wait policy may still apply to an
+// in-progress key.
 func (r *Receiver) resolve(ctx context.Context, scope, k string, fingerprint []byte, claim stores.Claim,
-	started time.Time, mayWait bool, fn func(ctx context.Context) ([]byte, error)) (Result, error) {
+	mayWait bool, fn func(ctx context.Context) ([]byte, error),
+	owned func(stores.Token) (Result, error)) (Result, error) {
 	switch claim.Status {
 	case stores.Acquired:
-		return r.runOwned(ctx, scope, k, claim.Token, started, fn)
+		return owned(claim.Token)
 	case stores.Completed:
 		return r.completed(scope, k, fingerprint, claim.Record)
 	case stores.InProgress:

@@ -43,5 +43,6 @@ func (r *Receiver) wait(ctx context.Context, scope, k string, fingerprint []byte
 	case err != nil:
 		return r.claimFailed(ctx, scope, k, err, fn)
 	}
-	return r.resolve(ctx, scope, k, fingerprint, claim, started, false, fn)
+	return r.resolve(ctx, scope, k, fingerprint, claim, false, fn,
+		func(token stores.Token) (Result, error) { return r.runOwned(ctx, scope, k, token, started, fn) })
 }
