@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/components/forwarder"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +34,7 @@ type App struct {
 	store     idempotencyStore
 	pool      *pgxpool.Pool
 	sweeper   *postgres.Sweeper
+	relay     *forwarder.Forwarder
 	closers   []func() error
 }
 
@@ -39,7 +42,17 @@ type App struct {
 // migrations, assembles the router and binds the HTTP listener (so Addr is
 // known before Run; HTTP_ADDR may use port 0). On error, whatever it opened
 // is closed again.
-func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err error) {
+func New(ctx context.Context, cfg Config, logger *slog.Logger) (*App, error) {
+	return newApp(ctx, cfg, logger, seams{})
+}
+
+// seams lets tests wrap parts of the App, such as the ledger to inject a
+// fault after a write. The zero value changes nothing.
+type seams struct {
+	ledger func(handlers.Ledger) handlers.Ledger
+}
+
+func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *App, err error) {
 	a := &App{cfg: cfg, logger: logger}
 	defer func() {
 		if err != nil {
@@ -81,8 +94,26 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	if err != nil {
 		return nil, err
 	}
+	var (
+		transactor middleware.Transactor
+		ob         middleware.Outbox
+		publisher  = a.transport.publisher
+	)
+	if cfg.DedupMode == "transaction" {
+		s, _ := a.store.Store.(*postgres.Store)
+		transactor = pgTransactor{pool: a.pool, store: s}
+		wlog := watermill.NewSlogLogger(logger)
+		o := outbox{direct: cfg.Transport == "sql", prefix: cfg.TopicPrefix, publisher: a.transport.publisher, logger: wlog}
+		ob, publisher = o.write, outboxPublisher{o}
+		if !o.direct {
+			if a.relay, err = newRelay(cfg, a.pool, a.transport.publisher, wlog); err != nil {
+				return nil, err
+			}
+		}
+	}
 	receiver, err := middleware.NewReceiver(middleware.Config{
 		Store:        a.store,
+		Transactor:   transactor,
 		Lease:        cfg.DedupLease,
 		TTL:          cfg.DedupTTL,
 		OnInProgress: middleware.InProgressPolicy(cfg.DedupOnInProgress),
@@ -100,10 +131,13 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	}
 
 	ledger := newLedger(a.pool)
-	if a.router, err = newRouter(cfg, a.transport, receiver, handlers.NewMessageHandlers(ledger, logger), poison, logger); err != nil {
+	if sm.ledger != nil {
+		ledger = sm.ledger(ledger)
+	}
+	if a.router, err = newRouter(cfg, a.transport, receiver, ob, handlers.NewMessageHandlers(ledger, logger), poison, logger); err != nil {
 		return nil, err
 	}
-	api := handlers.NewHTTP(ledger, a.transport.publisher, logger)
+	api := handlers.NewHTTP(ledger, publisher, logger)
 	if a.server, err = newHTTPServer(cfg, api, receiver, a.router, a.store, reg, logger); err != nil {
 		return nil, err
 	}
@@ -125,6 +159,17 @@ func (a *App) Run(ctx context.Context) error {
 	// requests still in flight at shutdown may publish work.
 	routerCtx, stopRouter := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRouter()
+	if a.relay != nil {
+		// Before the router: its subscriber creates the outbox table.
+		relayDone := make(chan error, 1)
+		go func() { relayDone <- a.relay.Run(routerCtx) }()
+		defer func() { _ = a.relay.Close() }()
+		select {
+		case <-a.relay.Running():
+		case err := <-relayDone:
+			return fmt.Errorf("starting the outbox relay: %w", err)
+		}
+	}
 	routerDone := make(chan error, 1)
 	go func() { routerDone <- a.router.Run(routerCtx) }()
 	select {

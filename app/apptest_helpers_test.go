@@ -29,13 +29,19 @@ type running struct {
 // startApp runs a real App on a loopback port until the test ends.
 func startApp(t *testing.T, environ ...string) *running {
 	t.Helper()
+	return startAppWith(t, seams{}, environ...)
+}
+
+// startAppWith is startApp with the App's test seams set.
+func startAppWith(t *testing.T, sm seams, environ ...string) *running {
+	t.Helper()
 	environ = append([]string{"HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=warn", "RETRY_INTERVAL=10ms"}, environ...)
 	cfg, err := LoadConfig(environ)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	a, err := New(context.Background(), cfg, logger)
+	a, err := newApp(context.Background(), cfg, logger, sm)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,12 @@ type Config struct {
 	// in logs.
 	ServiceName string `env:"SERVICE_NAME" envDefault:"onceflow"`
 
+	// DedupMode is lease (a claim with a lease and heartbeat, any store,
+	// any side effect) or transaction (exactly-once for effects in
+	// PostgreSQL: the claim, the handler's ledger writes, its result and
+	// its outgoing messages commit in one transaction; needs
+	// STORE=postgres). See the README's "Lease mode or exactly-once mode".
+	DedupMode string `env:"DEDUP_MODE" envDefault:"lease"`
 	// DedupTTL is how long completed records are kept: the window within
 	// which a duplicate is recognised.
 	DedupTTL time.Duration `env:"DEDUP_TTL" envDefault:"24h"`
@@ -107,6 +113,7 @@ type Config struct {
 var (
 	transports         = []string{"gochannel", "kafka", "amqp", "sql"}
 	storeKinds         = []string{"memory", "redis", "postgres"}
+	dedupModes         = []string{"lease", "transaction"}
 	inProgressPolicies = []string{"reject", "wait"}
 	storeErrPolicies   = []string{"fail-closed", "fail-open"}
 	logLevels          = []string{"debug", "info", "warn", "error"}
@@ -133,6 +140,7 @@ func (c Config) Validate() error {
 	}{
 		{"TRANSPORT", c.Transport, transports},
 		{"STORE", c.Store, storeKinds},
+		{"DEDUP_MODE", c.DedupMode, dedupModes},
 		{"DEDUP_ON_IN_PROGRESS", c.DedupOnInProgress, inProgressPolicies},
 		{"DEDUP_ON_STORE_ERROR", c.DedupOnStoreError, storeErrPolicies},
 		{"LOG_LEVEL", c.LogLevel, logLevels},
@@ -166,6 +174,9 @@ func (c Config) Validate() error {
 	}
 	if c.DedupLease <= c.HandlerTimeout {
 		return fmt.Errorf("DEDUP_LEASE=%v must exceed HANDLER_TIMEOUT=%v: a lease that ends while its handler runs lets a duplicate in", c.DedupLease, c.HandlerTimeout)
+	}
+	if c.DedupMode == "transaction" && c.Store != "postgres" {
+		return fmt.Errorf("DEDUP_MODE=transaction requires STORE=postgres (STORE=%q): use DEDUP_MODE=lease with other stores", c.Store)
 	}
 	if c.IdempotencyMaxBody < 1 {
 		return fmt.Errorf("IDEMPOTENCY_MAX_BODY=%d must be at least 1 (bytes)", c.IdempotencyMaxBody)
@@ -230,6 +241,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("service_name", c.ServiceName),
 		slog.String("topic_prefix", c.TopicPrefix),
+		slog.String("dedup_mode", c.DedupMode),
 		slog.Duration("dedup_ttl", c.DedupTTL),
 		slog.Duration("dedup_lease", c.DedupLease),
 		slog.String("dedup_on_in_progress", c.DedupOnInProgress),

@@ -37,6 +37,8 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"KAFKA_PARTITIONS=0"}, `KAFKA_PARTITIONS=0 must be at least 1`},
 		{[]string{"STORE=postgres"}, `DATABASE_URL is required when STORE=postgres`},
 		{[]string{"STORE=redis"}, `REDIS_URL or REDIS_ADDRS is required when STORE=redis`},
+		{[]string{"DEDUP_MODE=once"}, `DEDUP_MODE="once" is not allowed: use one of lease, transaction`},
+		{[]string{"DEDUP_MODE=transaction", "STORE=redis", "REDIS_URL=redis://r:6379/0"}, `DEDUP_MODE=transaction requires STORE=postgres`},
 	} {
 		_, err := LoadConfig(tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -23,19 +23,23 @@ type e2eCell struct {
 	// and the ledger. The in-process transport cannot be shared between
 	// instances, so its cells run one.
 	instances int
+	// mode is DEDUP_MODE; empty is the default, lease.
+	mode string
 }
 
 func e2eCells() []e2eCell {
 	return []e2eCell{
-		{"gochannel", "memory", 1},
-		{"gochannel", "redis", 1},
-		{"gochannel", "postgres", 1},
-		{"kafka", "redis", 2},
-		{"kafka", "postgres", 2},
-		{"amqp", "redis", 2},
-		{"amqp", "postgres", 2},
-		{"sql", "redis", 2},
-		{"sql", "postgres", 2},
+		{"gochannel", "memory", 1, ""},
+		{"gochannel", "redis", 1, ""},
+		{"gochannel", "postgres", 1, ""},
+		{"kafka", "redis", 2, ""},
+		{"kafka", "postgres", 2, ""},
+		{"kafka", "postgres", 2, "transaction"},
+		{"amqp", "redis", 2, ""},
+		{"amqp", "postgres", 2, ""},
+		{"sql", "redis", 2, ""},
+		{"sql", "postgres", 2, ""},
+		{"sql", "postgres", 2, "transaction"},
 	}
 }
 
@@ -71,13 +75,17 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 	for _, cell := range e2eCells() {
-		t.Run(cell.transport+"/"+cell.store, func(t *testing.T) {
+		name, store := cell.transport+"/"+cell.store, cell.store
+		if cell.mode != "" {
+			name, store = name+"/"+cell.mode, store+" ("+cell.mode+")"
+		}
+		t.Run(name, func(t *testing.T) {
 			elapsed := runCell(t, cell, payments)
-			t.Logf("%s x %s: %d instances, %d payments x 3 copies in %v", cell.transport, cell.store,
+			t.Logf("%s x %s: %d instances, %d payments x 3 copies in %v", cell.transport, store,
 				cell.instances, payments, elapsed.Round(time.Millisecond))
 			mu.Lock()
 			report = append(report, fmt.Sprintf("| %s | %s | %d | %d x 3 | %v |\n",
-				cell.transport, cell.store, cell.instances, payments, elapsed.Round(10*time.Millisecond)))
+				cell.transport, store, cell.instances, payments, elapsed.Round(10*time.Millisecond)))
 			mu.Unlock()
 		})
 	}
@@ -127,7 +135,8 @@ func runCell(t *testing.T, cell e2eCell, payments int) time.Duration {
 
 	// Every copy ends acked as processed or duplicate: 3N for charge_payment,
 	// and as many PaymentCharged for notify_customer (each duplicate replays
-	// its stored event).
+	// its stored event) in lease mode; in transaction mode a duplicate
+	// replays nothing, its event committed with its record, so N.
 	handled := func(handler string) float64 {
 		var n float64
 		for _, a := range instances {
@@ -136,9 +145,12 @@ func runCell(t *testing.T, cell e2eCell, payments int) time.Duration {
 		}
 		return n
 	}
-	want := float64(3 * payments)
+	want, wantNotify := float64(3*payments), float64(3*payments)
+	if cell.mode == "transaction" {
+		wantNotify = float64(payments)
+	}
 	waitForWithin(t, 5*time.Minute, "every copy handled", func() bool {
-		return handled(handlers.ChargePaymentHandler) >= want && handled(handlers.NotifyCustomerHandler) >= want
+		return handled(handlers.ChargePaymentHandler) >= want && handled(handlers.NotifyCustomerHandler) >= wantNotify
 	})
 	elapsed := time.Since(start)
 
@@ -168,6 +180,9 @@ func cellEnv(t *testing.T, cell e2eCell) []string {
 		"TRANSPORT=" + cell.transport, "STORE=" + cell.store,
 		"SERVICE_NAME=" + ns, "TOPIC_PREFIX=" + ns + ".",
 	}
+	if cell.mode != "" {
+		env = append(env, "DEDUP_MODE="+cell.mode)
+	}
 	if cell.store != "memory" {
 		env = append(env, "DATABASE_URL="+testenv.PostgresSchema(t)) // shared ledger
 	}
@@ -180,7 +195,9 @@ func cellEnv(t *testing.T, cell e2eCell) []string {
 	case "kafka":
 		env = append(env, "KAFKA_BROKERS="+strings.Join(testenv.Kafka(t), ","))
 	case "amqp":
-		env = append(env, "AMQP_URL="+testenv.AMQP(t))
+		url := testenv.AMQP(t)
+		deleteServiceAMQPOnCleanup(t, url, ns+".", ns)
+		env = append(env, "AMQP_URL="+url)
 	}
 	return env
 }

@@ -7,10 +7,11 @@ import (
 )
 
 // newLedger keeps the ledger in PostgreSQL when DATABASE_URL is set, so that
-// several instances share it, and in memory otherwise.
+// several instances share it, and in memory otherwise. Its writes join the
+// unit of work of DEDUP_MODE=transaction found in their context.
 func newLedger(pool *pgxpool.Pool) handlers.Ledger {
 	if pool != nil {
-		return handlers.NewPostgresLedger(pool)
+		return handlers.NewPostgresLedger(pool, handlers.WithTxFromContext(ledgerTx))
 	}
 	return handlers.NewMemoryLedger()
 }

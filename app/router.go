@@ -29,7 +29,11 @@ func permanent(err error) bool {
 
 // newRouter assembles the Watermill router: the middleware chain shared by
 // every handler, then the handlers with their own subscribers.
-func newRouter(cfg Config, t transport, receiver *middleware.Receiver, mh *handlers.MessageHandlers, pl *poisonLog, logger *slog.Logger) (*message.Router, error) {
+// With ob set (DEDUP_MODE=transaction), handlers' produced messages are
+// written through it inside their unit of work instead of being published
+// by the router.
+func newRouter(cfg Config, t transport, receiver *middleware.Receiver, ob middleware.Outbox,
+	mh *handlers.MessageHandlers, pl *poisonLog, logger *slog.Logger) (*message.Router, error) {
 	wlog := watermill.NewSlogLogger(logger)
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.ShutdownTimeout}, wlog)
 	if err != nil {
@@ -49,6 +53,10 @@ func newRouter(cfg Config, t transport, receiver *middleware.Receiver, mh *handl
 	//                on a fresh context;
 	//   timeout      bounds one attempt (the lease outlives it: Validate);
 	//   receiver     claims the key, runs the handler once, replays duplicates.
+	var receiverOpts []middleware.MessageOption
+	if ob != nil {
+		receiverOpts = append(receiverOpts, middleware.WithOutbox(ob))
+	}
 	router.AddMiddleware(
 		wmmw.Recoverer,
 		wmmw.CorrelationID,
@@ -64,7 +72,7 @@ func newRouter(cfg Config, t transport, receiver *middleware.Receiver, mh *handl
 			Logger:              wlog,
 		}.Middleware,
 		wmmw.Timeout(cfg.HandlerTimeout),
-		receiver.Middleware(),
+		receiver.Middleware(receiverOpts...),
 	)
 
 	sub, err := t.subscriber(handlers.ChargePaymentHandler)
@@ -72,7 +80,7 @@ func newRouter(cfg Config, t transport, receiver *middleware.Receiver, mh *handl
 		return nil, err
 	}
 	router.AddHandler(handlers.ChargePaymentHandler, handlers.TopicPaymentRequested, sub,
-		handlers.TopicPaymentCharged, t.publisher, mh.ChargePayment)
+		handlerOutputs[handlers.ChargePaymentHandler], t.publisher, mh.ChargePayment)
 
 	if sub, err = t.subscriber(handlers.NotifyCustomerHandler); err != nil {
 		return nil, err

@@ -315,6 +315,16 @@ func amqpNames() (prefix, service string) {
 func amqpAppEnv(t *testing.T) (env []string, url, prefix string) {
 	url = testenv.AMQP(t)
 	prefix, service := amqpNames()
+	deleteServiceAMQPOnCleanup(t, url, prefix, service)
+	return []string{"TRANSPORT=amqp", "AMQP_URL=" + url, "STORE=memory",
+		"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + service}, url, prefix
+}
+
+// deleteServiceAMQPOnCleanup deletes, when t ends, the exchanges and queues
+// a service with this TOPIC_PREFIX and SERVICE_NAME declares: they are
+// durable and would outlive the test on the shared broker.
+func deleteServiceAMQPOnCleanup(t *testing.T, url, prefix, service string) {
+	cfg := Config{TopicPrefix: prefix, ServiceName: service}
 	var exchanges, queues []string
 	for topic, handler := range map[string]string{
 		handlers.TopicPaymentRequested: handlers.ChargePaymentHandler,
@@ -322,11 +332,9 @@ func amqpAppEnv(t *testing.T) (env []string, url, prefix string) {
 		PoisonTopic:                    poisonLogHandler,
 	} {
 		exchanges = append(exchanges, prefix+topic)
-		queues = append(queues, prefix+topic+"_"+service+"."+handler)
+		queues = append(queues, prefix+topic+"_"+consumerGroup(cfg, handler))
 	}
 	deleteAMQPOnCleanup(t, url, exchanges, queues)
-	return []string{"TRANSPORT=amqp", "AMQP_URL=" + url, "STORE=memory",
-		"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + service}, url, prefix
 }
 
 // subscribe subscribes handler's subscriber of tr to topic until the test

@@ -1,0 +1,88 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+// errInjected is the fault failOnceAfterCharge injects.
+var errInjected = errors.New("injected failure after the ledger write")
+
+// failOnceAfterCharge is a ledger whose first AppendCharge writes the
+// charge row and then fails, as a crash or a later error of the handler
+// would, before anything is committed or recorded.
+type failOnceAfterCharge struct {
+	handlers.Ledger
+	fired atomic.Bool
+}
+
+func (l *failOnceAfterCharge) AppendCharge(ctx context.Context, p handlers.Payment, chargeID string) error {
+	if err := l.Ledger.AppendCharge(ctx, p, chargeID); err != nil {
+		return err
+	}
+	if l.fired.CompareAndSwap(false, true) {
+		return errInjected
+	}
+	return nil
+}
+
+// chargesAfterInjectedFailure runs an App in the given mode with the fault
+// injected, sends one payment, waits until it is notified (the handler's
+// retry redelivered it and its event went through) and returns how many
+// charges the ledger holds.
+func chargesAfterInjectedFailure(t *testing.T, environ ...string) int {
+	t.Helper()
+	ledger := &failOnceAfterCharge{}
+	a := startAppWith(t, seams{ledger: func(l handlers.Ledger) handlers.Ledger { ledger.Ledger = l; return ledger }},
+		append([]string{"TRANSPORT=gochannel", "DATABASE_URL=" + testenv.PostgresSchema(t)}, environ...)...)
+	if code := a.post(t, "/v1/payments", paymentBody(uuid.NewString())); code != http.StatusAccepted {
+		t.Fatalf("POST /v1/payments: status %d, want 202", code)
+	}
+	waitFor(t, "the payment notified", func() bool { return a.summary(t).Notifications == 1 })
+	if !ledger.fired.Load() {
+		t.Fatal("the fault was never injected")
+	}
+	return a.summary(t).Charges
+}
+
+// TestInjectedFailureAfterLedgerWrite is the reason transaction mode
+// exists. A handler fails after its ledger write and before it finishes;
+// the message is redelivered. In lease mode the charge row stays (it was
+// committed on its own) while the claim is released, so the redelivery
+// charges again. In transaction mode the charge rolls back with the claim,
+// so the redelivery leaves exactly one.
+func TestInjectedFailureAfterLedgerWrite(t *testing.T) {
+	testenv.Integration(t)
+	testenv.Redis(t)
+	lease := chargesAfterInjectedFailure(t, "STORE=redis", "REDIS_URL=redis://"+testenv.RedisAddr()+"/0", "DEDUP_MODE=lease")
+	tx := chargesAfterInjectedFailure(t, "STORE=postgres", "DEDUP_MODE=transaction")
+	t.Logf("lease mode (redis): charges=%d after an injected failure after the ledger write; transaction mode (postgres): charges=%d", lease, tx)
+	if lease != 2 {
+		t.Errorf("lease mode: %d charges, want 2 (the double charge transaction mode prevents)", lease)
+	}
+	if tx != 1 {
+		t.Errorf("transaction mode: %d charges, want exactly 1", tx)
+	}
+}
+
+// TestInjectedFailureOnSQLTransport is the same fault in transaction mode on
+// the sql transport, where the handler runs in a savepoint of the
+// subscriber's own transaction: the failed attempt rolls back to it, and
+// the event goes straight to its topic table in the same transaction.
+func TestInjectedFailureOnSQLTransport(t *testing.T) {
+	testenv.Integration(t)
+	charges := chargesAfterInjectedFailure(t, "TRANSPORT=sql", "STORE=postgres", "DEDUP_MODE=transaction",
+		"SQL_POLL_INTERVAL=10ms")
+	t.Logf("transaction mode (postgres, sql transport): charges=%d", charges)
+	if charges != 1 {
+		t.Errorf("transaction mode on the sql transport: %d charges, want exactly 1", charges)
+	}
+}

@@ -1,0 +1,114 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/components/forwarder"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceflow/onceflow/handlers"
+)
+
+// Names of the transactional outbox (DEDUP_MODE=transaction with a broker
+// other than sql): the SQL topic it is written to, after TOPIC_PREFIX, and
+// the relay's handler, which names its consumer group.
+const (
+	outboxTopic   = "outbox"
+	outboxHandler = "outbox_relay"
+)
+
+// handlerOutputs is the topic each handler's produced messages go to.
+var handlerOutputs = map[string]string{
+	handlers.ChargePaymentHandler: handlers.TopicPaymentCharged,
+}
+
+// outbox writes messages in the transaction of the unit of work found in a
+// context (see txFromContext), so that they commit or roll back with it.
+// With TRANSPORT=sql they go straight to their topic's table; with any
+// other transport to the outbox table, enveloped with their topic
+// (Watermill's forwarder format), from which the relay publishes them to
+// the broker. Outside a unit of work they are published on the transport.
+//
+// The topic tables must exist before a transaction writes to them (a
+// publisher on a transaction cannot create them): every topic written here
+// is subscribed by this service, and the subscribers create them at
+// start-up, the relay's before the router's.
+type outbox struct {
+	direct    bool
+	prefix    string
+	publisher message.Publisher // the transport's, already prefixed
+	logger    watermill.LoggerAdapter
+}
+
+// publish writes msgs to topic in the unit of work that ctx carries.
+func (o outbox) publish(ctx context.Context, topic string, msgs ...*message.Message) error {
+	tx, ok := txFromContext(ctx)
+	if !ok {
+		return o.publisher.Publish(topic, msgs...)
+	}
+	pub, err := wsql.NewPublisher(wsql.TxFromPgx(tx), wsql.PublisherConfig{
+		SchemaAdapter: wsql.DefaultPostgreSQLSchema{},
+	}, o.logger)
+	if err != nil {
+		return fmt.Errorf("creating the SQL publisher on the transaction: %w", err)
+	}
+	if o.direct {
+		return pub.Publish(o.prefix+topic, msgs...)
+	}
+	return forwarder.NewPublisher(pub, forwarder.PublisherConfig{
+		ForwarderTopic: o.prefix + outboxTopic,
+	}).Publish(topic, msgs...)
+}
+
+// write is the middleware.Outbox of the router's handlers.
+func (o outbox) write(ctx context.Context, handler string, msgs []*message.Message) error {
+	topic, ok := handlerOutputs[handler]
+	if !ok {
+		return fmt.Errorf("handler %q produced messages but has no output topic", handler)
+	}
+	return o.publish(ctx, topic, msgs...)
+}
+
+// outboxPublisher publishes through the outbox within the context of the
+// first message: the HTTP API's messages, published while its request runs
+// in a unit of work, commit with the request's ledger writes.
+type outboxPublisher struct{ o outbox }
+
+func (p outboxPublisher) Publish(topic string, msgs ...*message.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return p.o.publish(msgs[0].Context(), topic, msgs...)
+}
+
+func (outboxPublisher) Close() error { return nil }
+
+// newRelay is Watermill's forwarder reading the outbox table with
+// watermill-sql on the pool and publishing each message to its topic on
+// the transport. A message whose publish fails is nacked and read again
+// (after RETRY_INTERVAL x 10), in order, so that during a broker outage
+// messages wait in the outbox and are all delivered once it is back.
+func newRelay(cfg Config, pool *pgxpool.Pool, publisher message.Publisher, logger watermill.LoggerAdapter) (*forwarder.Forwarder, error) {
+	if pool == nil {
+		return nil, errors.New("the outbox needs DATABASE_URL")
+	}
+	sub, err := wsql.NewSubscriber(sqlConsumerDB{wsql.BeginnerFromPgx(pool)}, sqlSubscriberConfig(cfg, outboxHandler), logger)
+	if err != nil {
+		return nil, fmt.Errorf("creating the outbox subscriber: %w", err)
+	}
+	f, err := forwarder.NewForwarder(sub, publisher, logger, forwarder.Config{
+		ForwarderTopic: cfg.TopicPrefix + outboxTopic,
+		HandlerName:    outboxHandler,
+		CloseTimeout:   cfg.ShutdownTimeout,
+	})
+	if err != nil {
+		_ = sub.Close()
+		return nil, fmt.Errorf("creating the outbox relay: %w", err)
+	}
+	return f, nil
+}
