@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -476,69 +474,4 @@ func amqpHostPort(t *testing.T, raw string) string {
 		t.Fatal(err)
 	}
 	return net.JoinHostPort(u.Host, fmt.Sprint(u.Port))
-}
-
-// flakyProxy forwards TCP connections to a target after closing the first
-// ones at once: a broker that is still starting when the service does.
-type flakyProxy struct {
-	addr    string
-	refused atomic.Int32
-}
-
-// startFlakyProxy listens on loopback, closes the first refuse connections
-// and forwards the rest to target, until the test ends.
-func startFlakyProxy(t *testing.T, target string, refuse int32) *flakyProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &flakyProxy{addr: l.Addr().String()}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	track := func(c net.Conn) {
-		mu.Lock()
-		defer mu.Unlock()
-		conns = append(conns, c)
-	}
-	wg.Go(func() {
-		for {
-			client, err := l.Accept()
-			if err != nil {
-				return
-			}
-			if p.refused.Load() < refuse {
-				p.refused.Add(1)
-				_ = client.Close()
-				continue
-			}
-			server, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = client.Close()
-				continue
-			}
-			track(client)
-			track(server)
-			for _, pair := range [][2]net.Conn{{client, server}, {server, client}} {
-				wg.Go(func() {
-					_, _ = io.Copy(pair[0], pair[1])
-					_ = pair[0].Close()
-					_ = pair[1].Close()
-				})
-			}
-		}
-	})
-	t.Cleanup(func() {
-		_ = l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return p
 }
