@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -44,4 +45,19 @@ func waitForCopies(t *testing.T, a *running, payments, copies int) {
 		}
 		return true
 	})
+}
+
+// postThriceChargesOnce sends payment id three times through a's API and
+// checks that it is charged and notified exactly once.
+func postThriceChargesOnce(t *testing.T, a *running, id string) {
+	t.Helper()
+	for range 3 {
+		if code := a.post(t, "/v1/payments", paymentBody(id)); code != http.StatusAccepted {
+			t.Fatalf("POST: status %d", code)
+		}
+	}
+	waitForCopies(t, a, 1, 3)
+	if got, want := a.summary(t), (summary{1, 1, 1}); got != want {
+		t.Errorf("summary = %+v, want %+v", got, want)
+	}
 }

@@ -137,15 +137,7 @@ func TestAMQPTransport(t *testing.T) {
 func TestAMQPAppChargesOnce(t *testing.T) {
 	env, _, _ := amqpAppEnv(t)
 	a := startApp(t, env...)
-	for range 3 {
-		if code := a.post(t, "/v1/payments", paymentBody("pay-amqp-1")); code != http.StatusAccepted {
-			t.Fatalf("POST: status %d", code)
-		}
-	}
-	waitForCopies(t, a, 1, 3)
-	if got, want := a.summary(t), (summary{1, 1, 1}); got != want {
-		t.Errorf("summary = %+v, want %+v", got, want)
-	}
+	postThriceChargesOnce(t, a, "pay-amqp-1")
 }
 
 // Two replicas of the service share each handler's queue: copies of a

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -90,15 +89,7 @@ func TestKafkaTransport(t *testing.T) {
 func TestKafkaAppChargesOnce(t *testing.T) {
 	env, _ := kafkaAppEnv(t)
 	a := startApp(t, env...)
-	for range 3 {
-		if code := a.post(t, "/v1/payments", paymentBody("pay-kafka-1")); code != http.StatusAccepted {
-			t.Fatalf("POST: status %d", code)
-		}
-	}
-	waitForCopies(t, a, 1, 3)
-	if got, want := a.summary(t), (summary{1, 1, 1}); got != want {
-		t.Errorf("summary = %+v, want %+v", got, want)
-	}
+	postThriceChargesOnce(t, a, "pay-kafka-1")
 }
 
 // A producer built from Watermill's packages alone feeds the service. This

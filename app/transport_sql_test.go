@@ -219,19 +219,7 @@ func TestSQLTransportRefusesTooLongTopics(t *testing.T) {
 func TestSQLTransportChargesOnce(t *testing.T) {
 	a := startApp(t, "TRANSPORT=sql", "STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t),
 		"SQL_POLL_INTERVAL=10ms")
-	for range 3 {
-		if code := a.post(t, "/v1/payments", paymentBody("pay-sql-1")); code != http.StatusAccepted {
-			t.Fatalf("POST: status %d", code)
-		}
-	}
-	waitFor(t, "every copy handled", func() bool {
-		return a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "processed") == 1 &&
-			a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "duplicate") == 2 &&
-			a.summary(t).Notifications == 1
-	})
-	if got, want := a.summary(t), (summary{1, 1, 1}); got != want {
-		t.Errorf("summary = %+v, want %+v", got, want)
-	}
+	postThriceChargesOnce(t, a, "pay-sql-1")
 }
 
 // A malformed message is parked in the poison topic (a table like any
