@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/stores/postgres"
 )
 
 // Names of the transactional outbox (DEDUP_MODE=transaction with a broker
@@ -28,7 +29,7 @@ var handlerOutputs = map[string]string{
 }
 
 // outbox writes messages in the transaction of the unit of work found in a
-// context (see txFromContext), so that they commit or roll back with it.
+// context (see postgres.TxFromContext), so that they commit or roll back with it.
 // With TRANSPORT=sql they go straight to their topic's table; with any
 // other transport to the outbox table, enveloped with their topic
 // (Watermill's forwarder format), from which the relay publishes them to
@@ -47,7 +48,7 @@ type outbox struct {
 
 // publish writes msgs to topic in the unit of work that ctx carries.
 func (o outbox) publish(ctx context.Context, topic string, msgs ...*message.Message) error {
-	tx, ok := txFromContext(ctx)
+	tx, ok := postgres.TxFromContext(ctx)
 	if !ok {
 		return o.publisher.Publish(topic, msgs...)
 	}

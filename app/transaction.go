@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/jackc/pgx/v5"
@@ -11,7 +9,6 @@ import (
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/middleware"
-	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
@@ -31,50 +28,20 @@ var _ middleware.Transactor = pgTransactor{}
 
 // Begin implements middleware.Transactor.
 func (t pgTransactor) Begin(ctx context.Context) (middleware.Unit, error) {
-	var (
-		tx  pgx.Tx
-		err error
-	)
+	var db postgres.Beginner = t.pool
 	if parent, ok := consumerTx(ctx); ok {
-		tx, err = parent.Begin(ctx) // SAVEPOINT
-	} else {
-		tx, err = t.pool.Begin(ctx)
+		db = parent // the unit is a SAVEPOINT in the consumer's transaction
 	}
+	u, err := t.store.Begin(ctx, db)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", stores.ErrUnavailable, err)
+		return nil, err
 	}
-	return &pgUnit{ctx: context.WithValue(ctx, txKey{}, tx), tx: tx, store: t.store.With(tx)}, nil
+	return u, nil
 }
 
-// pgUnit is one pgx transaction (or savepoint) as a middleware.Unit.
-type pgUnit struct {
-	ctx   context.Context
-	tx    pgx.Tx
-	store *postgres.Store
-}
-
-func (u *pgUnit) Context() context.Context         { return u.ctx }
-func (u *pgUnit) Store() stores.Store              { return u.store }
-func (u *pgUnit) Commit(ctx context.Context) error { return u.tx.Commit(ctx) }
-func (u *pgUnit) Rollback(ctx context.Context) error {
-	if err := u.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
-		return err
-	}
-	return nil
-}
-
-type txKey struct{}
-
-// txFromContext returns the transaction of the unit of work that ctx
-// carries, if any.
-func txFromContext(ctx context.Context) (pgx.Tx, bool) {
-	tx, ok := ctx.Value(txKey{}).(pgx.Tx)
-	return tx, ok
-}
-
-// ledgerTx is txFromContext for handlers.WithTxFromContext.
+// ledgerTx is postgres.TxFromContext for handlers.WithTxFromContext.
 func ledgerTx(ctx context.Context) (handlers.Querier, bool) {
-	return txFromContext(ctx)
+	return postgres.TxFromContext(ctx)
 }
 
 // consumerTx returns the pgx transaction in which the sql transport

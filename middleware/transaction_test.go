@@ -6,46 +6,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/migrations"
-	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
-// pgTestTransactor opens a pgx transaction per unit and puts it in the
-// unit's context, as an application's Transactor would.
+// pgTestTransactor begins a postgres.Unit per unit of work, as an
+// application's Transactor would.
 type pgTestTransactor struct {
 	pool  *pgxpool.Pool
 	store *postgres.Store
 }
 
-type testTxKey struct{}
-
 func (tr pgTestTransactor) Begin(ctx context.Context) (Unit, error) {
-	tx, err := tr.pool.Begin(ctx)
+	u, err := tr.store.Begin(ctx, tr.pool)
 	if err != nil {
 		return nil, err
 	}
-	return &pgTestUnit{ctx: context.WithValue(ctx, testTxKey{}, tx), tx: tx, store: tr.store.With(tx)}, nil
-}
-
-type pgTestUnit struct {
-	ctx   context.Context
-	tx    pgx.Tx
-	store *postgres.Store
-}
-
-func (u *pgTestUnit) Context() context.Context         { return u.ctx }
-func (u *pgTestUnit) Store() stores.Store              { return u.store }
-func (u *pgTestUnit) Commit(ctx context.Context) error { return u.tx.Commit(ctx) }
-func (u *pgTestUnit) Rollback(ctx context.Context) error {
-	if err := u.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
-		return err
-	}
-	return nil
+	return u, nil
 }
 
 // newTxReceiver is a receiver in transaction mode on a fresh schema with an
@@ -83,7 +63,7 @@ func newTxReceiver(t *testing.T) (*Receiver, *recorder, func() int) {
 
 // effect writes one row in the unit of work found in ctx.
 func effect(ctx context.Context) error {
-	tx, ok := ctx.Value(testTxKey{}).(pgx.Tx)
+	tx, ok := postgres.TxFromContext(ctx)
 	if !ok {
 		return errors.New("no unit of work in the context")
 	}
