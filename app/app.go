@@ -66,6 +66,9 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 			return nil, err
 		}
 		a.closers = append(a.closers, func() error { a.pool.Close(); return nil })
+		if err = migrate(ctx, a.pool); err != nil {
+			return nil, err
+		}
 	}
 	var rdb redis.UniversalClient
 	if cfg.Store == "redis" {

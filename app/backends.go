@@ -17,8 +17,7 @@ import (
 const connectTimeout = 10 * time.Second
 
 // openPostgres opens the pool on DATABASE_URL with DATABASE_MAX_CONNS
-// connections, checks it answers, and applies the migrations (safe from
-// every replica at once: goose takes a session lock).
+// connections and checks, within connectTimeout, that it answers.
 func openPostgres(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
@@ -29,19 +28,22 @@ func openPostgres(ctx context.Context, databaseURL string, maxConns int32) (*pgx
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	if err := pool.Ping(ctx); err != nil {
+	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("connecting to PostgreSQL (DATABASE_URL): %w", err)
 	}
+	return pool, nil
+}
+
+// migrate applies the migrations through pool. It is safe from every
+// replica at once (goose takes a session lock) and is bounded by ctx only:
+// waiting for another replica's migration is not a connection timeout.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	if err := migrations.Up(ctx, db); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	return pool, nil
+	return migrations.Up(ctx, db)
 }
 
 // openRedis returns a Cluster client for REDIS_ADDRS, else a single-node
