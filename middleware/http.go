@@ -104,7 +104,10 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request, next http
 			next.ServeHTTP(buf, inner)
 			return buf.result()
 		})
-	if ran {
+	// In transaction mode a failure to complete or commit rolled the
+	// handler's effects back: its held answer must not reach the client.
+	rolledBack := err != nil && res.Outcome == OutcomeStoreError
+	if ran && !rolledBack {
 		if errors.Is(err, errNotStored) {
 			r.cfg.Logger.WarnContext(req.Context(), "response served but not stored: a retry runs the handler again",
 				"scope", HTTPScope, "key", k, "max_stored_response", o.maxStored)
@@ -136,8 +139,9 @@ func (r *Receiver) answer(w http.ResponseWriter, req *http.Request, k string, re
 	case req.Context().Err() != nil:
 		o.problem(w, http.StatusServiceUnavailable, "the request was cancelled")
 	default:
-		// The claim failed under FailClosed (ErrUnavailable), or the result
-		// was unexpected: nothing ran, so a retry is safe.
+		// The claim failed under FailClosed (ErrUnavailable), a transaction
+		// could not commit and rolled the handler's effects back, or the
+		// result was unexpected: nothing took effect, so a retry is safe.
 		if !errors.Is(err, stores.ErrUnavailable) {
 			err = fmt.Errorf("unexpected outcome %q: %w", res.Outcome, err)
 		}

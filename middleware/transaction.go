@@ -75,15 +75,23 @@ func (r *Receiver) executeInTx(ctx context.Context, scope, k string, fingerprint
 }
 
 // runInUnit runs fn in the unit under token, then completes and commits.
+// A result too large to store (errNotStored) has already reached its
+// client, so its effects must stand: the claim is released inside the unit
+// and the unit committed without a record.
 func (r *Receiver) runInUnit(ctx context.Context, scope, k string, u Unit, token stores.Token,
 	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
 	v, err := fn(withToken(u.Context(), token))
-	if err != nil {
-		failed := OutcomeFailed
-		if errors.Is(err, errNotStored) {
-			failed = OutcomeNotStored
+	switch {
+	case errors.Is(err, errNotStored):
+		if rerr := u.Store().Release(u.Context(), k, token); rerr != nil {
+			return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("releasing key %q: %w", k, rerr)
 		}
-		return r.outcome(scope, failed, nil), err
+		if cerr := u.Commit(ctx); cerr != nil {
+			return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("committing key %q: %w", k, cerr)
+		}
+		return r.outcome(scope, OutcomeNotStored, nil), err
+	case err != nil:
+		return r.outcome(scope, OutcomeFailed, nil), err
 	}
 	start := time.Now()
 	err = u.Store().Complete(u.Context(), k, token, v, r.cfg.TTL)

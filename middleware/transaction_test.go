@@ -3,6 +3,9 @@ package middleware
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +21,8 @@ import (
 type pgTestTransactor struct {
 	pool  *pgxpool.Pool
 	store *postgres.Store
+	// failCommit makes every commit roll back and fail instead.
+	failCommit bool
 }
 
 func (tr pgTestTransactor) Begin(ctx context.Context) (Unit, error) {
@@ -25,12 +30,24 @@ func (tr pgTestTransactor) Begin(ctx context.Context) (Unit, error) {
 	if err != nil {
 		return nil, err
 	}
+	if tr.failCommit {
+		return failingCommit{u}, nil
+	}
 	return u, nil
+}
+
+// failingCommit is a unit whose commit fails, as a lost connection would
+// make it: everything rolls back.
+type failingCommit struct{ *postgres.Unit }
+
+func (u failingCommit) Commit(ctx context.Context) error {
+	_ = u.Rollback(ctx)
+	return errors.New("commit failed: connection lost")
 }
 
 // newTxReceiver is a receiver in transaction mode on a fresh schema with an
 // effects table, and a function that counts its rows.
-func newTxReceiver(t *testing.T) (*Receiver, *recorder, func() int) {
+func newTxReceiver(t *testing.T, failCommit bool) (*Receiver, *recorder, func() int) {
 	t.Helper()
 	url := testenv.PostgresSchema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -50,7 +67,7 @@ func newTxReceiver(t *testing.T) (*Receiver, *recorder, func() int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, rec := newReceiver(t, Config{Store: s, Transactor: pgTestTransactor{pool: pool, store: s}})
+	r, rec := newReceiver(t, Config{Store: s, Transactor: pgTestTransactor{pool: pool, store: s, failCommit: failCommit}})
 	count := func() int {
 		var n int
 		if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM effects").Scan(&n); err != nil {
@@ -72,7 +89,7 @@ func effect(ctx context.Context) error {
 }
 
 func TestTransactionModeRollsBackAFailedEffect(t *testing.T) {
-	r, rec, count := newTxReceiver(t)
+	r, rec, count := newTxReceiver(t, false)
 	ctx := t.Context()
 	boom := errors.New("boom")
 	_, err := r.Execute(ctx, "h", "k", []byte("fp"), func(ctx context.Context) ([]byte, error) {
@@ -117,7 +134,7 @@ func TestTransactionModeRollsBackAFailedEffect(t *testing.T) {
 }
 
 func TestTransactionModeDuplicateWaitsForTheFirst(t *testing.T) {
-	r, _, count := newTxReceiver(t)
+	r, _, count := newTxReceiver(t, false)
 	ctx := t.Context()
 	entered, release := make(chan struct{}), make(chan struct{})
 	first := make(chan error, 1)
@@ -159,5 +176,28 @@ func TestTransactionModeDuplicateWaitsForTheFirst(t *testing.T) {
 	}
 	if count() != 1 {
 		t.Fatalf("%d effects, want 1", count())
+	}
+}
+
+// In transaction mode a failed commit rolls the handler's effects back, so
+// the HTTP face must not send the handler's answer: the client gets a 503
+// and its retry runs the handler again.
+func TestTransactionModeHTTPCommitFailureIsNotAnswered(t *testing.T) {
+	r, _, count := newTxReceiver(t, true)
+	h := r.HTTP()(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if err := effect(req.Context()); err != nil {
+			t.Error(err)
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	w := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/things", strings.NewReader("{}"))
+	req.Header.Set(IdempotencyKeyHeader, "k-1")
+	h.ServeHTTP(w, req)
+	if w.Code != http.StatusServiceUnavailable {
+		t.Errorf("status after a failed commit = %d, want 503", w.Code)
+	}
+	if n := count(); n != 0 {
+		t.Errorf("%d effects survived the failed commit", n)
 	}
 }
