@@ -80,9 +80,8 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 		return nil, err
 	}
 	a.closers = append(a.closers, a.store.close)
-	if cfg.Store == "postgres" {
-		s, _ := a.store.Store.(*postgres.Store)
-		a.sweeper = postgres.NewSweeper(s, postgres.SweeperConfig{Logger: logger})
+	if a.store.pg != nil {
+		a.sweeper = postgres.NewSweeper(a.store.pg, postgres.SweeperConfig{Logger: logger})
 	}
 
 	if a.transport, err = newTransport(ctx, cfg, a.pool, logger); err != nil {
@@ -103,15 +102,16 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 		publisher  = a.transport.publisher
 	)
 	if cfg.DedupMode == "transaction" {
-		s, _ := a.store.Store.(*postgres.Store)
-		transactor = pgTransactor{pool: a.pool, store: s}
+		transactor = pgTransactor{pool: a.pool, store: a.store.pg}
 		wlog := watermill.NewSlogLogger(logger)
 		o := outbox{direct: cfg.Transport == "sql", prefix: cfg.TopicPrefix, publisher: a.transport.publisher, logger: wlog}
 		ob, publisher = o.write, outboxPublisher{o}
 		if !o.direct {
-			if a.relay, err = newRelay(cfg, a.pool, a.transport.publisher, wlog); err != nil {
+			var consumers *pgxpool.Pool
+			if a.relay, consumers, err = newRelay(ctx, cfg, a.pool, a.transport.publisher, wlog); err != nil {
 				return nil, err
 			}
+			a.closers = append(a.closers, func() error { consumers.Close(); return nil })
 		}
 	}
 	receiver, err := middleware.NewReceiver(middleware.Config{

@@ -90,17 +90,24 @@ func (p outboxPublisher) Publish(topic string, msgs ...*message.Message) error {
 func (outboxPublisher) Close() error { return nil }
 
 // newRelay is Watermill's forwarder reading the outbox table with
-// watermill-sql on the pool and publishing each message to its topic on
+// watermill-sql on a consumer pool of its own (returned, for the caller to
+// close after the relay) and publishing each message to its topic on
 // the transport. A message whose publish fails is nacked and read again
-// (after RETRY_INTERVAL x 10), in order, so that during a broker outage
+// (after Config.retryMaxInterval), in order, so that during a broker outage
 // messages wait in the outbox and are all delivered once it is back.
-func newRelay(cfg Config, pool *pgxpool.Pool, publisher message.Publisher, logger watermill.LoggerAdapter) (*forwarder.Forwarder, error) {
+func newRelay(ctx context.Context, cfg Config, pool *pgxpool.Pool, publisher message.Publisher,
+	logger watermill.LoggerAdapter) (*forwarder.Forwarder, *pgxpool.Pool, error) {
 	if pool == nil {
-		return nil, errors.New("the outbox needs DATABASE_URL")
+		return nil, nil, errors.New("the outbox needs DATABASE_URL")
 	}
-	sub, err := wsql.NewSubscriber(sqlConsumerDB{wsql.BeginnerFromPgx(pool)}, sqlSubscriberConfig(cfg, outboxHandler), logger)
+	consumers, err := openConsumerPool(ctx, pool)
 	if err != nil {
-		return nil, fmt.Errorf("creating the outbox subscriber: %w", err)
+		return nil, nil, err
+	}
+	sub, err := wsql.NewSubscriber(sqlConsumerDB{wsql.BeginnerFromPgx(consumers)}, sqlSubscriberConfig(cfg, outboxHandler), logger)
+	if err != nil {
+		consumers.Close()
+		return nil, nil, fmt.Errorf("creating the outbox subscriber: %w", err)
 	}
 	f, err := forwarder.NewForwarder(sub, publisher, logger, forwarder.Config{
 		ForwarderTopic: cfg.TopicPrefix + outboxTopic,
@@ -109,7 +116,8 @@ func newRelay(cfg Config, pool *pgxpool.Pool, publisher message.Publisher, logge
 	})
 	if err != nil {
 		_ = sub.Close()
-		return nil, fmt.Errorf("creating the outbox relay: %w", err)
+		consumers.Close()
+		return nil, nil, fmt.Errorf("creating the outbox relay: %w", err)
 	}
-	return f, nil
+	return f, consumers, nil
 }

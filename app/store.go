@@ -19,6 +19,9 @@ type idempotencyStore struct {
 	stores.Store
 	ping  func(context.Context) error
 	close func() error
+	// pg is the store as itself when STORE=postgres, for its sweeper and
+	// transaction mode; nil otherwise.
+	pg *postgres.Store
 }
 
 // newStore builds the store STORE names on the backends already opened.
@@ -35,7 +38,7 @@ func newStore(cfg Config, pool *pgxpool.Pool, rdb redis.UniversalClient) (idempo
 		if err != nil {
 			return idempotencyStore{}, fmt.Errorf("postgres store: %w", err)
 		}
-		return idempotencyStore{Store: s, ping: pool.Ping, close: func() error { return nil }}, nil
+		return idempotencyStore{Store: s, ping: pool.Ping, close: func() error { return nil }, pg: s}, nil
 	default:
 		m := memory.New(memory.Config{})
 		return idempotencyStore{Store: m, ping: func(context.Context) error { return nil }, close: m.Close}, nil

@@ -67,11 +67,9 @@ func newSQL(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger watermil
 	if err != nil {
 		return transport{}, fmt.Errorf("creating the SQL publisher: %w", err)
 	}
-	pcfg := pool.Config()
-	pcfg.MaxConns, pcfg.MinConns, pcfg.MinIdleConns = sqlConsumerConns, 0, 0
-	consumers, err := pgxpool.NewWithConfig(ctx, pcfg)
+	consumers, err := openConsumerPool(ctx, pool)
 	if err != nil {
-		return transport{}, fmt.Errorf("opening the SQL subscribers' pool: %w", err)
+		return transport{}, err
 	}
 
 	var (
@@ -111,7 +109,7 @@ func newSQL(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger watermil
 //   - PollInterval (SQL_POLL_INTERVAL) is the pause after an empty read.
 //   - ResendInterval, the pause before a nacked message is handed out again
 //     (in the same transaction, holding up its group), continues the
-//     router's retry backoff at its ceiling (10 x RETRY_INTERVAL, router.go).
+//     router's retry backoff at its ceiling (Config.retryMaxInterval).
 //   - AckDeadline outlasts the router's whole retry budget for a delivery,
 //     so a message still being retried is never handed out a second time.
 //     When it passes, the subscriber commits the offsets acked so far and
@@ -123,13 +121,12 @@ func sqlSubscriberConfig(cfg Config, handler string) wsql.SubscriberConfig {
 		OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},
 		InitializeSchema: true,
 		PollInterval:     cfg.SQLPollInterval,
-		ResendInterval:   10 * cfg.RetryInterval,
+		ResendInterval:   cfg.retryMaxInterval(),
 		RetryInterval:    sqlErrorBackoff,
 		BackoffManager:   sqlBackoff{wsql.NewDefaultBackoffManager(cfg.SQLPollInterval, sqlErrorBackoff)},
 	}
-	if deadline := time.Duration(cfg.RetryMax+1) * (cfg.HandlerTimeout + 10*cfg.RetryInterval); deadline > 0 {
-		sc.AckDeadline = &deadline
-	}
+	deadline := cfg.deliveryBudget()
+	sc.AckDeadline = &deadline
 	return sc
 }
 
@@ -242,4 +239,19 @@ func (r *errRows) Scan(dest ...any) error {
 		return r.err
 	}
 	return r.Rows.Scan(dest...)
+}
+
+// openConsumerPool opens a pool for watermill-sql subscribers on pool's
+// settings, capped at sqlConsumerConns and opened on demand. A subscriber
+// holds its connection for a whole batch (or while it waits for a
+// replica's lock, or for a nacked message's resend): on the app's pool
+// subscribers would starve the handlers' own queries.
+func openConsumerPool(ctx context.Context, pool *pgxpool.Pool) (*pgxpool.Pool, error) {
+	pcfg := pool.Config()
+	pcfg.MaxConns, pcfg.MinConns, pcfg.MinIdleConns = sqlConsumerConns, 0, 0
+	consumers, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening the SQL subscribers' pool: %w", err)
+	}
+	return consumers, nil
 }
