@@ -65,7 +65,7 @@ func newRouter(cfg Config, t transport, receiver *middleware.Receiver, ob middle
 		wmmw.Retry{
 			MaxRetries:          cfg.RetryMax,
 			InitialInterval:     cfg.RetryInterval,
-			MaxInterval:         10 * cfg.RetryInterval,
+			MaxInterval:         cfg.retryMaxInterval(),
 			Multiplier:          2,
 			ShouldRetry:         func(p wmmw.RetryParams) bool { return !permanent(p.Err) },
 			ResetContextOnRetry: true,

@@ -166,11 +166,10 @@ type kafkaSubscribers struct {
 
 func (k *kafkaSubscribers) subscriber(handler string) (message.Subscriber, error) {
 	s, err := kafka.NewSubscriber(kafka.SubscriberConfig{
-		Brokers:                k.cfg.KafkaBrokers,
-		Unmarshaler:            kafkaMarshaler,
-		OverwriteSaramaConfig:  kafkaSubscriberConfig(k.cfg),
-		ConsumerGroup:          consumerGroup(k.cfg, handler),
-		InitializeTopicDetails: kafkaTopicDetail(k.cfg),
+		Brokers:               k.cfg.KafkaBrokers,
+		Unmarshaler:           kafkaMarshaler,
+		OverwriteSaramaConfig: kafkaSubscriberConfig(k.cfg),
+		ConsumerGroup:         consumerGroup(k.cfg, handler),
 	}, k.logger)
 	if err != nil {
 		return nil, fmt.Errorf("kafka subscriber of %s: %w", handler, err)
