@@ -84,22 +84,26 @@ func (r *Receiver) Middleware(opts ...MessageOption) message.HandlerMiddleware {
 			}
 			outer := msg.Context()
 			defer msg.SetContext(outer) // middlewares outside retry with it
+			scope := message.HandlerNameFromCtx(outer)
 			var produced []*message.Message
-			res, err := r.Execute(outer, message.HandlerNameFromCtx(outer), key, o.fingerprint(msg),
+			res, err := r.Execute(outer, scope, key, o.fingerprint(msg),
 				func(ctx context.Context) ([]byte, error) {
 					msg.SetContext(ctx)
 					out, err := h(msg)
 					if err != nil {
 						return nil, err
 					}
-					if o.outbox != nil && len(out) > 0 {
-						if err := o.outbox(ctx, message.HandlerNameFromCtx(outer), out); err != nil {
+					if o.outbox == nil {
+						produced = out
+						return encodeMessages(out) // replayed on duplicates
+					}
+					// The outputs commit with the record; nothing replays them.
+					if len(out) > 0 {
+						if err := o.outbox(ctx, scope, out); err != nil {
 							return nil, fmt.Errorf("writing produced messages to the outbox: %w", err)
 						}
-					} else {
-						produced = out
 					}
-					return encodeMessages(out)
+					return nil, nil
 				})
 			if err != nil {
 				return nil, err

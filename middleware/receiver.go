@@ -66,7 +66,7 @@ func (r *Receiver) Execute(ctx context.Context, scope, key string, fingerprint [
 		return r.executeInTx(ctx, scope, k, fingerprint, fn)
 	}
 	started := time.Now()
-	claim, err := r.claim(ctx, k, fingerprint)
+	claim, err := r.claim(ctx, r.cfg.Store, k, fingerprint)
 	if err != nil {
 		return r.claimFailed(ctx, scope, k, err, fn)
 	}

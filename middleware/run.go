@@ -43,7 +43,7 @@ func (r *Receiver) runOwned(ctx context.Context, scope, k string, token stores.T
 		return Result{Outcome: o}, err
 	}
 
-	switch cerr := r.complete(ctx, k, token, v); {
+	switch cerr := r.finish(ctx, k, token, v); {
 	case cerr == nil:
 		return r.outcome(scope, OutcomeProcessed, v), nil
 	case errors.Is(cerr, stores.ErrLeaseLost):

@@ -14,16 +14,26 @@ const finishTimeout = 5 * time.Second
 
 // The store calls below time every call for the Observer.
 
-func (r *Receiver) claim(ctx context.Context, k string, fp []byte) (stores.Claim, error) {
+// claim claims k in s: the receiver's store, or in transaction mode the
+// store bound to the unit of work.
+func (r *Receiver) claim(ctx context.Context, s stores.Store, k string, fp []byte) (stores.Claim, error) {
 	defer r.timed("claim", time.Now())
-	return r.cfg.Store.Claim(ctx, k, fp, r.cfg.Lease)
+	return s.Claim(ctx, k, fp, r.cfg.Lease)
 }
 
-func (r *Receiver) complete(ctx context.Context, k string, t stores.Token, v []byte) error {
+// complete records v for k in s, on ctx as it is: in transaction mode the
+// unit's context, whose cancellation rolls everything back anyway.
+func (r *Receiver) complete(ctx context.Context, s stores.Store, k string, t stores.Token, v []byte) error {
+	defer r.timed("complete", time.Now())
+	return s.Complete(ctx, k, t, v, r.cfg.TTL)
+}
+
+// finish records v for k in lease mode, where the effect has happened and
+// must be recorded even if the caller was cancelled.
+func (r *Receiver) finish(ctx context.Context, k string, t stores.Token, v []byte) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	defer r.timed("complete", time.Now())
-	return r.cfg.Store.Complete(ctx, k, t, v, r.cfg.TTL)
+	return r.complete(ctx, r.cfg.Store, k, t, v)
 }
 
 func (r *Receiver) release(ctx context.Context, k string, t stores.Token) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/onceflow/onceflow/stores"
 )
@@ -61,7 +60,7 @@ func (r *Receiver) executeInTx(ctx context.Context, scope, k string, fingerprint
 		}
 	}()
 	store := u.Store()
-	claim, err := r.timedClaim(ctx, store, k, fingerprint)
+	claim, err := r.claim(ctx, store, k, fingerprint)
 	if err != nil {
 		finished = true
 		r.rollback(ctx, scope, k, u)
@@ -93,10 +92,7 @@ func (r *Receiver) runInUnit(ctx context.Context, scope, k string, u Unit, token
 	case err != nil:
 		return r.outcome(scope, OutcomeFailed, nil), err
 	}
-	start := time.Now()
-	err = u.Store().Complete(u.Context(), k, token, v, r.cfg.TTL)
-	r.timed("complete", start)
-	if err != nil {
+	if err := r.complete(u.Context(), u.Store(), k, token, v); err != nil {
 		return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("completing key %q: %w", k, err)
 	}
 	if err := u.Commit(ctx); err != nil {
@@ -112,9 +108,4 @@ func (r *Receiver) rollback(ctx context.Context, scope, k string, u Unit) {
 	if err := u.Rollback(ctx); err != nil {
 		r.cfg.Logger.WarnContext(ctx, "rolling back failed", "scope", scope, "key", k, "err", err)
 	}
-}
-
-func (r *Receiver) timedClaim(ctx context.Context, s stores.Store, k string, fp []byte) (stores.Claim, error) {
-	defer r.timed("claim", time.Now())
-	return s.Claim(ctx, k, fp, r.cfg.Lease)
 }
