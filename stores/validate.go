@@ -39,3 +39,14 @@ func CheckDuration(what string, d time.Duration) error {
 	}
 	return nil
 }
+
+// Micros converts a lease or TTL to whole microseconds, the unit the
+// networked stores send to their backend, rounding up so that a positive
+// duration is never shortened (nor becomes zero).
+func Micros(d time.Duration) int64 {
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond != 0 {
+		us++
+	}
+	return us
+}

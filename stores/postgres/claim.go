@@ -71,7 +71,7 @@ func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease
 		completedAt *time.Time
 		expiresAt   time.Time
 	)
-	err = s.db.QueryRow(ctx, s.sql.claim, k, string(token), fingerprint, micros(lease)).
+	err = s.db.QueryRow(ctx, s.sql.claim, k, string(token), fingerprint, stores.Micros(lease)).
 		Scan(&acquired, &state, &rec.Fingerprint, &rec.Result, &rec.CreatedAt, &completedAt, &expiresAt)
 	if err != nil {
 		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", k, translate(ctx, "claim", err))

@@ -46,7 +46,7 @@ func (s *Store) Complete(ctx context.Context, key string, token stores.Token, re
 	if err != nil {
 		return fmt.Errorf("completing key %q: %w", key, err)
 	}
-	tag, err := s.db.Exec(ctx, s.sql.complete, k, string(token), result, micros(ttl))
+	tag, err := s.db.Exec(ctx, s.sql.complete, k, string(token), result, stores.Micros(ttl))
 	if err != nil {
 		return fmt.Errorf("completing key %q: %w", k, translate(ctx, "complete", err))
 	}
@@ -89,7 +89,7 @@ func (s *Store) Extend(ctx context.Context, key string, token stores.Token, leas
 		return time.Time{}, fmt.Errorf("extending key %q: %w", key, err)
 	}
 	var until time.Time
-	err = s.db.QueryRow(ctx, s.sql.extend, k, string(token), micros(lease)).Scan(&until)
+	err = s.db.QueryRow(ctx, s.sql.extend, k, string(token), stores.Micros(lease)).Scan(&until)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("extending key %q: %w", k, stores.ErrLeaseLost)
 	}

@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -114,14 +113,4 @@ func newStatements(table string) *statements {
 		extend:   fmt.Sprintf(extendSQL, table),
 		sweep:    fmt.Sprintf(sweepSQL, table),
 	}
-}
-
-// micros converts d to whole microseconds, the unit of PostgreSQL intervals,
-// rounding up so that a positive duration never becomes an empty interval.
-func micros(d time.Duration) int64 {
-	us := int64(d / time.Microsecond)
-	if d%time.Microsecond != 0 {
-		us++
-	}
-	return us
 }

@@ -18,7 +18,7 @@ func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease
 		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", shown(key), err)
 	}
 	token := stores.NewToken()
-	reply, err := s.run(ctx, "claim", claimScript, k, string(token), fingerprint, micros(lease))
+	reply, err := s.run(ctx, "claim", claimScript, k, string(token), fingerprint, stores.Micros(lease))
 	if err != nil {
 		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", k, err)
 	}
@@ -38,7 +38,7 @@ func (s *Store) Complete(ctx context.Context, key string, token stores.Token, re
 	if err != nil {
 		return fmt.Errorf("completing key %q: %w", shown(key), err)
 	}
-	reply, err := s.run(ctx, "complete", completeScript, k, string(token), result, micros(ttl))
+	reply, err := s.run(ctx, "complete", completeScript, k, string(token), result, stores.Micros(ttl))
 	if err == nil {
 		err = wantOwned(reply)
 	}
@@ -73,7 +73,7 @@ func (s *Store) Extend(ctx context.Context, key string, token stores.Token, leas
 	if err != nil {
 		return time.Time{}, fmt.Errorf("extending key %q: %w", shown(key), err)
 	}
-	reply, err := s.run(ctx, "extend", extendScript, k, string(token), micros(lease))
+	reply, err := s.run(ctx, "extend", extendScript, k, string(token), stores.Micros(lease))
 	if err != nil {
 		return time.Time{}, fmt.Errorf("extending key %q: %w", k, err)
 	}
@@ -135,16 +135,6 @@ func wantOwned(reply any) error {
 	default:
 		return fmt.Errorf("unexpected script reply %#v", reply)
 	}
-}
-
-// micros converts a positive duration to whole microseconds, rounding up so
-// that a lease or TTL is never shorter than asked.
-func micros(d time.Duration) int64 {
-	us := int64(d / time.Microsecond)
-	if d%time.Microsecond != 0 {
-		us++
-	}
-	return us
 }
 
 // shown is how a key that failed validation appears in errors: its storage

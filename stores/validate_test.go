@@ -1,4 +1,4 @@
-package redisstore
+package stores
 
 import (
 	"math"
@@ -17,8 +17,8 @@ func TestMicrosRoundsUp(t *testing.T) {
 		{time.Hour, 3_600_000_000},
 		{math.MaxInt64, math.MaxInt64/1000 + 1},
 	} {
-		if got := micros(tc.d); got != tc.want {
-			t.Errorf("micros(%d) = %d, want %d", tc.d, got, tc.want)
+		if got := Micros(tc.d); got != tc.want {
+			t.Errorf("Micros(%d) = %d, want %d", tc.d, got, tc.want)
 		}
 	}
 }
