@@ -4,14 +4,10 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"regexp"
 
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/google/uuid"
 )
-
-// correlationIDPattern accepts correlation ids from clients.
-var correlationIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
 // acceptedResponse is the body of 202 Accepted.
 type acceptedResponse struct {
@@ -61,7 +57,7 @@ func (h *HTTP) CreatePayment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	correlationID := r.Header.Get(CorrelationIDHeader)
-	if !correlationIDPattern.MatchString(correlationID) {
+	if !idPattern.MatchString(correlationID) {
 		correlationID = uuid.NewString()
 	}
 	middleware.SetCorrelationID(correlationID, msg)

@@ -13,8 +13,10 @@ import (
 const MaxCustomerIDLength = 256
 
 var (
-	paymentIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-	currencyPattern  = regexp.MustCompile(`^[A-Z]{3}$`)
+	// idPattern is what a payment id, and a correlation id taken from a
+	// client, may be: 1 to 128 URL- and log-safe characters.
+	idPattern       = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+	currencyPattern = regexp.MustCompile(`^[A-Z]{3}$`)
 )
 
 // FieldError reports one invalid field of a request body or an event.
@@ -79,7 +81,7 @@ func validatePayment(fe *fieldErrors, p Payment) {
 
 // ValidPaymentID reports whether id is a well-formed payment id: 1 to 128
 // characters of [A-Za-z0-9._:-].
-func ValidPaymentID(id string) bool { return paymentIDPattern.MatchString(id) }
+func ValidPaymentID(id string) bool { return idPattern.MatchString(id) }
 
 // jsonFieldError turns a decoding error that concerns one field (a value of
 // the wrong type) into a FieldError; ok is false for other errors.
