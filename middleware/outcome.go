@@ -25,7 +25,9 @@ const (
 	OutcomeLeaseLost Outcome = "lease_lost"
 	// OutcomeStoreError: the store failed. At claim time under FailClosed the
 	// error is returned and the function did not run; after the function
-	// succeeded, its result is returned but could not be recorded.
+	// succeeded, its result could not be recorded (lease mode: the result
+	// is returned; transaction mode: everything rolled back and the error
+	// is returned).
 	OutcomeStoreError Outcome = "store_error"
 	// OutcomeFailOpen: the store was unavailable and, under FailOpen, the
 	// function ran without a record.
@@ -53,6 +55,7 @@ type Result struct {
 	// Outcome says what happened.
 	Outcome Outcome
 	// Value is the function's result (processed, lease_lost, store_error
-	// after the function ran, fail_open) or the stored result (duplicate).
+	// after the function ran in lease mode, fail_open) or the stored result
+	// (duplicate).
 	Value []byte
 }

@@ -25,8 +25,7 @@ func NewReceiver(cfg Config) (*Receiver, error) {
 	return &Receiver{cfg: cfg}, nil
 }
 
-// Lease returns the effective lease, so that the caller can check at
-// start-up that it exceeds the handler timeout.
+// Lease returns the effective lease, after defaults.
 func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 
 // Execute runs fn at most once per scope and key, as far as the store allows,
@@ -52,10 +51,12 @@ func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 // With Config.Transactor set (transaction mode, see executeInTx), the claim,
 // fn's writes and the completed record share one unit of work instead.
 //
-// When fn succeeded but its result could not be recorded (lease_lost or
-// store_error), Execute still returns the result with a nil error: the
-// effect has happened, and delivering its result is better than having the
-// transport redeliver into a second execution. It logs a warning.
+// In lease mode, when fn succeeded but its result could not be recorded
+// (lease_lost or store_error), Execute still returns the result with a nil
+// error: the effect has happened, and delivering its result is better than
+// having the transport redeliver into a second execution. It logs a
+// warning. In transaction mode the effect rolled back with the record, so
+// the error is returned and Result.Value is nil.
 func (r *Receiver) Execute(ctx context.Context, scope, key string, fingerprint []byte,
 	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
 	if scope == "" || key == "" {

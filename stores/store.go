@@ -27,8 +27,11 @@
 //     hashed (see StorageKey), never truncated. The empty key is rejected with
 //     ErrInvalidKey.
 //   - A backend that cannot be reached yields an error matching ErrUnavailable
-//     that also wraps the driver's cause. A cancelled context yields an error
-//     matching the context's error and changes nothing.
+//     that also wraps the driver's cause. A context already done when the
+//     call starts yields an error matching the context's error and changes
+//     nothing; one cancelled while the call is in flight yields the same
+//     error, but the backend may or may not have applied the operation, so
+//     callers treat it as unknown, as they do an outage.
 package stores
 
 import (

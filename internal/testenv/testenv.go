@@ -1,5 +1,6 @@
 // Package testenv gives integration tests the real services they run
-// against: PostgreSQL, Redis, a Redis Cluster, RabbitMQ.
+// against: PostgreSQL, Redis, a Redis Cluster, RabbitMQ and Kafka (an
+// in-process kfake broker unless TEST_KAFKA_BROKERS names a real one).
 //
 // Addresses come from TEST_* environment variables with loopback defaults
 // (the ports docker-compose.yml publishes). When a service cannot be reached
@@ -29,8 +30,11 @@ func Unreachable(t testing.TB, service, addr string, err error) {
 }
 
 func howToStart(service string) string {
-	if service == redisClusterService {
+	switch service {
+	case redisClusterService:
 		return "install redis-server and redis-cli (the tests start the cluster) or set " + RedisClusterAddrsEnv
+	case kafkaService:
+		return "set " + KafkaBrokersEnv + " to a running cluster (`make up` starts one)"
 	}
 	return "start it with `make up`"
 }
@@ -44,7 +48,8 @@ func Integration(t testing.TB) {
 	}
 }
 
-// Getenv returns the environment variable key, or def when it is unset.
+// Getenv returns the environment variable key, or def when it is unset or
+// empty.
 func Getenv(key, def string) string {
 	if v, ok := os.LookupEnv(key); ok && v != "" {
 		return v
