@@ -34,19 +34,39 @@ type transport struct {
 // PostgreSQL pool when DATABASE_URL is set, else nil.
 func newTransport(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slog.Logger) (transport, error) {
 	wlog := watermill.NewSlogLogger(logger)
+	var (
+		t   transport
+		err error
+	)
 	switch cfg.Transport {
 	case "gochannel":
-		return newGoChannel(wlog), nil
+		t = newGoChannel(wlog)
 	case "kafka":
-		return newKafka(ctx, cfg, wlog)
+		t, err = newKafka(ctx, cfg, wlog)
 	case "amqp":
-		return newAMQP(ctx, cfg, wlog)
+		t, err = newAMQP(ctx, cfg, wlog)
 	case "sql":
-		return newSQL(ctx, cfg, pool, wlog)
+		t, err = newSQL(ctx, cfg, pool, wlog)
 	default: // Config.Validate admits only the transports above
-		return transport{}, fmt.Errorf("TRANSPORT=%q is not supported", cfg.Transport)
+		err = fmt.Errorf("TRANSPORT=%q is not supported", cfg.Transport)
 	}
+	if err != nil {
+		return transport{}, err
+	}
+	t.publisher = sharedPublisher{t.publisher}
+	return t, nil
 }
+
+// sharedPublisher is the one publisher of the HTTP API, the handlers and the
+// poison queue. The router closes a handler's publisher when that handler
+// stops, while others may still publish through it (sarama panics on a send
+// after Close; watermill-sql's Close must not run during a Publish; closing
+// the in-process pub/sub ends every subscription), so its Close does
+// nothing: the transport's close closes it, after the router has stopped.
+type sharedPublisher struct{ message.Publisher }
+
+// Close does nothing; see sharedPublisher.
+func (sharedPublisher) Close() error { return nil }
 
 // newGoChannel is the in-process transport: every handler subscribes to the
 // same Go channel pub/sub. Messages live only in this process.

@@ -68,19 +68,11 @@ func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (
 	}
 	subs := &kafkaSubscribers{cfg: cfg, logger: logger}
 	return transport{
-		publisher:  sharedPublisher{pub},
+		publisher:  pub,
 		subscriber: subs.subscriber,
 		close:      func() error { return errors.Join(subs.close(), pub.Close()) },
 	}, nil
 }
-
-// sharedPublisher is the one publisher of the HTTP API, the handlers and the
-// poison queue. The router closes a handler's publisher when that handler
-// stops, while others may still publish (and sarama panics on a send after
-// Close), so its Close does nothing: the transport's close closes it.
-type sharedPublisher struct{ message.Publisher }
-
-func (sharedPublisher) Close() error { return nil }
 
 // kafkaMarshaler writes the Watermill message UUID into header
 // _watermill_message_uuid, every metadata entry into a header of its own and

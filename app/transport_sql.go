@@ -149,20 +149,16 @@ func (b sqlBackoff) HandleError(logger watermill.LoggerAdapter, noMsg bool, err 
 	}
 }
 
-// sqlPublisher checks topic names (checkSQLTopic) and leaves closing to
-// the transport: the router closes a handler's publisher when that handler
-// stops, while other handlers may still publish through the same one, and
-// watermill-sql's Close must not run concurrently with Publish.
-type sqlPublisher struct{ pub *wsql.Publisher }
+// sqlPublisher checks topic names (checkSQLTopic). The transport's close
+// closes the publisher; the router never does (see sharedPublisher).
+type sqlPublisher struct{ *wsql.Publisher }
 
 func (p sqlPublisher) Publish(topic string, msgs ...*message.Message) error {
 	if err := checkSQLTopic(topic); err != nil {
 		return err
 	}
-	return p.pub.Publish(topic, msgs...)
+	return p.Publisher.Publish(topic, msgs...)
 }
-
-func (sqlPublisher) Close() error { return nil }
 
 // sqlSubscriber checks topic names before subscribing.
 type sqlSubscriber struct{ *wsql.Subscriber }
