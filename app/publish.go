@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/onceflow/onceflow/handlers"
 )
 
 // PublishOptions says what the publish command sends.
@@ -59,35 +61,26 @@ func Publish(ctx context.Context, environ []string, opts PublishOptions, out io.
 	if err != nil {
 		return err
 	}
-	run := uuid.NewString()[:8]
 	client := &http.Client{Timeout: 10 * time.Second}
-
 	var (
 		mu       sync.Mutex
 		statuses = map[int]int{}
 	)
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(opts.Concurrency)
-	for i := range opts.Count {
-		id := fmt.Sprintf("pay-%s-%d", run, i+1)
+	run, err := sendCopies(ctx, opts, func(ctx context.Context, p handlers.Payment) error {
 		body, _ := json.Marshal(map[string]any{
-			"payment_id": id, "customer_id": fmt.Sprintf("cust-%d", i%10+1),
-			"amount_cents": 1000 + i, "currency": "EUR",
+			"payment_id": p.ID, "customer_id": p.CustomerID,
+			"amount_cents": p.AmountCents, "currency": p.Currency,
 		})
-		for range 1 + opts.Duplicates {
-			g.Go(func() error {
-				code, err := post(ctx, client, base+"/v1/payments", body, cfg.PublishAPIKey)
-				if err != nil {
-					return fmt.Errorf("sending %s: %w", id, err)
-				}
-				mu.Lock()
-				statuses[code]++
-				mu.Unlock()
-				return nil
-			})
+		code, err := post(ctx, client, base+"/v1/payments", body, cfg.PublishAPIKey)
+		if err != nil {
+			return err
 		}
-	}
-	if err := g.Wait(); err != nil {
+		mu.Lock()
+		statuses[code]++
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	sent := opts.Count * (1 + opts.Duplicates)
@@ -96,6 +89,30 @@ func Publish(ctx context.Context, environ []string, opts PublishOptions, out io.
 	fmt.Fprintf(out, "responses by status: %v\n", statuses)
 	fmt.Fprintf(out, "expect %d charges: see %s/v1/ledger/summary\n", opts.Count, base)
 	return nil
+}
+
+// sendCopies is the demo's traffic: Count payments of a fresh run, each
+// sent 1+Duplicates times, at most Concurrency at once, through send. It
+// returns the run id that names the payments pay-<run>-1 .. pay-<run>-Count.
+func sendCopies(ctx context.Context, opts PublishOptions, send func(context.Context, handlers.Payment) error) (string, error) {
+	run := uuid.NewString()[:8]
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.Concurrency)
+	for i := range opts.Count {
+		p := handlers.Payment{
+			ID: fmt.Sprintf("pay-%s-%d", run, i+1), CustomerID: fmt.Sprintf("cust-%d", i%10+1),
+			AmountCents: int64(1000 + i), Currency: "EUR",
+		}
+		for range 1 + opts.Duplicates {
+			g.Go(func() error {
+				if err := send(ctx, p); err != nil {
+					return fmt.Errorf("sending %s: %w", p.ID, err)
+				}
+				return nil
+			})
+		}
+	}
+	return run, g.Wait()
 }
 
 func post(ctx context.Context, client *http.Client, url string, body []byte, apiKey string) (int, error) {

@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/onceflow/onceflow/handlers"
 )
@@ -36,30 +34,19 @@ func publishToBroker(ctx context.Context, cfg Config, opts PublishOptions, out i
 	defer t.close()
 	t = withTopicPrefix(t, cfg.TopicPrefix)
 
-	run := uuid.NewString()[:8]
 	requestedAt := time.Now().UTC()
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(opts.Concurrency)
-	for i := range opts.Count {
-		event := handlers.PaymentRequested{
-			PaymentID: fmt.Sprintf("pay-%s-%d", run, i+1), CustomerID: fmt.Sprintf("cust-%d", i%10+1),
-			AmountCents: int64(1000 + i), Currency: "EUR", RequestedAt: requestedAt,
+	run, err := sendCopies(ctx, opts, func(ctx context.Context, p handlers.Payment) error {
+		msg, err := handlers.PaymentRequested{
+			PaymentID: p.ID, CustomerID: p.CustomerID, AmountCents: p.AmountCents,
+			Currency: p.Currency, RequestedAt: requestedAt,
+		}.Message()
+		if err != nil {
+			return err
 		}
-		for range 1 + opts.Duplicates {
-			g.Go(func() error {
-				msg, err := event.Message()
-				if err != nil {
-					return err
-				}
-				msg.SetContext(ctx)
-				if err := t.publisher.Publish(opts.Topic, msg); err != nil {
-					return fmt.Errorf("publishing %s: %w", event.PaymentID, err)
-				}
-				return nil
-			})
-		}
-	}
-	if err := g.Wait(); err != nil {
+		msg.SetContext(ctx)
+		return t.publisher.Publish(opts.Topic, msg)
+	})
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "sent %d messages: %d payments (pay-%s-1 .. pay-%s-%d) x %d copies, to %s topic %s%s\n",
