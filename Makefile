@@ -4,8 +4,24 @@ GO        ?= go
 PKGS      ?= ./...
 COMPOSE   ?= docker compose
 TEST_TIMEOUT ?= 9m
+FUZZTIME  ?= 60s
+# Minimizing an input that found new coverage is bounded by runs: at the
+# default (60s) one derived from a 100 KiB seed holds a worker for the whole
+# FUZZTIME.
+FUZZMINIMIZETIME ?= 1000x
 
-.PHONY: help run build test test-short e2e vet up down clean
+# Every fuzz target, as package:Target; `make fuzz` runs each for FUZZTIME.
+FUZZ_TARGETS = \
+	./stores:FuzzStorageKey \
+	./middleware:FuzzMessageKey \
+	./middleware:FuzzFingerprint \
+	./middleware:FuzzHTTPIdempotency \
+	./middleware:FuzzMessageEnvelope \
+	./middleware:FuzzResponseEnvelope \
+	./handlers:FuzzDecodePaymentRequested \
+	./handlers:FuzzDecodePaymentCharged
+
+.PHONY: help run build test test-short e2e fuzz vet up down clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -26,6 +42,12 @@ e2e: ## the end-to-end suite (transport x store) against the `make up` services;
 	REQUIRE_SERVICES=1 TEST_KAFKA_BROKERS=127.0.0.1:9092 E2E_REPORT=$(CURDIR)/e2e-report.md \
 		$(GO) test -race -count=1 -timeout 30m -run TestEndToEnd -v ./app/
 	@cat e2e-report.md
+
+fuzz: ## run every fuzz target for FUZZTIME (60s) in turn; fails on the first finding
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $${t%%:*}/; \
+	done
 
 vet: ## go vet
 	$(GO) vet $(PKGS)

@@ -16,8 +16,9 @@ import (
 // read what an older one stored: version 1 is never changed in place. A new
 // layout gets a new "v", and decodeMessages keeps a case for every version
 // still within a TTL of being written. Unknown fields are ignored. An empty
-// result decodes as no messages. Metadata values are JSON strings, so they
-// round-trip when they are valid UTF-8 (payloads round-trip byte for byte).
+// result decodes as no messages. The UUID and metadata are JSON strings, so
+// they round-trip when they are valid UTF-8; each byte that is not reads
+// back as U+FFFD. Payloads round-trip byte for byte.
 const envelopeVersion = 1
 
 type envelope struct {

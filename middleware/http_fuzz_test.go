@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 )
 
@@ -13,9 +14,10 @@ var fuzzStatuses = []int{200, 201, 204, 400, 404, 409, 429, 500, 503}
 // FuzzHTTPIdempotency sends a request with arbitrary Idempotency-Key and
 // Authorization values and body, then a retry with the same key and
 // perhaps another body. The face must not panic, must never answer 5xx
-// itself (only the handler may), and must replay exactly what it stored.
+// itself (only the handler may), and must replay exactly what it stored:
+// status, headers and body.
 //
-//	go test -run '^$' -fuzz FuzzHTTPIdempotency ./middleware/
+//	go test -run '^$' -fuzz '^FuzzHTTPIdempotency$' ./middleware/
 func FuzzHTTPIdempotency(f *testing.F) {
 	f.Add("k", "Bearer key-a", []byte(`{"a":1}`), []byte(`{"a":1}`), uint8(1), uint16(10), true)
 	f.Add("k", "", []byte(`{"a":1}`), []byte(`{"a":2}`), uint8(0), uint16(0), false)
@@ -74,6 +76,12 @@ func FuzzHTTPIdempotency(f *testing.F) {
 			retry.Header().Get(ReplayedHeader) != "true":
 			t.Fatalf("retry: %d %q replayed %q; want a replay of %d %q",
 				retry.Code, retry.Body, retry.Header().Get(ReplayedHeader), first.Code, first.Body)
+		default:
+			replayed := retry.Header().Clone()
+			replayed.Del(ReplayedHeader)
+			if !reflect.DeepEqual(replayed, first.Header()) {
+				t.Fatalf("replayed headers %v, want those of the first answer %v", replayed, first.Header())
+			}
 		}
 	})
 }

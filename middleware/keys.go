@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 )
@@ -51,25 +52,37 @@ func KeyFromContentHash() KeyFunc {
 	}
 }
 
-// CompositeKey combines the keys of parts, in order, into one key. The
-// combination is unambiguous: ("a:b", "c") and ("a", "b:c") differ. It fails
-// if any part fails.
+// CompositeKey combines the keys of parts, in order, into one key: a JSON
+// array of the parts as strings, ["payment-1","tenant-a"]. A part that is
+// not valid UTF-8 (metadata can carry any bytes) is written as an object
+// with its hex, {"hex":"c6"}, since a JSON string would replace its bytes
+// with U+FFFD. So the combination is unambiguous: ("a:b", "c") and
+// ("a", "b:c") differ, and so do ("\xc6") and ("\xb0"). It fails if any
+// part fails.
 func CompositeKey(parts ...KeyFunc) KeyFunc {
 	return func(msg *message.Message) (string, error) {
-		keys := make([]string, len(parts))
+		keys := make([]any, len(parts))
 		for i, part := range parts {
 			k, err := part(msg)
 			if err != nil {
 				return "", fmt.Errorf("composite key part %d: %w", i, err)
 			}
 			keys[i] = k
+			if !utf8.ValidString(k) {
+				keys[i] = binaryPart{Hex: hex.EncodeToString([]byte(k))}
+			}
 		}
-		b, err := json.Marshal(keys) // a JSON array of strings: readable and unambiguous
+		b, err := json.Marshal(keys)
 		if err != nil {
 			return "", fmt.Errorf("composite key: %w", err)
 		}
 		return string(b), nil
 	}
+}
+
+// binaryPart is how CompositeKey writes a part that is not valid UTF-8.
+type binaryPart struct {
+	Hex string `json:"hex"`
 }
 
 // PayloadFingerprint is the default FingerprintFunc: the SHA-256 of the

@@ -60,3 +60,25 @@ func TestPayloadFingerprint(t *testing.T) {
 		t.Fatal("fingerprint must be the SHA-256 of the payload alone")
 	}
 }
+
+// Metadata may carry any bytes; a JSON string would turn every invalid
+// byte into U+FFFD and so give two messages one key (found by
+// FuzzMessageKey).
+func TestCompositeKeyKeepsBinaryPartsApart(t *testing.T) {
+	key := CompositeKey(KeyFromMetadata("a"), KeyFromMetadata("b"))
+	msg := func(b string) *message.Message {
+		m := message.NewMessage("u", nil)
+		m.Metadata.Set("a", "0")
+		m.Metadata.Set("b", b)
+		return m
+	}
+	k1, _ := key(msg("\xc6"))
+	k2, _ := key(msg("\xb0"))
+	k3, _ := key(msg(`{"hex":"c6"}`))
+	if k1 == k2 || k1 == k3 || k1 != `["0",{"hex":"c6"}]` {
+		t.Fatalf("parts \\xc6, \\xb0 and a look-alike string give keys %q, %q, %q", k1, k2, k3)
+	}
+	if k, _ := key(msg("ключ")); k != `["0","ключ"]` {
+		t.Fatalf("a valid UTF-8 part changed its key: %q", k)
+	}
+}
