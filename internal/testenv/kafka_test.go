@@ -10,6 +10,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/onceflow/onceflow/internal/kfakebroker"
 )
 
 // The in-process broker (kfake) runs the classic group protocol unlike
@@ -43,7 +45,7 @@ const (
 // each attempt does with probability 1/2.
 func TestKfakeKeepsMemberThatDiedInJoinGroup(t *testing.T) {
 	t.Parallel()
-	addr, admin := kfakeCluster(t)
+	addr, admin := kfakeCluster(t, kfake.NewCluster)
 	const attempts = 12
 	for i := range attempts {
 		if kfakeKeepsDeadMember(t, addr, admin, fmt.Sprintf("kfake-dead-%d", i)) {
@@ -53,6 +55,22 @@ func TestKfakeKeepsMemberThatDiedInJoinGroup(t *testing.T) {
 	}
 	t.Fatalf("kfake expired the dead member in %d attempts out of %d: that is Kafka's behaviour; "+
 		"this test and the README's note on kfake can go", attempts, attempts)
+}
+
+// The workaround: the broker the tests and cmd/devkafka start
+// (internal/kfakebroker) expires such a member one session timeout later,
+// like Kafka.
+func TestKfakebrokerExpiresMemberThatDiedInJoinGroup(t *testing.T) {
+	t.Parallel()
+	addr, admin := kfakeCluster(t, func(opts ...kfake.Opt) (*kfake.Cluster, error) {
+		return kfakebroker.NewCluster("127.0.0.1:0", "kfakebroker-test", opts...)
+	})
+	for i := range 4 {
+		if kfakeKeepsDeadMember(t, addr, admin, fmt.Sprintf("kfakebroker-dead-%d", i)) {
+			t.Fatalf("attempt %d: %v after its connection closed the dead member is still in the group",
+				i+1, 3*kfakeSession)
+		}
+	}
 }
 
 // kfakeKeepsDeadMember reports whether group is still Stable with a dead
@@ -106,7 +124,7 @@ func kfakeKeepsDeadMember(t *testing.T, addr string, admin sarama.ClusterAdmin, 
 // rebalance timeout, without the members that did not rejoin.
 func TestKfakeExpiresMemberWaitingInJoinGroup(t *testing.T) {
 	t.Parallel()
-	addr, admin := kfakeCluster(t)
+	addr, admin := kfakeCluster(t, kfake.NewCluster)
 	const readTimeout = kfakeRebalance + kfakeSession
 	const group = "kfake-rejoin"
 	rejoining := newKfakeMember(t, addr, group, readTimeout)
@@ -151,12 +169,12 @@ func TestKfakeExpiresMemberWaitingInJoinGroup(t *testing.T) {
 	t.Logf("the rejoining member was expired while waiting; its JoinGroup got no answer in %v", took.Round(time.Millisecond))
 }
 
-// kfakeCluster starts a kfake cluster for one test, with one topic and a
-// minimum session timeout of kfakeSession, and an admin client on it.
-func kfakeCluster(t *testing.T) (string, sarama.ClusterAdmin) {
+// kfakeCluster starts a cluster for one test with start, with one topic and
+// a minimum session timeout of kfakeSession, and an admin client on it.
+func kfakeCluster(t *testing.T, start func(...kfake.Opt) (*kfake.Cluster, error)) (string, sarama.ClusterAdmin) {
 	t.Helper()
 	Integration(t)
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "kfake-topic"), kfake.GroupMinSessionTimeout(kfakeSession))
+	cluster, err := start(kfake.NumBrokers(1), kfake.SeedTopics(2, "kfake-topic"), kfake.GroupMinSessionTimeout(kfakeSession))
 	if err != nil {
 		t.Fatal(err)
 	}
