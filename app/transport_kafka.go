@@ -135,7 +135,8 @@ const (
 	// rebalance about to complete; it reconnects as a new member, which
 	// costs another rebalance. The read timeout is therefore the rebalance
 	// timeout plus one session timeout plus 5 s of margin for a loaded
-	// broker: 40 s (sarama's default of 30 s left 5 s).
+	// broker: 40 s (sarama's default of 30 s left 5 s). It also bounds the
+	// wait for a fetch or commit from a broker that stopped answering.
 	kafkaGroupReadTimeout = kafkaRebalanceTimeout + kafkaSessionTimeout + 5*time.Second
 )
 
