@@ -104,18 +104,52 @@ func kafkaPublisherConfig(cfg Config) *sarama.Config {
 	return sc
 }
 
-// kafkaSubscriberConfig tunes the consumer groups for quick, safe
-// rebalances: a member notices a rebalance at its next heartbeat (1 s), may
-// take up to 25 s to finish its in-flight message and rejoin (below the 30 s
-// read timeout a JoinGroup waits within), and is declared dead after 10 s
-// without heartbeats (a crash; a clean Close leaves at once). Marked offsets
-// are committed every second and when a member gives up a partition.
+// Consumer group timing. A member that crashes (no LeaveGroup) is declared
+// dead after kafkaSessionTimeout without heartbeats; the coordinator then
+// rebalances, the other members learn of it at their next heartbeat
+// (kafkaHeartbeatInterval), finish their in-flight messages and rejoin, and
+// the coordinator completes the rebalance when all have rejoined or
+// kafkaRebalanceTimeout after it began, dropping the members that have not.
+// So on Kafka the survivors consume a crashed member's partitions within
+// kafkaSessionTimeout + kafkaHeartbeatInterval + kafkaRebalanceTimeout
+// (36 s) of its last heartbeat, as long as each finishes its in-flight
+// message within kafkaRebalanceTimeout (a member that does not is dropped
+// and rejoins after, which costs another rebalance, not the group's
+// progress). A clean Close sends LeaveGroup: the rebalance starts at once.
+const (
+	// kafkaSessionTimeout is how long a member may go without heartbeats.
+	kafkaSessionTimeout = 10 * time.Second
+	// kafkaHeartbeatInterval is how often a member heartbeats; a heartbeat
+	// is how it learns that a rebalance began.
+	kafkaHeartbeatInterval = time.Second
+	// kafkaRebalanceTimeout is how long a member may take to finish its
+	// in-flight message and rejoin once a rebalance began. It exceeds
+	// HANDLER_TIMEOUT's default (10 s), the length of one handler attempt.
+	kafkaRebalanceTimeout = 25 * time.Second
+	// kafkaGroupReadTimeout bounds the wait for one response on a consumer
+	// group's connections. The coordinator holds a JoinGroup until every
+	// member rejoined or the rebalance timeout passed, and a SyncGroup
+	// until the leader's assignment arrives or the leader is dropped (by
+	// its session or the rebalance timeout): both legitimately wait up to
+	// kafkaRebalanceTimeout. A client that stops waiting first abandons a
+	// rebalance about to complete; it reconnects as a new member, which
+	// costs another rebalance. The read timeout is therefore the rebalance
+	// timeout plus one session timeout plus 5 s of margin for a loaded
+	// broker: 40 s (sarama's default of 30 s left 5 s). It also bounds the
+	// wait for a fetch or commit from a broker that stopped answering.
+	kafkaGroupReadTimeout = kafkaRebalanceTimeout + kafkaSessionTimeout + 5*time.Second
+)
+
+// kafkaSubscriberConfig is the consumer groups' configuration: the timing
+// above, new groups start at the oldest offset, and marked offsets are
+// committed every second and when a member gives up a partition.
 func kafkaSubscriberConfig(cfg Config) *sarama.Config {
 	sc := kafkaBaseConfig(kafka.DefaultSaramaSubscriberConfig(), cfg)
+	sc.Net.ReadTimeout = kafkaGroupReadTimeout
 	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
-	sc.Consumer.Group.Session.Timeout = 10 * time.Second
-	sc.Consumer.Group.Heartbeat.Interval = time.Second
-	sc.Consumer.Group.Rebalance.Timeout = 25 * time.Second
+	sc.Consumer.Group.Session.Timeout = kafkaSessionTimeout
+	sc.Consumer.Group.Heartbeat.Interval = kafkaHeartbeatInterval
+	sc.Consumer.Group.Rebalance.Timeout = kafkaRebalanceTimeout
 	sc.Consumer.Group.Rebalance.Retry.Max = 10
 	sc.Consumer.Group.Rebalance.Retry.Backoff = 250 * time.Millisecond
 	return sc

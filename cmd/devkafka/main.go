@@ -4,9 +4,9 @@
 //	go run ./cmd/devkafka                # listens on 127.0.0.1:9092
 //	TRANSPORT=kafka KAFKA_BROKERS=127.0.0.1:9092 make run
 //
-// The broker is kfake, from franz-go: one broker, topics created on demand,
-// consumer groups, everything in memory and gone when the command exits
-// (SIGINT or SIGTERM). It is for development only, never a production
+// The broker is kfake, from franz-go (see internal/kfakebroker): one broker,
+// topics created on demand, consumer groups, everything in memory and gone
+// when the command exits (SIGINT or SIGTERM). It is for development only, never a production
 // broker, and the service never imports it.
 package main
 
@@ -20,7 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/onceflow/onceflow/internal/kfakebroker"
 )
 
 func main() {
@@ -49,13 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-addr %q: name a host clients can reach, such as 127.0.0.1: the broker advertises it", *addr)
 	}
 
-	cluster, err := kfake.NewCluster(
-		kfake.NumBrokers(1),
-		kfake.ClusterID("onceflow-dev"),
-		kfake.AllowAutoTopicCreation(),
-		// kfake listens on loopback; listen where -addr says instead.
-		kfake.ListenFn(func(network, _ string) (net.Listener, error) { return net.Listen(network, *addr) }),
-	)
+	cluster, err := kfakebroker.NewCluster(*addr, "onceflow-dev")
 	if err != nil {
 		return fmt.Errorf("starting the broker on %s: %w", *addr, err)
 	}

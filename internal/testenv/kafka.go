@@ -9,6 +9,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/onceflow/onceflow/internal/kfakebroker"
 )
 
 // KafkaBrokersEnv names the variable that points tests at an existing Kafka
@@ -32,8 +34,8 @@ var kafka struct {
 //
 // With TEST_KAFKA_BROKERS set it uses that cluster, after checking that it
 // answers. Otherwise it starts one in-process Kafka-protocol broker (kfake,
-// from franz-go) on a free loopback port, once per test process; clients
-// talk to it over TCP like to a real broker. The package's TestMain must
+// from franz-go, through internal/kfakebroker) on a free loopback port,
+// once per test process; clients talk to it over TCP like to a real broker. The package's TestMain must
 // then call StopKafka after m.Run. If the cluster cannot be reached or
 // started, t is skipped, or failed under REQUIRE_SERVICES=1 (see
 // Unreachable). Under -short it is skipped without starting anything (see
@@ -52,11 +54,7 @@ func Kafka(t testing.TB) []string {
 	defer kafka.mu.Unlock()
 	if !kafka.started {
 		kafka.started = true
-		kafka.cluster, kafka.err = kfake.NewCluster(
-			kfake.NumBrokers(1),
-			kfake.ClusterID("onceflow-test"),
-			kfake.AllowAutoTopicCreation(),
-		)
+		kafka.cluster, kafka.err = kfakebroker.NewCluster("127.0.0.1:0", "onceflow-test")
 	}
 	if kafka.err != nil {
 		Unreachable(t, kafkaService, "127.0.0.1 (kfake started by the test)", kafka.err)
