@@ -39,6 +39,11 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"STORE=redis"}, `REDIS_URL or REDIS_ADDRS is required when STORE=redis`},
 		{[]string{"DEDUP_MODE=once"}, `DEDUP_MODE="once" is not allowed: use one of lease, transaction`},
 		{[]string{"DEDUP_MODE=transaction", "STORE=redis", "REDIS_URL=redis://r:6379/0"}, `DEDUP_MODE=transaction requires STORE=postgres`},
+		{[]string{"REDIS_REQUIRE_DURABLE=maybe"}, `REDIS_REQUIRE_DURABLE: strconv.ParseBool`},
+		{[]string{"REDIS_REQUIRE_DURABLE=true"}, `REDIS_REQUIRE_DURABLE=true applies to STORE=redis only (STORE="memory")`},
+		{[]string{"STORE=redis", "REDIS_URL=redis://r:6379/0", "REDIS_WAIT_REPLICAS=-1"}, `REDIS_WAIT_REPLICAS=-1 must be zero (do not wait) or more`},
+		{[]string{"REDIS_WAIT_REPLICAS=1"}, `REDIS_WAIT_REPLICAS=1 applies to STORE=redis only (STORE="memory")`},
+		{[]string{"REDIS_WAIT_TIMEOUT=0s"}, `REDIS_WAIT_TIMEOUT=0s must be a positive duration`},
 	} {
 		_, err := LoadConfig(tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

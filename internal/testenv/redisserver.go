@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,4 +136,28 @@ func tryStartRedisServer(server, dir string, args []string) (*node, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// RedisReplica starts a replica of master, like RedisServer with args, and
+// waits until master counts it as online: from then on WAIT on master
+// counts it. Start master with "--repl-diskless-sync-delay", "0" to skip
+// the 5 s that master otherwise waits for more replicas before syncing.
+func RedisReplica(t testing.TB, master *RedisProcess, args ...string) *RedisProcess {
+	t.Helper()
+	host, port, _ := strings.Cut(master.Addr(), ":")
+	replica := RedisServer(t, append(args, "--replicaof", host, port)...)
+	c := master.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := poll(ctx, replica.n, func() error {
+		info, err := c.Info(ctx, "replication").Result()
+		if err == nil && !strings.Contains(info, ",state=online,") {
+			err = errors.New("replica not online")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("replica %s of %s: %v", replica.Addr(), master.Addr(), err)
+	}
+	return replica
 }

@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"errors"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,26 +11,11 @@ import (
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
 
-// replicated starts a master and one replica of it, and waits until the
-// master counts the replica as online, as WAIT does.
+// replicated starts a master and one replica of it in sync.
 func replicated(t *testing.T) (master, replica *testenv.RedisProcess) {
 	t.Helper()
 	master = testenv.RedisServer(t, "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0")
-	host, port, _ := strings.Cut(master.Addr(), ":")
-	replica = testenv.RedisServer(t, "--save", "", "--appendonly", "no", "--replicaof", host, port)
-	c := master.Client(t)
-	ctx := testCtx(t)
-	for {
-		info, err := c.Info(ctx, "replication").Result()
-		if err == nil && strings.Contains(info, ",state=online,") {
-			return master, replica
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("replica of %s not in sync: %v\n%s", master.Addr(), err, info)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return master, testenv.RedisReplica(t, master, "--save", "", "--appendonly", "no")
 }
 
 // TestWaitReplicas: with WaitReplicas, Complete returns once the replica
