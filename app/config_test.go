@@ -2,6 +2,8 @@ package app
 
 import (
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +77,29 @@ func TestConfigLogMasksSecrets(t *testing.T) {
 	}
 	if !strings.Contains(out, "db:5432") {
 		t.Errorf("logged config lost the non-secret parts: %s", out)
+	}
+}
+
+// TestDeployEnvFilesValidate loads each deploy/*.env as the service would
+// read it under docker compose.
+func TestDeployEnvFilesValidate(t *testing.T) {
+	files, err := filepath.Glob("../deploy/*.env")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("deploy/*.env: %v, %d files", err, len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var environ []string
+		for line := range strings.Lines(string(b)) {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				environ = append(environ, line)
+			}
+		}
+		if _, err := LoadConfig(environ); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -37,7 +39,7 @@ func TestRedisDurabilityGuard(t *testing.T) {
 		name: "evicting, durability required", args: []string{"--appendonly", "yes", "--maxmemory-policy", "allkeys-lru"}, require: true,
 		refused: []string{"maxmemory-policy=allkeys-lru (records are evicted under memory pressure", "set maxmemory-policy noeviction"},
 	}, {
-		name: "append-only, no eviction, durability required", args: []string{"--appendonly", "yes", "--maxmemory-policy", "noeviction"}, require: true,
+		name: "as docker-compose.yml runs it, durability required", args: composeRedisArgs(t), require: true,
 		appendOnly: "ok", policy: "ok",
 	}, {
 		name: "CONFIG renamed, durability required", args: []string{"--appendonly", "yes", "--rename-command", "CONFIG", ""}, require: true,
@@ -120,6 +122,23 @@ func TestWaitReplicasProcessesOnce(t *testing.T) {
 	if err != nil || len(keys) == 0 {
 		t.Fatalf("records on the replica: %v, %v", keys, err)
 	}
+}
+
+// composeRedisArgs returns the arguments docker-compose.yml gives
+// redis-server, from the redis service's command (a flow sequence, which
+// is JSON).
+func composeRedisArgs(t *testing.T) []string {
+	t.Helper()
+	compose, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^  redis:\n(?:    .*\n)*?    command: (\[.*\])$`).FindSubmatch(compose)
+	var command []string
+	if m == nil || json.Unmarshal(m[1], &command) != nil || len(command) < 2 || command[0] != "redis-server" {
+		t.Fatalf("docker-compose.yml: no redis-server command in the redis service (found %q)", m)
+	}
+	return command[1:]
 }
 
 // messages returns the msg of each line that slog's JSON handler wrote.

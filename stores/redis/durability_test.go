@@ -32,7 +32,7 @@ func TestInspect(t *testing.T) {
 		appendOnly: redisstore.AtRisk, policy: redisstore.OK,
 		warning: []string{`appendonly=no and save="60 1"`, "RDB snapshots only", "since the last snapshot", "set appendonly yes"},
 	}, {
-		name: "append-only, no eviction", args: []string{"--appendonly", "yes", "--maxmemory-policy", "noeviction"},
+		name: "as docker-compose.yml runs it", args: []string{"--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction"},
 		appendOnly: redisstore.OK, policy: redisstore.OK,
 	}, {
 		name: "allkeys-lru", args: []string{"--appendonly", "yes", "--maxmemory-policy", "allkeys-lru"},
