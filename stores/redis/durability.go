@@ -104,18 +104,20 @@ func (d Durability) Warning() string {
 }
 
 // Unchecked returns one line naming every setting that could not be read
-// and why; "" when all were read.
+// and why the first could not; "" when all were read.
 func (d Durability) Unchecked() string {
-	var found []string
+	var settings []string
+	var why string
 	for _, v := range d.Verdicts() {
 		if v.State == Unknown {
-			found = append(found, v.phrase())
+			settings = append(settings, v.Setting)
+			why = cmp.Or(why, v.phrase())
 		}
 	}
-	if len(found) == 0 {
+	if len(settings) == 0 {
 		return ""
 	}
-	return "could not check whether redis can forget records: " + strings.Join(found, "; ") +
+	return "could not check whether redis can forget records (" + strings.Join(settings, ", ") + "): " + why +
 		"; make sure it runs with appendonly yes and maxmemory-policy noeviction"
 }
 
@@ -178,7 +180,7 @@ func configGet(ctx context.Context, c redis.Cmdable, name string) (value, reason
 	var refused redis.Error
 	switch {
 	case errors.As(err, &refused):
-		return "", fmt.Sprintf("CONFIG GET %s: %v", name, err), nil
+		return "", fmt.Sprintf("CONFIG GET %s: %s", name, strings.TrimSpace(err.Error())), nil
 	case err != nil:
 		return "", "", err
 	}
