@@ -70,6 +70,8 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 			return nil, err
 		}
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var rdb redis.UniversalClient
 	if cfg.Store == "redis" {
 		if rdb, err = openRedis(ctx, cfg); err != nil {
@@ -80,6 +82,11 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 		return nil, err
 	}
 	a.closers = append(a.closers, a.store.close)
+	if rdb != nil {
+		if err = checkRedisDurability(ctx, cfg, rdb, reg, logger); err != nil {
+			return nil, err
+		}
+	}
 	if a.store.pg != nil {
 		a.sweeper = postgres.NewSweeper(a.store.pg, postgres.SweeperConfig{Logger: logger})
 	}
@@ -90,8 +97,6 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 	a.transport = withTopicPrefix(a.transport, cfg.TopicPrefix)
 	a.closers = append(a.closers, a.transport.close)
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	observer, err := middleware.NewPrometheusObserver(reg)
 	if err != nil {
 		return nil, err

@@ -129,8 +129,8 @@ func (r *running) summary(t *testing.T) summary {
 	return s
 }
 
-// metric returns the sum of the counter name over the series whose labels
-// include every pair in labels.
+// metric returns the sum of the counter or gauge name over the series whose
+// labels include every pair in labels.
 func (r *running) metric(t *testing.T, name string, labels ...string) float64 {
 	t.Helper()
 	resp, err := http.Get(r.base + "/metrics")
@@ -147,7 +147,7 @@ func (r *running) metric(t *testing.T, name string, labels ...string) float64 {
 	var sum float64
 	for _, m := range families[name].GetMetric() {
 		if hasLabels(m, labels) {
-			sum += m.GetCounter().GetValue()
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return sum

@@ -48,17 +48,21 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 
 // openRedis returns a Cluster client for REDIS_ADDRS, else a single-node
 // client for REDIS_URL, after checking it answers. Clients honour context
-// deadlines, so the handler timeout also bounds a hung Redis.
+// deadlines, so the handler timeout also bounds a hung Redis, and their read
+// timeout outlasts REDIS_WAIT_TIMEOUT.
 func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 	var client redis.UniversalClient
 	if len(cfg.RedisAddrs) > 0 {
-		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.RedisAddrs, ContextTimeoutEnabled: true})
+		client = redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: cfg.RedisAddrs, ContextTimeoutEnabled: true, ReadTimeout: readTimeout(cfg, 0),
+		})
 	} else {
 		opts, err := redis.ParseURL(cfg.RedisURL)
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
 		opts.ContextTimeoutEnabled = true
+		opts.ReadTimeout = readTimeout(cfg, opts.ReadTimeout)
 		client = redis.NewClient(opts)
 	}
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
@@ -68,6 +72,23 @@ func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("connecting to Redis (%s): %w", redisVar(cfg), err)
 	}
 	return client, nil
+}
+
+// goRedisReadTimeout is go-redis's read timeout when its option is zero.
+const goRedisReadTimeout = 3 * time.Second
+
+// readTimeout returns the client read timeout rt (as go-redis options hold
+// it: 0 for its default, negative for none), raised when needed so that a
+// WAIT of REDIS_WAIT_TIMEOUT, read in the same pipeline as Complete's
+// script, is answered before the client gives up.
+func readTimeout(cfg Config, rt time.Duration) time.Duration {
+	if cfg.RedisWaitReplicas == 0 || rt < 0 {
+		return rt
+	}
+	if rt == 0 {
+		rt = goRedisReadTimeout
+	}
+	return max(rt, cfg.RedisWaitTimeout+time.Second)
 }
 
 func redisVar(cfg Config) string {

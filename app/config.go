@@ -33,6 +33,18 @@ type Config struct {
 	RedisURL string `env:"REDIS_URL"`
 	// RedisAddrs, comma separated, selects a Redis Cluster instead.
 	RedisAddrs []string `env:"REDIS_ADDRS" envSeparator:","`
+	// RedisRequireDurable refuses to start when the Redis store's settings
+	// let it forget records (no append-only file, or an eviction policy
+	// other than noeviction). Otherwise that is one warning at start-up.
+	// Settings that cannot be read (CONFIG disabled) never refuse.
+	RedisRequireDurable bool `env:"REDIS_REQUIRE_DURABLE" envDefault:"false"`
+	// RedisWaitReplicas, when positive, makes every Complete return only
+	// once that many replicas acknowledged the record (WAIT, pipelined
+	// with the script), so that a failover keeps it. 0 does not wait.
+	RedisWaitReplicas int `env:"REDIS_WAIT_REPLICAS" envDefault:"0"`
+	// RedisWaitTimeout bounds that wait; too few acknowledgements within it
+	// are a store error, and DEDUP_ON_STORE_ERROR applies.
+	RedisWaitTimeout time.Duration `env:"REDIS_WAIT_TIMEOUT" envDefault:"1s"`
 	// KafkaBrokers, comma separated host:port.
 	KafkaBrokers []string `env:"KAFKA_BROKERS" envSeparator:","`
 	// KafkaPartitions is the partition count of topics the service creates.
@@ -157,7 +169,7 @@ func (c Config) Validate() error {
 		{"DEDUP_TTL", c.DedupTTL}, {"DEDUP_LEASE", c.DedupLease}, {"DEDUP_WAIT", c.DedupWait},
 		{"HANDLER_TIMEOUT", c.HandlerTimeout}, {"RETRY_INTERVAL", c.RetryInterval},
 		{"SHUTDOWN_TIMEOUT", c.ShutdownTimeout}, {"AMQP_CONNECT_TIMEOUT", c.AMQPConnectTimeout},
-		{"SQL_POLL_INTERVAL", c.SQLPollInterval},
+		{"SQL_POLL_INTERVAL", c.SQLPollInterval}, {"REDIS_WAIT_TIMEOUT", c.RedisWaitTimeout},
 	} {
 		if d.value <= 0 {
 			return fmt.Errorf("%s=%v must be a positive duration such as 30s", d.name, d.value)
@@ -171,6 +183,15 @@ func (c Config) Validate() error {
 	}
 	if c.RetryMax < 0 {
 		return fmt.Errorf("RETRY_MAX=%d must be zero or more", c.RetryMax)
+	}
+	if c.RedisWaitReplicas < 0 {
+		return fmt.Errorf("REDIS_WAIT_REPLICAS=%d must be zero (do not wait) or more", c.RedisWaitReplicas)
+	}
+	if c.Store != "redis" && c.RedisRequireDurable {
+		return fmt.Errorf("REDIS_REQUIRE_DURABLE=true applies to STORE=redis only (STORE=%q)", c.Store)
+	}
+	if c.Store != "redis" && c.RedisWaitReplicas > 0 {
+		return fmt.Errorf("REDIS_WAIT_REPLICAS=%d applies to STORE=redis only (STORE=%q)", c.RedisWaitReplicas, c.Store)
 	}
 	if c.DedupLease <= c.HandlerTimeout {
 		return fmt.Errorf("DEDUP_LEASE=%v must exceed HANDLER_TIMEOUT=%v: a lease that ends while its handler runs lets a duplicate in", c.DedupLease, c.HandlerTimeout)
@@ -237,6 +258,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("database_max_conns", int(c.DatabaseMaxConns)),
 		slog.String("redis_url", redact(c.RedisURL)),
 		slog.Any("redis_addrs", c.RedisAddrs),
+		slog.Bool("redis_require_durable", c.RedisRequireDurable),
+		slog.Int("redis_wait_replicas", c.RedisWaitReplicas),
+		slog.Duration("redis_wait_timeout", c.RedisWaitTimeout),
 		slog.Any("kafka_brokers", c.KafkaBrokers),
 		slog.Int("kafka_partitions", c.KafkaPartitions),
 		slog.String("amqp_url", redact(c.AMQPURL)),

@@ -2,6 +2,8 @@ package app
 
 import (
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +41,11 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"STORE=redis"}, `REDIS_URL or REDIS_ADDRS is required when STORE=redis`},
 		{[]string{"DEDUP_MODE=once"}, `DEDUP_MODE="once" is not allowed: use one of lease, transaction`},
 		{[]string{"DEDUP_MODE=transaction", "STORE=redis", "REDIS_URL=redis://r:6379/0"}, `DEDUP_MODE=transaction requires STORE=postgres`},
+		{[]string{"REDIS_REQUIRE_DURABLE=maybe"}, `REDIS_REQUIRE_DURABLE: strconv.ParseBool`},
+		{[]string{"REDIS_REQUIRE_DURABLE=true"}, `REDIS_REQUIRE_DURABLE=true applies to STORE=redis only (STORE="memory")`},
+		{[]string{"STORE=redis", "REDIS_URL=redis://r:6379/0", "REDIS_WAIT_REPLICAS=-1"}, `REDIS_WAIT_REPLICAS=-1 must be zero (do not wait) or more`},
+		{[]string{"REDIS_WAIT_REPLICAS=1"}, `REDIS_WAIT_REPLICAS=1 applies to STORE=redis only (STORE="memory")`},
+		{[]string{"REDIS_WAIT_TIMEOUT=0s"}, `REDIS_WAIT_TIMEOUT=0s must be a positive duration`},
 	} {
 		_, err := LoadConfig(tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -70,5 +77,29 @@ func TestConfigLogMasksSecrets(t *testing.T) {
 	}
 	if !strings.Contains(out, "db:5432") {
 		t.Errorf("logged config lost the non-secret parts: %s", out)
+	}
+}
+
+// TestDeployEnvFilesValidate loads each deploy/*.env as the service would
+// read it under docker compose.
+func TestDeployEnvFilesValidate(t *testing.T) {
+	files, err := filepath.Glob("../deploy/*.env")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("deploy/*.env: %v, %d files", err, len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var environ []string
+		for line := range strings.Lines(string(b)) {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				environ = append(environ, line)
+			}
+		}
+		if _, err := LoadConfig(environ); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }

@@ -29,7 +29,7 @@ func newStore(cfg Config, pool *pgxpool.Pool, rdb redis.UniversalClient) (idempo
 	switch cfg.Store {
 	case "redis":
 		return idempotencyStore{
-			Store: redisstore.New(rdb, redisstore.Config{}),
+			Store: redisstore.New(rdb, redisstore.Config{WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout}),
 			ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 			close: rdb.Close,
 		}, nil

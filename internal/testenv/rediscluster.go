@@ -107,14 +107,6 @@ type localCluster struct {
 	nodes []*node
 }
 
-// node is one redis-server process.
-type node struct {
-	cmd    *exec.Cmd
-	addr   string
-	log    string
-	exited chan struct{} // closed when the process has exited
-}
-
 // errNodeExited marks a start that failed because a node quit, most likely
 // because another process took its port first; such starts are retried.
 var errNodeExited = errors.New("redis-server exited")
@@ -182,41 +174,17 @@ func tryStartLocalCluster(server, cli string) (_ *localCluster, err error) {
 	return lc, nil
 }
 
+// startNode starts one cluster node: a redis-server without persistence
+// on port, with its cluster bus on busPort.
 func startNode(server, dir string, port, busPort int) (*node, error) {
 	p := strconv.Itoa(port)
-	n := &node{
-		addr:   net.JoinHostPort("127.0.0.1", p),
-		log:    filepath.Join(dir, "redis-"+p+".log"),
-		exited: make(chan struct{}),
-	}
-	n.cmd = exec.Command(server,
-		"--port", p,
-		"--bind", "127.0.0.1",
+	return startRedisServer(server, dir, port,
 		"--cluster-enabled", "yes",
 		"--cluster-port", strconv.Itoa(busPort),
 		"--cluster-config-file", filepath.Join(dir, "nodes-"+p+".conf"),
 		"--save", "",
 		"--appendonly", "no",
-		"--daemonize", "no",
-		"--dir", dir,
-		"--logfile", n.log,
 	)
-	n.cmd.SysProcAttr = dieWithParent()
-	if err := n.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		_ = n.cmd.Wait()
-		close(n.exited)
-	}()
-	return n, nil
-}
-
-// waitReady waits until the node answers PING.
-func (n *node) waitReady(ctx context.Context) error {
-	c := redis.NewClient(&redis.Options{Addr: n.addr, MaxRetries: -1})
-	defer c.Close()
-	return poll(ctx, n, func() error { return c.Ping(ctx).Err() })
 }
 
 // waitServing waits until every node reports a healthy cluster that knows
@@ -280,8 +248,7 @@ func poll(ctx context.Context, n *node, try func() error) error {
 // stop kills the nodes, waits for them to exit and removes their files.
 func (lc *localCluster) stop() {
 	for _, n := range lc.nodes {
-		_ = n.cmd.Process.Kill()
-		<-n.exited
+		n.stop()
 	}
 	_ = os.RemoveAll(lc.dir)
 }

@@ -30,6 +30,15 @@ func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease
 }
 
 // Complete implements stores.Store. It runs completeScript: one round trip.
+//
+// With Config.WaitReplicas set, the same round trip carries a WAIT, and
+// Complete returns nil only once that many replicas acknowledged the
+// record, so that a failover to one of them keeps it. If fewer acknowledge
+// within Config.WaitTimeout, Complete returns a stores.UnavailableError
+// matching ErrNotReplicated, and the receiver's store-error policy applies.
+// The record is completed on the master all the same: a redelivery still
+// finds it there, unless the master fails over to a replica that lacks it
+// before replicating it.
 func (s *Store) Complete(ctx context.Context, key string, token stores.Token, result []byte, ttl time.Duration) error {
 	k, err := stores.CheckToken(key, token)
 	if err == nil {
@@ -38,7 +47,13 @@ func (s *Store) Complete(ctx context.Context, key string, token stores.Token, re
 	if err != nil {
 		return fmt.Errorf("completing key %q: %w", shown(key), err)
 	}
-	reply, err := s.run(ctx, "complete", completeScript, k, string(token), result, stores.Micros(ttl))
+	args := []any{string(token), result, stores.Micros(ttl)}
+	var reply any
+	if s.waitReplicas > 0 {
+		reply, err = s.runReplicated(ctx, "complete", completeScript, k, args...)
+	} else {
+		reply, err = s.run(ctx, "complete", completeScript, k, args...)
+	}
 	if err == nil {
 		err = wantOwned(reply)
 	}
@@ -88,9 +103,7 @@ func (s *Store) Extend(ctx context.Context, key string, token stores.Token, leas
 }
 
 // run runs script on the record of storage key k and translates driver
-// errors: a done context gives an error matching the context's error, and
-// any other failure gives a stores.UnavailableError for op (also matching
-// stores.ErrClosed when the client was closed).
+// errors (see failed).
 func (s *Store) run(ctx context.Context, op string, script *redis.Script, k string, args ...any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -99,17 +112,25 @@ func (s *Store) run(ctx context.Context, op string, script *redis.Script, k stri
 	if err == nil {
 		return reply, nil
 	}
+	return nil, failed(ctx, op, err)
+}
+
+// failed translates a driver error of op: a done context gives an error
+// matching the context's error, and any other failure a
+// stores.UnavailableError (also matching stores.ErrClosed when the client
+// was closed).
+func failed(ctx context.Context, op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return nil, err
+		return err
 	}
 	if ctxErr := contextDone(ctx); ctxErr != nil {
 		// The driver saw the deadline as a network timeout.
-		return nil, fmt.Errorf("%w: %w", ctxErr, err)
+		return fmt.Errorf("%w: %w", ctxErr, err)
 	}
 	if errors.Is(err, redis.ErrClosed) {
 		err = fmt.Errorf("%w: %w", stores.ErrClosed, err)
 	}
-	return nil, stores.Unavailable(op, err)
+	return stores.Unavailable(op, err)
 }
 
 // contextDone returns ctx's error, or context.DeadlineExceeded once ctx's

@@ -24,9 +24,17 @@
 // Errors: a context that is done yields an error matching the context's
 // error; any other failure of the client or server yields a
 // stores.UnavailableError.
+//
+// Durability: a Redis that forgets records (no persistence, eviction, an
+// asynchronous replica promoted after a failover) lets later duplicates
+// through. Inspect reads the server's settings so that the caller can warn
+// or refuse to start, and Config.WaitReplicas makes Complete wait until
+// replicas have the record.
 package redisstore
 
 import (
+	"time"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/stores"
@@ -35,6 +43,9 @@ import (
 // DefaultKeyPrefix is the key prefix used when Config.KeyPrefix is empty.
 const DefaultKeyPrefix = "onceflow:idem:"
 
+// DefaultWaitTimeout is Config.WaitTimeout when it is zero.
+const DefaultWaitTimeout = time.Second
+
 // Config configures a Store. The zero value is ready to use.
 type Config struct {
 	// KeyPrefix is prepended to every storage key, to keep the records apart
@@ -42,6 +53,15 @@ type Config struct {
 	// not contain a hash tag ("{...}"): that would put every record in one
 	// Cluster slot.
 	KeyPrefix string
+
+	// WaitReplicas, when positive, makes Complete return only after that
+	// many replicas acknowledge the completed record: the script and a
+	// WAIT run in one pipeline on one connection to the key's master, one
+	// round trip. Zero (the default) does not wait. See Store.Complete.
+	WaitReplicas int
+	// WaitTimeout bounds the WAIT. Default DefaultWaitTimeout. The client's
+	// read timeout must exceed it, or the client gives up first.
+	WaitTimeout time.Duration
 }
 
 // Store keeps idempotency records in Redis. It is safe for concurrent use by
@@ -49,21 +69,29 @@ type Config struct {
 // own the client: closing the client is the caller's job, after which every
 // method fails with an error matching stores.ErrUnavailable.
 type Store struct {
-	client redis.UniversalClient
-	prefix string
+	client       redis.UniversalClient
+	prefix       string
+	waitReplicas int
+	waitTimeout  time.Duration
 }
 
 var _ stores.Store = (*Store)(nil)
 
 // New returns a Store on client, which may be a *redis.Client, a
 // *redis.ClusterClient or any other UniversalClient. It panics if client is
-// nil.
+// nil or cfg.WaitReplicas or cfg.WaitTimeout is negative.
 func New(client redis.UniversalClient, cfg Config) *Store {
 	if client == nil {
 		panic("redisstore: New called with a nil client")
 	}
+	if cfg.WaitReplicas < 0 || cfg.WaitTimeout < 0 {
+		panic("redisstore: New called with a negative WaitReplicas or WaitTimeout")
+	}
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = DefaultKeyPrefix
 	}
-	return &Store{client: client, prefix: cfg.KeyPrefix}
+	if cfg.WaitTimeout == 0 {
+		cfg.WaitTimeout = DefaultWaitTimeout
+	}
+	return &Store{client: client, prefix: cfg.KeyPrefix, waitReplicas: cfg.WaitReplicas, waitTimeout: cfg.WaitTimeout}
 }

@@ -31,6 +31,20 @@ func TestConformance(t *testing.T) {
 			},
 		})
 	})
+	t.Run("single node, waiting for a replica", func(t *testing.T) {
+		master, _ := replicated(t)
+		cfg := func(t *testing.T) redisstore.Config {
+			return redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), WaitReplicas: 1, WaitTimeout: 10 * time.Second}
+		}
+		storetest.Run(t, storetest.Harness{
+			New: func(t *testing.T) stores.Store { return redisstore.New(master.Client(t), cfg(t)) },
+			Unavailable: func(t *testing.T) stores.Store {
+				c := redis.NewClient(&redis.Options{Addr: closedAddr(t), DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1})
+				t.Cleanup(func() { _ = c.Close() })
+				return redisstore.New(c, cfg(t))
+			},
+		})
+	})
 	t.Run("cluster", func(t *testing.T) {
 		storetest.Run(t, storetest.Harness{
 			New: func(t *testing.T) stores.Store { return newStore(t, testenv.RedisCluster(t)) },
