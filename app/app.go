@@ -133,7 +133,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 		return nil, err
 	}
 
-	ledger := newLedger(a.pool)
+	ledger := withChaos(newLedger(a.pool), cfg)
 	if sm.ledger != nil {
 		ledger = sm.ledger(ledger)
 	}

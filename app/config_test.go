@@ -39,6 +39,13 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"STORE=redis"}, `REDIS_URL or REDIS_ADDRS is required when STORE=redis`},
 		{[]string{"DEDUP_MODE=once"}, `DEDUP_MODE="once" is not allowed: use one of lease, transaction`},
 		{[]string{"DEDUP_MODE=transaction", "STORE=redis", "REDIS_URL=redis://r:6379/0"}, `DEDUP_MODE=transaction requires STORE=postgres`},
+		{[]string{"CHAOS_FAIL_BEFORE=1.5"}, `CHAOS_FAIL_BEFORE=1.5 must be a probability from 0 to 1`},
+		{[]string{"CHAOS_FAIL_AFTER=-0.1"}, `CHAOS_FAIL_AFTER=-0.1 must be a probability from 0 to 1`},
+		{[]string{"CHAOS_FAIL_AFTER=NaN"}, `CHAOS_FAIL_AFTER=NaN must be a probability from 0 to 1`},
+		{[]string{"CHAOS_DELAY=-1s"}, `CHAOS_DELAY=-1s must be zero or a positive duration`},
+		{[]string{"ENV=production", "CHAOS_FAIL_BEFORE=0.3"}, `CHAOS_FAIL_BEFORE is a test aid and is refused with ENV=production`},
+		{[]string{"ENV=production", "CHAOS_FAIL_AFTER=1"}, `CHAOS_FAIL_AFTER is a test aid and is refused with ENV=production`},
+		{[]string{"ENV=production", "CHAOS_DELAY=10ms"}, `CHAOS_DELAY is a test aid and is refused with ENV=production`},
 	} {
 		_, err := LoadConfig(tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -70,5 +77,21 @@ func TestConfigLogMasksSecrets(t *testing.T) {
 	}
 	if !strings.Contains(out, "db:5432") {
 		t.Errorf("logged config lost the non-secret parts: %s", out)
+	}
+}
+
+// The fault switches are off by default, and production accepts a config
+// that leaves them off.
+func TestChaosSwitchesOffByDefault(t *testing.T) {
+	cfg, err := LoadConfig([]string{"ENV=production"})
+	if err != nil {
+		t.Fatalf("ENV=production without CHAOS_*: %v", err)
+	}
+	if cfg.chaosEnabled() {
+		t.Errorf("fault switches on by default: %+v", cfg)
+	}
+	cfg, err = LoadConfig([]string{"ENV=staging", "CHAOS_FAIL_BEFORE=0.3", "CHAOS_DELAY=5ms"})
+	if err != nil || !cfg.chaosEnabled() || cfg.ChaosFailBefore != 0.3 || cfg.ChaosDelay != 5*time.Millisecond {
+		t.Errorf("LoadConfig with CHAOS_* outside production = %+v, %v", cfg, err)
 	}
 }
