@@ -1,0 +1,131 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+// scale sizes the runs: CHAOS_SCALE=full for `make chaos`, small by
+// default so that a short variant runs in `make test`.
+type scale struct {
+	full     bool
+	payments int           // unique payments per row
+	kills    int           // SIGKILLs per crash-loop row
+	bound    time.Duration // a row not finished this long after its last fault is stalled
+}
+
+func chaosScale() scale {
+	if os.Getenv("CHAOS_SCALE") == "full" {
+		return scale{full: true, payments: 5000, kills: 20, bound: 5 * time.Minute}
+	}
+	return scale{payments: 200, kills: 3, bound: 2 * time.Minute}
+}
+
+const copies = 3
+
+var (
+	services Services
+	report   Report
+)
+
+func TestMain(m *testing.M) {
+	start := time.Now()
+	code := m.Run()
+	if path := os.Getenv("CHAOS_REPORT"); path != "" && report.Len() > 0 {
+		if err := report.Write(path, reportHeader(), reportCommand(), time.Since(start)); err != nil {
+			fmt.Fprintln(os.Stderr, "writing the report:", err)
+			code = 1
+		}
+	}
+	if services.Kafka != nil {
+		services.Kafka.Close()
+	}
+	Cleanup()
+	os.Exit(code)
+}
+
+// setUp builds the binary and starts the Kafka broker once, and checks the
+// services the rows need: skipped under -short, failed when one is missing
+// under REQUIRE_SERVICES=1.
+func setUp(t *testing.T) Services {
+	t.Helper()
+	testenv.Integration(t)
+	if services.Bin == "" {
+		root, err := filepath.Abs("../..")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if services.Bin, err = Build(root); err != nil {
+			t.Fatal(err)
+		}
+		if services.Kafka, err = StartKafka(); err != nil {
+			t.Fatal(err)
+		}
+		services.AMQPURL = testenv.AMQP(t)
+		services.RedisURL = "redis://" + testenv.RedisAddr() + "/0"
+	}
+	testenv.Redis(t)
+	return services
+}
+
+// modes are the receiver's modes with their stores, as the rows name them.
+var modes = []struct {
+	name        string
+	store, mode string
+}{
+	{"transaction-postgres", "postgres", "transaction"},
+	{"lease-redis", "redis", "lease"},
+	{"lease-postgres", "postgres", "lease"},
+}
+
+func (s Setup) modeLabel() string { return s.Mode + ", " + s.Store }
+
+// verdict checks the figures against what the mode promises: every payment
+// charged and notified; in transaction mode exactly once. Lease mode's
+// doubles are counted, not failed.
+func verdict(t *testing.T, s Setup, unique int, f Figures, err error) string {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+		if strings.Contains(err.Error(), ErrStalled.Error()) {
+			return "stalled"
+		}
+		return "failed: " + err.Error()
+	}
+	var problems []string
+	if m := f.Missing(unique); m != 0 {
+		problems = append(problems, fmt.Sprintf("%d missing", m))
+	}
+	if s.Mode == "transaction" && (f.Charges != unique || f.Notifications != unique) {
+		problems = append(problems, fmt.Sprintf("%d charges and %d notifications, want exactly %d", f.Charges, f.Notifications, unique))
+	}
+	if len(problems) > 0 {
+		t.Errorf("%s: %s", t.Name(), strings.Join(problems, "; "))
+		return "failed: " + strings.Join(problems, "; ")
+	}
+	return "ok"
+}
+
+func reportHeader() []string {
+	sc := chaosScale()
+	return []string{
+		fmt.Sprintf("Sizes: %d unique payments x %d copies per row, published in shuffled order from 8 goroutines by a plain-Watermill producer; crash loop: %d SIGKILLs of one of two instances, each restarted at once.", sc.payments, copies, sc.kills),
+		"Settings of every instance unless the row says otherwise: `" + strings.Join(RowDefaults, " ") + "`.",
+		"Figures are read from the ledger in PostgreSQL after the row finished: charges (rows), missing = unique - distinct payments charged, doubles = charges - distinct payments charged. A row has finished when every payment is charged and notified and the counts have not moved for DEDUP_LEASE + 2 s; one that has not within its bound after its last fault is `stalled`.",
+		"Recovery: crash loop, from the restart after the last SIGKILL until every payment is charged and notified (it includes taking over the leases the killed instance held); graceful shutdown, from SIGTERM until the process exited.",
+		"Kafka is the in-process Kafka-protocol broker (kfake) hosted by the test process; the instances reach it over TCP.",
+	}
+}
+
+func reportCommand() string {
+	if os.Getenv("CHAOS_SCALE") == "full" {
+		return "make chaos"
+	}
+	return "CHAOS_REPORT=" + os.Getenv("CHAOS_REPORT") + " go test ./internal/chaos/"
+}
