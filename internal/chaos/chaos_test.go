@@ -14,17 +14,18 @@ import (
 // scale sizes the runs: CHAOS_SCALE=full for `make chaos`, small by
 // default so that a short variant runs in `make test`.
 type scale struct {
-	full     bool
-	payments int           // unique payments per row
-	kills    int           // SIGKILLs per crash-loop row
-	bound    time.Duration // a row not finished this long after its last fault is stalled
+	full          bool
+	payments      int           // unique payments per row
+	faultPayments int           // unique payments per handler-fault row
+	kills         int           // SIGKILLs per crash-loop row
+	bound         time.Duration // a row not finished this long after its last fault is stalled
 }
 
 func chaosScale() scale {
 	if os.Getenv("CHAOS_SCALE") == "full" {
-		return scale{full: true, payments: 5000, kills: 20, bound: 5 * time.Minute}
+		return scale{full: true, payments: 5000, faultPayments: 1000, kills: 20, bound: 3 * time.Minute}
 	}
-	return scale{payments: 200, kills: 3, bound: 2 * time.Minute}
+	return scale{payments: 150, faultPayments: 100, kills: 3, bound: 2 * time.Minute}
 }
 
 const copies = 3
@@ -115,7 +116,7 @@ func verdict(t *testing.T, s Setup, unique int, f Figures, err error) string {
 func reportHeader() []string {
 	sc := chaosScale()
 	return []string{
-		fmt.Sprintf("Sizes: %d unique payments x %d copies per row, published in shuffled order from 8 goroutines by a plain-Watermill producer; crash loop: %d SIGKILLs of one of two instances, each restarted at once.", sc.payments, copies, sc.kills),
+		fmt.Sprintf("Sizes: %d unique payments x %d copies per row (%d in the handler-fault rows), published in shuffled order from 8 goroutines by a plain-Watermill producer to two instances; crash loop: %d SIGKILLs of one of them at random moments, each restarted at once.", sc.payments, copies, sc.faultPayments, sc.kills),
 		"Settings of every instance unless the row says otherwise: `" + strings.Join(RowDefaults, " ") + "`.",
 		"Figures are read from the ledger in PostgreSQL after the row finished: charges (rows), missing = unique - distinct payments charged, doubles = charges - distinct payments charged. A row has finished when every payment is charged and notified and the counts have not moved for DEDUP_LEASE + 2 s; one that has not within its bound after its last fault is `stalled`.",
 		"Recovery: crash loop, from the restart after the last SIGKILL until every payment is charged and notified (it includes taking over the leases the killed instance held); graceful shutdown, from SIGTERM until the process exited.",

@@ -30,7 +30,7 @@ func handlerFaults(t *testing.T, svc Services, sc scale) {
 				setup := Setup{Transport: transport, Store: c.store, Mode: c.mode, Env: []string{c.env}}
 				row := NewRow(t, svc, setup)
 				row.Start(2)
-				ids := row.IDs(sc.payments)
+				ids := row.IDs(sc.faultPayments)
 				sent, err := row.Publish(context.Background(), ids, copies)
 				if err != nil {
 					t.Fatal(err)
