@@ -30,16 +30,17 @@ func TestChaos(t *testing.T) {
 	})
 	t.Run("handler_faults", func(t *testing.T) { handlerFaults(t, svc, sc) })
 	t.Run("graceful_shutdown", func(t *testing.T) { gracefulShutdown(t, svc, sc) })
+	t.Run("store_outage", func(t *testing.T) { storeOutage(t, svc, sc) })
 }
 
 // shortRows are the rows the short variant (make test) runs: one per
 // scenario family, on the transports that start fastest.
 var shortRows = map[string]bool{
-	"crash_loop/amqp/lease-redis":         true,
-	"crash_loop/sql/transaction-postgres": true,
-	"handler_faults/sql/fail-after-lease": true,
-	"handler_faults/sql/fail-after-tx":    true,
-	"graceful_shutdown/amqp/lease-redis":  true,
+	"crash_loop/amqp/lease-redis":                 true,
+	"crash_loop/sql/transaction-postgres":         true,
+	"handler_faults/sql/fail-after-tx":            true,
+	"graceful_shutdown/amqp/lease-redis":          true,
+	"store_outage/amqp/redis-restart-fail-closed": true,
 }
 
 func shortRow(parts ...string) bool {
