@@ -141,7 +141,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 		return nil, err
 	}
 	api := handlers.NewHTTP(ledger, publisher, logger)
-	if a.server, err = newHTTPServer(cfg, api, receiver, a.router, a.store, reg, logger); err != nil {
+	if a.server, err = newHTTPServer(cfg, api, receiver, a.router, a.store, a.transport.ready, reg, logger); err != nil {
 		return nil, err
 	}
 	if a.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
