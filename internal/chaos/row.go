@@ -51,13 +51,14 @@ type Row struct {
 	t   testing.TB
 	svc Services
 	env []string
+	dir string // instance logs; removed after the failure report reads them
 }
 
 // NewRow prepares a row of setup for t.
 func NewRow(t testing.TB, svc Services, setup Setup) *Row {
 	t.Helper()
 	id := strings.ToLower(testenv.NewID()[:8])
-	r := &Row{Setup: setup, DatabaseURL: testenv.PostgresSchema(t), Prefix: "chaos_" + id + "_", t: t, svc: svc}
+	r := &Row{Setup: setup, DatabaseURL: testenv.PostgresSchema(t), Prefix: "chaos_" + id + "_", t: t, svc: svc, dir: t.TempDir()}
 	r.env = append([]string{"TRANSPORT=" + setup.Transport, "STORE=" + setup.Store, "DEDUP_MODE=" + setup.Mode,
 		"DATABASE_URL=" + r.DatabaseURL, "TOPIC_PREFIX=" + r.Prefix, "SERVICE_NAME=onceflow_" + id}, RowDefaults...)
 	switch setup.Transport {
@@ -89,7 +90,7 @@ func (r *Row) Start(n int) {
 	r.t.Helper()
 	for range n {
 		name := fmt.Sprintf("instance-%d", len(r.Instances)+1)
-		i, err := NewInstance(name, r.svc.Bin, filepath.Join(r.t.TempDir(), name+".log"), r.env)
+		i, err := NewInstance(name, r.svc.Bin, filepath.Join(r.dir, name+".log"), r.env)
 		if err != nil {
 			r.t.Fatal(err)
 		}
