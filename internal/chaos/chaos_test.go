@@ -23,7 +23,7 @@ type scale struct {
 
 func chaosScale() scale {
 	if os.Getenv("CHAOS_SCALE") == "full" {
-		return scale{full: true, payments: 5000, faultPayments: 1000, kills: 20, bound: 3 * time.Minute}
+		return scale{full: true, payments: 5000, faultPayments: 1000, kills: 20, bound: 2 * time.Minute}
 	}
 	return scale{payments: 150, faultPayments: 100, kills: 3, bound: 2 * time.Minute}
 }

@@ -31,6 +31,7 @@ func TestChaos(t *testing.T) {
 	t.Run("handler_faults", func(t *testing.T) { handlerFaults(t, svc, sc) })
 	t.Run("graceful_shutdown", func(t *testing.T) { gracefulShutdown(t, svc, sc) })
 	t.Run("store_outage", func(t *testing.T) { storeOutage(t, svc, sc) })
+	t.Run("broker_outage", func(t *testing.T) { brokerOutage(t, svc, sc) })
 }
 
 // shortRows are the rows the short variant (make test) runs: one per
@@ -41,6 +42,7 @@ var shortRows = map[string]bool{
 	"handler_faults/sql/fail-after-tx":            true,
 	"graceful_shutdown/amqp/lease-redis":          true,
 	"store_outage/amqp/redis-restart-fail-closed": true,
+	"broker_outage/amqp/lease-redis":              true,
 }
 
 func shortRow(parts ...string) bool {

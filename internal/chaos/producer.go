@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
@@ -68,8 +69,10 @@ func PaymentMessage(id string, amountCents int) *message.Message {
 }
 
 // Publish sends copies of each payment id to topic, all copies shuffled
-// together, from concurrency goroutines. It stops at the first error or
-// when ctx ends, and returns how many messages it sent.
+// together, from concurrency goroutines. Like a producer that must not
+// drop payments, it retries a failed publish (a broker outage) every
+// 200 ms for up to publishRetryFor; it stops at an error that outlasts
+// that, or when ctx ends, and returns how many messages it sent.
 func Publish(ctx context.Context, pub message.Publisher, topic string, ids []string, copies, concurrency int) (int, error) {
 	type item struct{ id, amount int }
 	items := make([]item, 0, len(ids)*copies)
@@ -89,7 +92,7 @@ func Publish(ctx context.Context, pub message.Publisher, topic string, ids []str
 	for range concurrency {
 		wg.Go(func() {
 			for it := range work {
-				err := pub.Publish(topic, PaymentMessage(ids[it.id], 100+it.id))
+				err := publishRetrying(ctx, pub, topic, PaymentMessage(ids[it.id], 100+it.id))
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = fmt.Errorf("publishing payment %s: %w", ids[it.id], err)
@@ -115,4 +118,18 @@ func Publish(ctx context.Context, pub message.Publisher, topic string, ids []str
 		firstErr = ctx.Err()
 	}
 	return sent, firstErr
+}
+
+// publishRetryFor bounds how long Publish retries one message.
+const publishRetryFor = 2 * time.Minute
+
+func publishRetrying(ctx context.Context, pub message.Publisher, topic string, msg *message.Message) error {
+	deadline := time.Now().Add(publishRetryFor)
+	for {
+		err := pub.Publish(topic, msg)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
