@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
 	"github.com/jackc/pgx/v5/pgxpool"
+	amqp091 "github.com/rabbitmq/amqp091-go"
 )
 
 // brokerCheck answers whether the broker can be reached now; /readyz
@@ -16,14 +16,21 @@ import (
 // in-process transport).
 type brokerCheck func(ctx context.Context) error
 
-// amqpConnected is ready while the publishing connection to RabbitMQ is up;
-// watermill-amqp reconnects it by itself after an outage.
-func amqpConnected(conn *amqp.ConnectionWrapper) brokerCheck {
-	return func(context.Context) error {
-		if !conn.IsConnected() {
-			return errors.New("not connected to RabbitMQ")
+// amqpAnswers is ready when RabbitMQ at url completes an AMQP handshake on
+// a new connection within ctx. (The service's own connections are not
+// asked: watermill-amqp swaps their state while it reconnects without a
+// lock, so reading it from another goroutine would race.)
+func amqpAnswers(url string) brokerCheck {
+	return func(ctx context.Context) error {
+		timeout := time.Second
+		if d, ok := ctx.Deadline(); ok {
+			timeout = max(time.Until(d), 10*time.Millisecond)
 		}
-		return nil
+		conn, err := amqp091.DialConfig(url, amqp091.Config{Dial: amqp091.DefaultDial(timeout)})
+		if err != nil {
+			return fmt.Errorf("connecting to RabbitMQ: %w", err)
+		}
+		return conn.Close()
 	}
 }
 

@@ -28,6 +28,15 @@ func chaosScale() scale {
 	return scale{payments: 150, faultPayments: 100, kills: 3, bound: 2 * time.Minute}
 }
 
+// parallel runs t in parallel with its siblings in the short variant, to
+// keep `make test` short; the full suite runs one row at a time, so that
+// rows do not skew each other's figures.
+func (s scale) parallel(t *testing.T) {
+	if !s.full {
+		t.Parallel()
+	}
+}
+
 const copies = 3
 
 var (

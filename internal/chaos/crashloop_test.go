@@ -15,27 +15,31 @@ func TestChaos(t *testing.T) {
 	svc := setUp(t)
 	sc := chaosScale()
 	t.Run("crash_loop", func(t *testing.T) {
+		sc.parallel(t)
 		for _, transport := range []string{"kafka", "amqp", "sql"} {
 			t.Run(transport, func(t *testing.T) {
+				sc.parallel(t)
 				for _, m := range modes {
 					if !sc.full && !shortRow("crash_loop", transport, m.name) {
 						continue
 					}
 					t.Run(m.name, func(t *testing.T) {
+						sc.parallel(t)
 						crashLoop(t, svc, sc, Setup{Transport: transport, Store: m.store, Mode: m.mode})
 					})
 				}
 			})
 		}
 	})
-	t.Run("handler_faults", func(t *testing.T) { handlerFaults(t, svc, sc) })
-	t.Run("graceful_shutdown", func(t *testing.T) { gracefulShutdown(t, svc, sc) })
-	t.Run("store_outage", func(t *testing.T) { storeOutage(t, svc, sc) })
-	t.Run("broker_outage", func(t *testing.T) { brokerOutage(t, svc, sc) })
+	t.Run("handler_faults", func(t *testing.T) { sc.parallel(t); handlerFaults(t, svc, sc) })
+	t.Run("graceful_shutdown", func(t *testing.T) { sc.parallel(t); gracefulShutdown(t, svc, sc) })
+	t.Run("store_outage", func(t *testing.T) { sc.parallel(t); storeOutage(t, svc, sc) })
+	t.Run("broker_outage", func(t *testing.T) { sc.parallel(t); brokerOutage(t, svc, sc) })
 }
 
 // shortRows are the rows the short variant (make test) runs: one per
-// scenario family, on the transports that start fastest.
+// scenario family, on the transports that start fastest, all in parallel
+// (each row has its own namespace, Redis or proxy).
 var shortRows = map[string]bool{
 	"crash_loop/amqp/lease-redis":                 true,
 	"crash_loop/sql/transaction-postgres":         true,

@@ -14,6 +14,7 @@ import (
 func handlerFaults(t *testing.T, svc Services, sc scale) {
 	const transport = "sql"
 	t.Run(transport, func(t *testing.T) {
+		sc.parallel(t)
 		for _, c := range []struct {
 			name, env   string
 			store, mode string
@@ -27,6 +28,7 @@ func handlerFaults(t *testing.T, svc Services, sc scale) {
 				continue
 			}
 			t.Run(c.name, func(t *testing.T) {
+				sc.parallel(t)
 				setup := Setup{Transport: transport, Store: c.store, Mode: c.mode, Env: []string{c.env}}
 				row := NewRow(t, svc, setup)
 				row.Start(2)
@@ -61,7 +63,9 @@ func gracefulShutdown(t *testing.T, svc Services, sc scale) {
 			continue
 		}
 		t.Run(transport, func(t *testing.T) {
+			sc.parallel(t)
 			t.Run(name, func(t *testing.T) {
+				sc.parallel(t)
 				setup := Setup{Transport: transport, Store: "redis", Mode: "lease"}
 				row := NewRow(t, svc, setup)
 				row.Start(2)

@@ -30,6 +30,7 @@ func storeOutage(t *testing.T, svc Services, sc scale) {
 			continue
 		}
 		t.Run(transport+"/"+c.name, func(t *testing.T) {
+			sc.parallel(t)
 			redis, err := NewRedisServer(t.TempDir(), c.durable)
 			if err != nil {
 				t.Fatal(err)

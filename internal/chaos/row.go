@@ -46,7 +46,10 @@ type Row struct {
 	Setup
 	DatabaseURL string
 	Prefix      string // TOPIC_PREFIX
-	Instances   []*Instance
+	// ProducerAMQPURL is where the producer reaches RabbitMQ: Services'
+	// AMQPURL unless a row cuts the instances off but not the producer.
+	ProducerAMQPURL string
+	Instances       []*Instance
 
 	t   testing.TB
 	svc Services
@@ -59,6 +62,7 @@ func NewRow(t testing.TB, svc Services, setup Setup) *Row {
 	t.Helper()
 	id := strings.ToLower(testenv.NewID()[:8])
 	r := &Row{Setup: setup, DatabaseURL: testenv.PostgresSchema(t), Prefix: "chaos_" + id + "_", t: t, svc: svc, dir: t.TempDir()}
+	r.ProducerAMQPURL = svc.AMQPURL
 	r.env = append([]string{"TRANSPORT=" + setup.Transport, "STORE=" + setup.Store, "DEDUP_MODE=" + setup.Mode,
 		"DATABASE_URL=" + r.DatabaseURL, "TOPIC_PREFIX=" + r.Prefix, "SERVICE_NAME=onceflow_" + id}, RowDefaults...)
 	switch setup.Transport {
@@ -119,7 +123,7 @@ func (r *Row) Publish(ctx context.Context, ids []string, copies int) (int, error
 	case "kafka":
 		brokers = r.svc.Kafka.Brokers()
 	case "amqp":
-		addr = r.svc.AMQPURL
+		addr = r.ProducerAMQPURL
 	}
 	pub, err := NewPublisher(r.Transport, addr, brokers)
 	if err != nil {
