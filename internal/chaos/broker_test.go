@@ -69,7 +69,7 @@ func brokerOutage(t *testing.T, svc Services, sc scale) {
 				res.Verdict = fmt.Sprintf("failed: %v", problems)
 			}
 			t.Logf("%s: sent %d, %+v, doubles %d, resumed %v after the broker returned", t.Name(), o.Sent, f, f.Doubles(), o.Resumed)
-			report.Add(res)
+			record(res)
 		})
 	}
 }

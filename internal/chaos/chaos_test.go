@@ -23,9 +23,9 @@ type scale struct {
 
 func chaosScale() scale {
 	if os.Getenv("CHAOS_SCALE") == "full" {
-		return scale{full: true, payments: 5000, faultPayments: 1000, kills: 20, bound: 2 * time.Minute}
+		return scale{full: true, payments: 5000, faultPayments: 1000, kills: 20, bound: 10 * time.Minute}
 	}
-	return scale{payments: 150, faultPayments: 100, kills: 3, bound: 2 * time.Minute}
+	return scale{payments: 150, faultPayments: 100, kills: 3, bound: 3 * time.Minute}
 }
 
 // parallel runs t in parallel with its siblings in the short variant, to
@@ -40,15 +40,26 @@ func (s scale) parallel(t *testing.T) {
 const copies = 3
 
 var (
-	services Services
-	report   Report
+	services   Services
+	report     Report
+	suiteStart = time.Now()
 )
 
+// record adds res to the report and, with CHAOS_REPORT set, rewrites the
+// file with every row so far, marked as in progress: an interrupted run
+// still leaves the rows it measured. TestMain writes the final file.
+func record(res Result) {
+	report.Add(res)
+	if path := os.Getenv("CHAOS_REPORT"); path != "" {
+		_ = report.Write(path, reportHeader(), reportCommand(), time.Since(suiteStart), false)
+	}
+}
+
 func TestMain(m *testing.M) {
-	start := time.Now()
+	start := suiteStart
 	code := m.Run()
 	if path := os.Getenv("CHAOS_REPORT"); path != "" && report.Len() > 0 {
-		if err := report.Write(path, reportHeader(), reportCommand(), time.Since(start)); err != nil {
+		if err := report.Write(path, reportHeader(), reportCommand(), time.Since(start), true); err != nil {
 			fmt.Fprintln(os.Stderr, "writing the report:", err)
 			code = 1
 		}
@@ -127,7 +138,7 @@ func reportHeader() []string {
 	return []string{
 		fmt.Sprintf("Sizes: %d unique payments x %d copies per row (%d in the handler-fault rows), published in shuffled order from 8 goroutines by a plain-Watermill producer to two instances; crash loop: %d SIGKILLs of one of them at random moments, each restarted at once.", sc.payments, copies, sc.faultPayments, sc.kills),
 		"Settings of every instance unless the row says otherwise: `" + strings.Join(RowDefaults, " ") + "`.",
-		"Figures are read from the ledger in PostgreSQL after the row finished: charges (rows), missing = unique - distinct payments charged, doubles = charges - distinct payments charged. A row has finished when every payment is charged and notified and the counts have not moved for DEDUP_LEASE + 2 s; one that has not within its bound after its last fault is `stalled`.",
+		"Figures are read from the ledger in PostgreSQL after the row finished: charges (rows), missing = unique - distinct payments charged, doubles = charges - distinct payments charged. A row has finished when every payment is charged and notified and the counts have not moved for DEDUP_LEASE + 2 s; one whose counts stop moving for " + StallAfter.String() + " with payments missing, or that has not finished " + sc.bound.String() + " after its last fault, is `stalled`.",
 		"Recovery: crash loop, from the restart after the last SIGKILL until every payment is charged and notified (it includes taking over the leases the killed instance held); graceful shutdown, from SIGTERM until the process exited.",
 		"Kafka is the in-process Kafka-protocol broker (kfake) hosted by the test process; the instances reach it over TCP.",
 	}

@@ -99,5 +99,5 @@ func crashLoop(t *testing.T, svc Services, sc scale, setup Setup) {
 	}
 	res.Verdict = verdict(t, setup, len(ids), f, err)
 	t.Logf("%s: sent %d, %+v, doubles %d, recovery %v, peak RSS %d MiB", t.Name(), sent, f, f.Doubles(), res.Recovery, res.PeakRSS>>20)
-	report.Add(res)
+	record(res)
 }

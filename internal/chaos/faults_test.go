@@ -46,7 +46,7 @@ func handlerFaults(t *testing.T, svc Services, sc scale) {
 					res.Verdict = fmt.Sprintf("failed: %d doubles", f.Doubles())
 				}
 				t.Logf("%s: sent %d, %+v, doubles %d", t.Name(), sent, f, f.Doubles())
-				report.Add(res)
+				record(res)
 			})
 		}
 	})
@@ -104,7 +104,7 @@ func gracefulShutdown(t *testing.T, svc Services, sc scale) {
 					res.Verdict = fmt.Sprintf("failed: %d doubles", f.Doubles())
 				}
 				t.Logf("%s: sent %d, %+v, doubles %d, exit after SIGTERM %v", t.Name(), sent, f, f.Doubles(), took)
-				report.Add(res)
+				record(res)
 			})
 		})
 	}

@@ -80,7 +80,7 @@ func storeOutage(t *testing.T, svc Services, sc scale) {
 				res.Verdict = fmt.Sprintf("failed: %v", problems)
 			}
 			t.Logf("%s: sent %d, %+v, doubles %d, resumed %v after the store returned", t.Name(), o.Sent, f, f.Doubles(), o.Resumed)
-			report.Add(res)
+			record(res)
 		})
 	}
 }

@@ -140,14 +140,19 @@ func (r *Row) Ledger() (Figures, error) {
 	return ReadLedger(ctx, r.DatabaseURL)
 }
 
-// ErrStalled is WaitFinished's error for a row that did not finish within
-// its bound.
+// ErrStalled is WaitFinished's error for a row that stopped making
+// progress or did not finish within its bound.
 var ErrStalled = fmt.Errorf("stalled")
 
+// StallAfter is how long the ledger may stay unchanged, with payments
+// still missing, before WaitFinished calls the row stalled.
+const StallAfter = time.Minute
+
 // WaitFinished waits until unique payments are all charged and notified
-// and the ledger's counts have not changed for stable, at most within. It
-// returns the figures and when every payment was first seen charged and
-// notified; after within it returns ErrStalled with the last figures.
+// and the ledger's counts have not changed for stable. It gives up with
+// ErrStalled and the last figures when the counts have not moved for
+// StallAfter while payments are missing, or after within in all. It also
+// returns when every payment was first seen charged and notified.
 func (r *Row) WaitFinished(unique int, stable, within time.Duration) (Figures, time.Time, error) {
 	deadline := time.Now().Add(within)
 	var (
@@ -171,8 +176,9 @@ func (r *Row) WaitFinished(unique int, stable, within time.Duration) (Figures, t
 				}
 			}
 		}
-		if now.After(deadline) {
-			return last, completed, fmt.Errorf("%w: %d of %d payments charged, %d notified after %v", ErrStalled, last.Charged, unique, last.Notified, within)
+		if idle := now.Sub(lastMove); idle >= StallAfter || now.After(deadline) {
+			return last, completed, fmt.Errorf("%w: %d of %d payments charged, %d notified; no change for %v (%v at most)",
+				ErrStalled, last.Charged, unique, last.Notified, idle.Round(time.Second), within)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
