@@ -139,7 +139,7 @@ func reportHeader() []string {
 		fmt.Sprintf("Sizes: %d unique payments x %d copies per row (%d in the handler-fault rows), published in shuffled order from 8 goroutines by a plain-Watermill producer to two instances; crash loop: %d SIGKILLs of one of them at random moments, each restarted at once.", sc.payments, copies, sc.faultPayments, sc.kills),
 		"Settings of every instance unless the row says otherwise: `" + strings.Join(RowDefaults, " ") + "`.",
 		"Figures are read from the ledger in PostgreSQL after the row finished: charges (rows), missing = unique - distinct payments charged, doubles = charges - distinct payments charged. A row has finished when every payment is charged and notified and the counts have not moved for DEDUP_LEASE + 2 s; one whose counts stop moving for " + StallAfter.String() + " with payments missing, or that has not finished " + sc.bound.String() + " after its last fault, is `stalled`.",
-		"Recovery: crash loop, from the restart after the last SIGKILL until every payment is charged and notified (it includes taking over the leases the killed instance held); graceful shutdown, from SIGTERM until the process exited.",
+		"Recovery: crash loop, from the restart after the last SIGKILL until every payment is charged and notified (it includes taking over the leases the killed instance held); graceful shutdown, from SIGTERM until the process exited; store and broker outages, from the store or broker returning until the ledger's charges next grew (— when nothing was left to charge). Outage rows also require /readyz to answer 503 in the middle of the outage and 200 within 30 s after it.",
 		"Kafka is the in-process Kafka-protocol broker (kfake) hosted by the test process; the instances reach it over TCP.",
 	}
 }
