@@ -21,7 +21,7 @@ FUZZ_TARGETS = \
 	./handlers:FuzzDecodePaymentRequested \
 	./handlers:FuzzDecodePaymentCharged
 
-.PHONY: help run build test test-short e2e fuzz vet up down clean
+.PHONY: help run build test test-short e2e fuzz chaos vet up down clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -49,6 +49,15 @@ fuzz: ## run every fuzz target for FUZZTIME (60s) in turn; fails on the first fi
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $${t%%:*}/; \
 	done
 
+CHAOS_RUN ?=
+CHAOS_REPORT ?= $(if $(CHAOS_RUN),$(CURDIR)/chaos-report.md,$(CURDIR)/docs/RELIABILITY.md)
+
+chaos: ## the fault suite at full size against this machine's services; writes docs/RELIABILITY.md (one row: CHAOS_RUN='<pattern>', written to chaos-report.md)
+	@mkdir -p docs
+	REQUIRE_SERVICES=1 CHAOS_SCALE=full CHAOS_REPORT=$(CHAOS_REPORT) \
+		$(GO) test -count=1 -timeout 50m -v -run '$(or $(CHAOS_RUN),TestChaos)' ./internal/chaos/
+	@cat $(CHAOS_REPORT)
+
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
@@ -59,4 +68,4 @@ down: ## stop the compose services (make down VOLUMES=1 also removes their data)
 	$(COMPOSE) down $(if $(VOLUMES),--volumes,)
 
 clean: ## remove build output
-	rm -rf bin coverage.out e2e-report.md
+	rm -rf bin coverage.out e2e-report.md chaos-report.md

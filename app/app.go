@@ -138,7 +138,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 		return nil, err
 	}
 
-	ledger := newLedger(a.pool)
+	ledger := withChaos(newLedger(a.pool), cfg)
 	if sm.ledger != nil {
 		ledger = sm.ledger(ledger)
 	}
@@ -146,7 +146,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 		return nil, err
 	}
 	api := handlers.NewHTTP(ledger, publisher, logger)
-	if a.server, err = newHTTPServer(cfg, api, receiver, a.router, a.store, reg, logger); err != nil {
+	if a.server, err = newHTTPServer(cfg, api, receiver, a.router, a.store, a.transport.ready, reg, logger); err != nil {
 		return nil, err
 	}
 	if a.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {

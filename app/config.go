@@ -119,6 +119,22 @@ type Config struct {
 	LogLevel string `env:"LOG_LEVEL" envDefault:"info"`
 	// LogFormat is text or json.
 	LogFormat string `env:"LOG_FORMAT" envDefault:"text"`
+
+	// Env names the deployment, e.g. production. With ENV=production the
+	// CHAOS_* test aids are refused at start-up.
+	Env string `env:"ENV"`
+	// ChaosFailBefore, a probability from 0 to 1, makes the message
+	// handlers fail before their ledger write (a charge or a
+	// notification). A test aid, off by default (0).
+	ChaosFailBefore float64 `env:"CHAOS_FAIL_BEFORE"`
+	// ChaosFailAfter, a probability from 0 to 1, makes the message
+	// handlers fail after their ledger write: transaction mode rolls the
+	// write back, lease mode keeps it and the redelivery writes again. A
+	// test aid, off by default (0).
+	ChaosFailAfter float64 `env:"CHAOS_FAIL_AFTER"`
+	// ChaosDelay makes the message handlers sleep this long before their
+	// ledger write. A test aid, off by default (0).
+	ChaosDelay time.Duration `env:"CHAOS_DELAY"`
 }
 
 // Allowed values of the enumerated settings.
@@ -175,6 +191,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s=%v must be a positive duration such as 30s", d.name, d.value)
 		}
 	}
+	if err := c.validateChaos(); err != nil {
+		return err
+	}
 	if c.DatabaseMaxConns < 1 {
 		return fmt.Errorf("DATABASE_MAX_CONNS=%d must be at least 1", c.DatabaseMaxConns)
 	}
@@ -206,6 +225,38 @@ func (c Config) Validate() error {
 		return err
 	}
 	return c.validateAddresses()
+}
+
+// validateChaos checks the fault switches: probabilities from 0 to 1, a
+// delay of zero or more, and none of them with ENV=production.
+func (c Config) validateChaos() error {
+	for _, p := range []struct {
+		name  string
+		value float64
+	}{{"CHAOS_FAIL_BEFORE", c.ChaosFailBefore}, {"CHAOS_FAIL_AFTER", c.ChaosFailAfter}} {
+		if !(p.value >= 0 && p.value <= 1) {
+			return fmt.Errorf("%s=%v must be a probability from 0 to 1", p.name, p.value)
+		}
+	}
+	if c.ChaosDelay < 0 {
+		return fmt.Errorf("CHAOS_DELAY=%v must be zero or a positive duration such as 50ms", c.ChaosDelay)
+	}
+	if c.Env == "production" && c.chaosEnabled() {
+		name := "CHAOS_DELAY"
+		switch {
+		case c.ChaosFailBefore > 0:
+			name = "CHAOS_FAIL_BEFORE"
+		case c.ChaosFailAfter > 0:
+			name = "CHAOS_FAIL_AFTER"
+		}
+		return fmt.Errorf("%s is a test aid and is refused with ENV=production: unset it", name)
+	}
+	return nil
+}
+
+// chaosEnabled reports whether any fault switch is on.
+func (c Config) chaosEnabled() bool {
+	return c.ChaosFailBefore > 0 || c.ChaosFailAfter > 0 || c.ChaosDelay > 0
 }
 
 // validateAddresses requires the address of every backend the chosen
@@ -283,6 +334,10 @@ func (c Config) LogValue() slog.Value {
 		slog.String("log_format", c.LogFormat),
 		slog.String("api_keys", maskAPIKeys(c.APIKeys)),
 		slog.Int64("idempotency_max_body", c.IdempotencyMaxBody),
+		slog.String("env", c.Env),
+		slog.Float64("chaos_fail_before", c.ChaosFailBefore),
+		slog.Float64("chaos_fail_after", c.ChaosFailAfter),
+		slog.Duration("chaos_delay", c.ChaosDelay),
 	)
 }
 

@@ -46,6 +46,13 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"STORE=redis", "REDIS_URL=redis://r:6379/0", "REDIS_WAIT_REPLICAS=-1"}, `REDIS_WAIT_REPLICAS=-1 must be zero (do not wait) or more`},
 		{[]string{"REDIS_WAIT_REPLICAS=1"}, `REDIS_WAIT_REPLICAS=1 applies to STORE=redis only (STORE="memory")`},
 		{[]string{"REDIS_WAIT_TIMEOUT=0s"}, `REDIS_WAIT_TIMEOUT=0s must be a positive duration`},
+		{[]string{"CHAOS_FAIL_BEFORE=1.5"}, `CHAOS_FAIL_BEFORE=1.5 must be a probability from 0 to 1`},
+		{[]string{"CHAOS_FAIL_AFTER=-0.1"}, `CHAOS_FAIL_AFTER=-0.1 must be a probability from 0 to 1`},
+		{[]string{"CHAOS_FAIL_AFTER=NaN"}, `CHAOS_FAIL_AFTER=NaN must be a probability from 0 to 1`},
+		{[]string{"CHAOS_DELAY=-1s"}, `CHAOS_DELAY=-1s must be zero or a positive duration`},
+		{[]string{"ENV=production", "CHAOS_FAIL_BEFORE=0.3"}, `CHAOS_FAIL_BEFORE is a test aid and is refused with ENV=production`},
+		{[]string{"ENV=production", "CHAOS_FAIL_AFTER=1"}, `CHAOS_FAIL_AFTER is a test aid and is refused with ENV=production`},
+		{[]string{"ENV=production", "CHAOS_DELAY=10ms"}, `CHAOS_DELAY is a test aid and is refused with ENV=production`},
 	} {
 		_, err := LoadConfig(tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -101,5 +108,21 @@ func TestDeployEnvFilesValidate(t *testing.T) {
 		if _, err := LoadConfig(environ); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// The fault switches are off by default, and production accepts a config
+// that leaves them off.
+func TestChaosSwitchesOffByDefault(t *testing.T) {
+	cfg, err := LoadConfig([]string{"ENV=production"})
+	if err != nil {
+		t.Fatalf("ENV=production without CHAOS_*: %v", err)
+	}
+	if cfg.chaosEnabled() {
+		t.Errorf("fault switches on by default: %+v", cfg)
+	}
+	cfg, err = LoadConfig([]string{"ENV=staging", "CHAOS_FAIL_BEFORE=0.3", "CHAOS_DELAY=5ms"})
+	if err != nil || !cfg.chaosEnabled() || cfg.ChaosFailBefore != 0.3 || cfg.ChaosDelay != 5*time.Millisecond {
+		t.Errorf("LoadConfig with CHAOS_* outside production = %+v, %v", cfg, err)
 	}
 }

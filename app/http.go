@@ -17,7 +17,8 @@ import (
 	"github.com/onceflow/onceflow/middleware"
 )
 
-// readinessTimeout bounds the store check behind /readyz.
+// readinessTimeout bounds each check behind /readyz: the store and the
+// broker.
 const readinessTimeout = 2 * time.Second
 
 // newHTTPServer serves the payments API, /metrics, /healthz and /readyz.
@@ -31,7 +32,7 @@ const readinessTimeout = 2 * time.Second
 // Both write their errors with handlers.WriteProblem, so every problem the
 // service answers comes from one writer. /metrics and the probes stay open.
 func newHTTPServer(cfg Config, api *handlers.HTTP, receiver *middleware.Receiver, router *message.Router,
-	store idempotencyStore, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
+	store idempotencyStore, broker brokerCheck, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
 	problem := func(w http.ResponseWriter, status int, detail string) {
 		handlers.WriteProblem(w, status, "", detail)
 	}
@@ -57,7 +58,8 @@ func newHTTPServer(cfg Config, api *handlers.HTTP, receiver *middleware.Receiver
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeStatus(w, http.StatusOK, "ok", nil)
 	})
-	// /readyz: the router is consuming and the store answers.
+	// /readyz: the router is consuming, the store answers and the broker
+	// can be reached.
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		checks := map[string]string{"router": "ok", "store": "ok"}
 		status := http.StatusOK
@@ -69,6 +71,15 @@ func newHTTPServer(cfg Config, api *handlers.HTTP, receiver *middleware.Receiver
 		if err := store.ping(ctx); err != nil {
 			logger.Warn("readiness: store unreachable", "err", err)
 			checks["store"], status = "unreachable", http.StatusServiceUnavailable
+		}
+		if broker != nil {
+			checks["broker"] = "ok"
+			ctx, cancel := context.WithTimeout(r.Context(), readinessTimeout)
+			defer cancel()
+			if err := broker(ctx); err != nil {
+				logger.Warn("readiness: broker unreachable", "err", err)
+				checks["broker"], status = "unreachable", http.StatusServiceUnavailable
+			}
 		}
 		verdict := "ready"
 		if status != http.StatusOK {

@@ -24,6 +24,7 @@ func withTopicPrefix(t transport, prefix string) transport {
 			return prefixedSubscriber{s, prefix}, nil
 		},
 		close: t.close,
+		ready: t.ready,
 	}
 }
 

@@ -28,6 +28,9 @@ type transport struct {
 	// subscriber returns the subscriber for the named handler.
 	subscriber func(handler string) (message.Subscriber, error)
 	close      func() error
+	// ready reports whether the broker can be reached now (/readyz); nil
+	// for the in-process transport.
+	ready brokerCheck
 }
 
 // newTransport builds the transport TRANSPORT names. pool is the
@@ -52,6 +55,12 @@ func newTransport(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *s
 	}
 	if err != nil {
 		return transport{}, err
+	}
+	switch cfg.Transport {
+	case "kafka":
+		t.ready = kafkaAnswers(cfg.KafkaBrokers)
+	case "sql":
+		t.ready = postgresAnswers(pool)
 	}
 	t.publisher = sharedPublisher{t.publisher}
 	return t, nil

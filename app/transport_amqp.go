@@ -105,7 +105,7 @@ func newAMQP(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (t
 		_ = t.close()
 		return transport{}, fmt.Errorf("creating AMQP publisher: %w", err)
 	}
-	return transport{publisher: t.publisher, subscriber: t.subscriber, close: t.close}, nil
+	return transport{publisher: t.publisher, subscriber: t.subscriber, close: t.close, ready: amqpAnswers(cfg.AMQPURL)}, nil
 }
 
 // amqpTransport owns the connections, the publisher and the subscribers of

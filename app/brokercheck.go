@@ -1,0 +1,69 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/jackc/pgx/v5/pgxpool"
+	amqp091 "github.com/rabbitmq/amqp091-go"
+)
+
+// brokerCheck answers whether the broker can be reached now; /readyz
+// reports it as "broker". nil means there is nothing to check (the
+// in-process transport).
+type brokerCheck func(ctx context.Context) error
+
+// amqpAnswers is ready when RabbitMQ at url completes an AMQP handshake on
+// a new connection within ctx. (The service's own connections are not
+// asked: watermill-amqp swaps their state while it reconnects without a
+// lock, so reading it from another goroutine would race.)
+func amqpAnswers(url string) brokerCheck {
+	return func(ctx context.Context) error {
+		timeout := time.Second
+		if d, ok := ctx.Deadline(); ok {
+			timeout = max(time.Until(d), 10*time.Millisecond)
+		}
+		conn, err := amqp091.DialConfig(url, amqp091.Config{Dial: amqp091.DefaultDial(timeout)})
+		if err != nil {
+			return fmt.Errorf("connecting to RabbitMQ: %w", err)
+		}
+		return conn.Close()
+	}
+}
+
+// kafkaAnswers is ready when one of brokers answers an ApiVersions
+// request on a new connection, within ctx.
+func kafkaAnswers(brokers []string) brokerCheck {
+	return func(ctx context.Context) error {
+		cfg := sarama.NewConfig()
+		timeout := time.Second
+		if d, ok := ctx.Deadline(); ok {
+			timeout = max(time.Until(d), 10*time.Millisecond)
+		}
+		cfg.Net.DialTimeout, cfg.Net.ReadTimeout, cfg.Net.WriteTimeout = timeout, timeout, timeout
+		var errs []error
+		for _, addr := range brokers {
+			b := sarama.NewBroker(addr)
+			if err := b.Open(cfg); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			_, err := b.ApiVersions(&sarama.ApiVersionsRequest{})
+			_ = b.Close()
+			if err == nil {
+				return nil
+			}
+			errs = append(errs, fmt.Errorf("broker %s: %w", addr, err))
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// postgresAnswers is ready when the pool's database answers a ping: the
+// sql transport's broker.
+func postgresAnswers(pool *pgxpool.Pool) brokerCheck {
+	return func(ctx context.Context) error { return pool.Ping(ctx) }
+}

@@ -1,0 +1,75 @@
+package chaos
+
+import (
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+)
+
+// Scenario 3, broker outage, in lease mode on the shared Redis: the Kafka
+// broker "restarted" (every connection cut and refused for 10 s, its data
+// kept: see Kafka), and RabbitMQ cut off for 10 s by a TCP proxy in front
+// of the shared node. Nothing may be lost or doubled, the instances must
+// reconnect by themselves, and /readyz must say so.
+func brokerOutage(t *testing.T, svc Services, sc scale) {
+	for _, transport := range []string{"kafka", "amqp"} {
+		if !sc.full && !shortRow("broker_outage", transport, "lease-redis") {
+			continue
+		}
+		t.Run(transport+"/lease-redis", func(t *testing.T) {
+			sc.parallel(t)
+			own := svc
+			down, up, fault := func() error { svc.Kafka.Pause(); return nil }, func() error { svc.Kafka.Resume(); return nil },
+				"broker restarted, 10 s down (connections cut and refused, data kept)"
+			if transport == "amqp" {
+				u, err := url.Parse(svc.AMQPURL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				proxy, err := StartProxy(u.Host)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = proxy.Close() })
+				u.Host = proxy.Addr
+				own.AMQPURL = u.String()
+				down, up = func() error { proxy.Pause(); return nil }, func() error { proxy.Resume(); return nil }
+				fault = "RabbitMQ cut off from the instances 10 s (TCP proxy in front of the node)"
+			}
+			setup := Setup{Transport: transport, Store: "redis", Mode: "lease"}
+			row := NewRow(t, own, setup)
+			// The producer, another team's service, keeps its own
+			// connection; watermill-amqp's publisher also races with
+			// itself while it reconnects, which -race would report.
+			row.ProducerAMQPURL = svc.AMQPURL
+			ids := row.IDs(sc.payments)
+			o, err := row.RunOutage(ids, copies, outageHold, down, up)
+			var f Figures
+			if err == nil {
+				f, _, err = row.WaitFinished(len(ids), 6*time.Second, sc.bound)
+			} else {
+				f, _ = row.Ledger()
+			}
+			res := Result{Run: t.Name(), Scenario: "broker outage", Transport: transport, Mode: setup.modeLabel(),
+				Fault: fault, Sent: o.Sent, Unique: len(ids), Figures: f, Recovery: o.Resumed, PeakRSS: row.PeakRSS()}
+			res.Verdict = verdict(t, setup, len(ids), f, err)
+			var problems []string
+			if f.Doubles() != 0 {
+				problems = append(problems, fmt.Sprintf("%d doubles, want 0", f.Doubles()))
+			}
+			if o.ReadyDuring {
+				problems = append(problems, "/readyz answered 200 during the outage")
+			}
+			if !o.ReadyAfter {
+				problems = append(problems, "/readyz not 200 within 30s after the outage")
+			}
+			if len(problems) > 0 && res.Verdict == "ok" {
+				t.Errorf("%v", problems)
+				res.Verdict = fmt.Sprintf("failed: %v", problems)
+			}
+			t.Logf("%s: sent %d, %+v, doubles %d, resumed %v after the broker returned", t.Name(), o.Sent, f, f.Doubles(), o.Resumed)
+			record(res)
+		})
+	}
+}

@@ -1,0 +1,152 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+// scale sizes the runs: CHAOS_SCALE=full for `make chaos`, small by
+// default so that a short variant runs in `make test`.
+type scale struct {
+	full          bool
+	payments      int           // unique payments per row
+	faultPayments int           // unique payments per handler-fault row
+	kills         int           // SIGKILLs per crash-loop row
+	bound         time.Duration // a row not finished this long after its last fault is stalled
+}
+
+func chaosScale() scale {
+	if os.Getenv("CHAOS_SCALE") == "full" {
+		return scale{full: true, payments: 5000, faultPayments: 1000, kills: 20, bound: 10 * time.Minute}
+	}
+	return scale{payments: 150, faultPayments: 100, kills: 3, bound: 3 * time.Minute}
+}
+
+// parallel runs t in parallel with its siblings in the short variant, to
+// keep `make test` short; the full suite runs one row at a time, so that
+// rows do not skew each other's figures.
+func (s scale) parallel(t *testing.T) {
+	if !s.full {
+		t.Parallel()
+	}
+}
+
+const copies = 3
+
+var (
+	services   Services
+	report     Report
+	suiteStart = time.Now()
+)
+
+// record adds res to the report and, with CHAOS_REPORT set, rewrites the
+// file with every row so far, marked as in progress: an interrupted run
+// still leaves the rows it measured. TestMain writes the final file.
+func record(res Result) {
+	report.Add(res)
+	if path := os.Getenv("CHAOS_REPORT"); path != "" {
+		_ = report.Write(path, reportHeader(), reportCommand(), time.Since(suiteStart), false)
+	}
+}
+
+func TestMain(m *testing.M) {
+	start := suiteStart
+	code := m.Run()
+	if path := os.Getenv("CHAOS_REPORT"); path != "" && report.Len() > 0 {
+		if err := report.Write(path, reportHeader(), reportCommand(), time.Since(start), true); err != nil {
+			fmt.Fprintln(os.Stderr, "writing the report:", err)
+			code = 1
+		}
+	}
+	if services.Kafka != nil {
+		services.Kafka.Close()
+	}
+	Cleanup()
+	os.Exit(code)
+}
+
+// setUp builds the binary and starts the Kafka broker once, and checks the
+// services the rows need: skipped under -short, failed when one is missing
+// under REQUIRE_SERVICES=1.
+func setUp(t *testing.T) Services {
+	t.Helper()
+	testenv.Integration(t)
+	if services.Bin == "" {
+		root, err := filepath.Abs("../..")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if services.Bin, err = Build(root); err != nil {
+			t.Fatal(err)
+		}
+		if services.Kafka, err = StartKafka(); err != nil {
+			t.Fatal(err)
+		}
+		services.AMQPURL = testenv.AMQP(t)
+		services.RedisURL = "redis://" + testenv.RedisAddr() + "/0"
+	}
+	testenv.Redis(t)
+	return services
+}
+
+// modes are the receiver's modes with their stores, as the rows name them.
+var modes = []struct {
+	name        string
+	store, mode string
+}{
+	{"transaction-postgres", "postgres", "transaction"},
+	{"lease-redis", "redis", "lease"},
+	{"lease-postgres", "postgres", "lease"},
+}
+
+func (s Setup) modeLabel() string { return s.Mode + ", " + s.Store }
+
+// verdict checks the figures against what the mode promises: every payment
+// charged and notified; in transaction mode exactly once. Lease mode's
+// doubles are counted, not failed.
+func verdict(t *testing.T, s Setup, unique int, f Figures, err error) string {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+		if strings.Contains(err.Error(), ErrStalled.Error()) {
+			return "stalled"
+		}
+		return "failed: " + err.Error()
+	}
+	var problems []string
+	if m := f.Missing(unique); m != 0 {
+		problems = append(problems, fmt.Sprintf("%d missing", m))
+	}
+	if s.Mode == "transaction" && (f.Charges != unique || f.Notifications != unique) {
+		problems = append(problems, fmt.Sprintf("%d charges and %d notifications, want exactly %d", f.Charges, f.Notifications, unique))
+	}
+	if len(problems) > 0 {
+		t.Errorf("%s: %s", t.Name(), strings.Join(problems, "; "))
+		return "failed: " + strings.Join(problems, "; ")
+	}
+	return "ok"
+}
+
+func reportHeader() []string {
+	sc := chaosScale()
+	return []string{
+		fmt.Sprintf("Sizes: %d unique payments x %d copies per row (%d in the handler-fault rows), published in shuffled order from 8 goroutines by a plain-Watermill producer to two instances; crash loop: %d SIGKILLs of one of them at random moments, each restarted at once.", sc.payments, copies, sc.faultPayments, sc.kills),
+		"Settings of every instance unless the row says otherwise: `" + strings.Join(RowDefaults, " ") + "`.",
+		"Figures are read from the ledger in PostgreSQL after the row finished: charges (rows), missing = unique - distinct payments charged, doubles = charges - distinct payments charged. A row has finished when every payment is charged and notified and the counts have not moved for DEDUP_LEASE + 2 s; one whose counts stop moving for " + StallAfter.String() + " with payments missing, or that has not finished " + sc.bound.String() + " after its last fault, is `stalled`.",
+		"Recovery: crash loop, from the restart after the last SIGKILL until every payment is charged and notified (it includes taking over the leases the killed instance held); graceful shutdown, from SIGTERM until the process exited; store and broker outages, from the store or broker returning until the ledger's charges next grew (— when nothing was left to charge). Outage rows also require /readyz to answer 503 in the middle of the outage and 200 within 30 s after it.",
+		"Kafka is the in-process Kafka-protocol broker (kfake) hosted by the test process; the instances reach it over TCP.",
+	}
+}
+
+func reportCommand() string {
+	if os.Getenv("CHAOS_SCALE") == "full" {
+		return "make chaos"
+	}
+	return "CHAOS_REPORT=" + os.Getenv("CHAOS_REPORT") + " go test ./internal/chaos/"
+}

@@ -1,0 +1,223 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Instance is one onceflow process (`onceflow serve`) that can be killed,
+// stopped and started again on the same HTTP address, with its logs
+// appended to one file across restarts.
+type Instance struct {
+	Name    string
+	Addr    string // HTTP_ADDR, 127.0.0.1:port
+	LogPath string
+
+	bin string
+	env []string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	peakRSS int64 // bytes, the largest VmHWM seen over every run
+}
+
+// NewInstance prepares an instance of bin with env (KEY=VALUE, on top of
+// this process's PATH and HOME) on a free loopback port, logging in JSON
+// to logPath. It does not start it.
+func NewInstance(name, bin, logPath string, env []string) (*Instance, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"HTTP_ADDR=" + addr, "LOG_FORMAT=json"}, env...)
+	return &Instance{Name: name, Addr: addr, LogPath: logPath, bin: bin, env: env}, nil
+}
+
+// Start runs the process and waits until /readyz answers 200, at most
+// within. A start while it runs is an error.
+func (i *Instance) Start(within time.Duration) error {
+	i.mu.Lock()
+	if i.cmd != nil {
+		i.mu.Unlock()
+		return fmt.Errorf("%s is already running", i.Name)
+	}
+	logs, err := os.OpenFile(i.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		i.mu.Unlock()
+		return err
+	}
+	cmd := exec.Command(i.bin, "serve")
+	cmd.Env = i.env
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logs.Close()
+		i.mu.Unlock()
+		return fmt.Errorf("starting %s: %w", i.Name, err)
+	}
+	exited := make(chan struct{})
+	i.cmd, i.exited = cmd, exited
+	i.mu.Unlock()
+	stopSampling := make(chan struct{})
+	go i.sampleRSS(cmd.Process.Pid, stopSampling)
+	go func() {
+		_ = cmd.Wait()
+		close(stopSampling)
+		_ = logs.Close()
+		close(exited)
+	}()
+	return i.WaitReady(within)
+}
+
+// WaitReady waits until /readyz answers 200, at most within.
+func (i *Instance) WaitReady(within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if i.Ready() {
+			return nil
+		}
+		select {
+		case <-i.exitedChan():
+			return fmt.Errorf("%s exited before it was ready (see %s)", i.Name, i.LogPath)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s not ready within %v (see %s)", i.Name, within, i.LogPath)
+}
+
+// Ready reports whether GET /readyz answers 200 within a second.
+func (i *Instance) Ready() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+i.Addr+"/readyz", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func (i *Instance) exitedChan() <-chan struct{} {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.exited == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return i.exited
+}
+
+// Kill sends SIGKILL and waits until the process is gone.
+func (i *Instance) Kill() error {
+	_, err := i.signal(syscall.SIGKILL, 10*time.Second)
+	return err
+}
+
+// Term sends SIGTERM and returns how long the process took to exit; it
+// sends SIGKILL and fails when it takes longer than within.
+func (i *Instance) Term(within time.Duration) (time.Duration, error) {
+	return i.signal(syscall.SIGTERM, within)
+}
+
+func (i *Instance) signal(sig syscall.Signal, within time.Duration) (time.Duration, error) {
+	i.mu.Lock()
+	cmd, exited := i.cmd, i.exited
+	i.mu.Unlock()
+	if cmd == nil {
+		return 0, fmt.Errorf("%s is not running", i.Name)
+	}
+	start := time.Now()
+	if err := cmd.Process.Signal(sig); err != nil {
+		return 0, fmt.Errorf("signalling %s: %w", i.Name, err)
+	}
+	var err error
+	select {
+	case <-exited:
+	case <-time.After(within):
+		_ = cmd.Process.Kill()
+		<-exited
+		err = fmt.Errorf("%s did not exit within %v of %v", i.Name, within, sig)
+	}
+	took := time.Since(start)
+	i.mu.Lock()
+	i.cmd, i.exited = nil, nil
+	i.mu.Unlock()
+	return took, err
+}
+
+// Stop kills the process if it runs; for cleanup.
+func (i *Instance) Stop() {
+	i.mu.Lock()
+	running := i.cmd != nil
+	i.mu.Unlock()
+	if running {
+		_ = i.Kill()
+	}
+}
+
+// PeakRSS is the largest resident set (VmHWM) of any run so far, in bytes.
+func (i *Instance) PeakRSS() int64 {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.peakRSS
+}
+
+// sampleRSS reads the process's VmHWM every 200 ms until stop closes: the
+// last sample is taken at most 200 ms before the process exits.
+func (i *Instance) sampleRSS(pid int, stop <-chan struct{}) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if hwm, ok := vmHWM(pid); ok {
+			i.mu.Lock()
+			i.peakRSS = max(i.peakRSS, hwm)
+			i.mu.Unlock()
+		}
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// vmHWM reads the peak resident set size of pid from /proc, in bytes.
+func vmHWM(pid int) (int64, bool) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb * 1024, err == nil
+		}
+	}
+	return 0, false
+}
+
+// freeAddr returns a loopback address with a port nothing listens on now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}

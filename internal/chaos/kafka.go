@@ -1,0 +1,71 @@
+package chaos
+
+import (
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Kafka is an in-process Kafka-protocol broker (kfake) that the instances,
+// separate processes, reach over TCP, behind a PausableListener: kfake
+// keeps no data on disk, so a broker restart is played by cutting every
+// connection and refusing new ones for the outage while the broker keeps
+// its topics, offsets and groups — a restart with its data on disk.
+type Kafka struct {
+	cluster *kfake.Cluster
+
+	mu        sync.Mutex
+	listeners []*PausableListener
+}
+
+// StartKafka starts the broker on a free loopback port.
+func StartKafka() (*Kafka, error) {
+	k := &Kafka{}
+	c, err := kfake.NewCluster(
+		kfake.NumBrokers(1),
+		kfake.ClusterID("onceflow-chaos"),
+		kfake.AllowAutoTopicCreation(),
+		kfake.ListenFn(func(network, address string) (net.Listener, error) {
+			l, err := net.Listen(network, address)
+			if err != nil {
+				return nil, err
+			}
+			p := NewPausableListener(l)
+			k.mu.Lock()
+			k.listeners = append(k.listeners, p)
+			k.mu.Unlock()
+			return p, nil
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("starting the in-process Kafka broker: %w", err)
+	}
+	k.cluster = c
+	return k, nil
+}
+
+// Brokers are the bootstrap addresses.
+func (k *Kafka) Brokers() []string { return k.cluster.ListenAddrs() }
+
+// Pause cuts the broker off: see Kafka.
+func (k *Kafka) Pause() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, l := range k.listeners {
+		l.Pause()
+	}
+}
+
+// Resume lets clients reconnect.
+func (k *Kafka) Resume() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, l := range k.listeners {
+		l.Resume()
+	}
+}
+
+// Close stops the broker.
+func (k *Kafka) Close() { k.cluster.Close() }

@@ -1,0 +1,42 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Figures is what the ledger holds.
+type Figures struct {
+	Charges       int // charge rows
+	Charged       int // distinct payments charged at least once
+	Notifications int // notification rows
+	Notified      int // distinct payments notified at least once
+}
+
+// Missing is how many of sent unique payments were never charged.
+func (f Figures) Missing(unique int) int { return unique - f.Charged }
+
+// Doubles is how many charges were done beyond the first of their payment.
+func (f Figures) Doubles() int { return f.Charges - f.Charged }
+
+// ReadLedger counts the ledger in PostgreSQL at url (the DATABASE_URL of
+// the instances, schema included). The ledger's tables are created by the
+// service's migrations: start an instance first.
+func ReadLedger(ctx context.Context, url string) (Figures, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return Figures{}, fmt.Errorf("reading the ledger: %w", err)
+	}
+	defer conn.Close(ctx)
+	var f Figures
+	err = conn.QueryRow(ctx, `SELECT
+	(SELECT count(*) FROM charges), (SELECT count(DISTINCT payment_id) FROM charges),
+	(SELECT count(*) FROM notifications), (SELECT count(DISTINCT payment_id) FROM notifications)`).
+		Scan(&f.Charges, &f.Charged, &f.Notifications, &f.Notified)
+	if err != nil {
+		return Figures{}, fmt.Errorf("reading the ledger: %w", err)
+	}
+	return f, nil
+}

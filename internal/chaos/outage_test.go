@@ -1,0 +1,86 @@
+package chaos
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// outageHold is how long every outage lasts.
+const outageHold = 10 * time.Second
+
+// Scenario 2, store outage, on RabbitMQ in lease mode with a Redis of the
+// row's own (the ledger stays on the shared PostgreSQL): Redis restarted
+// with its append-only file, Redis unresponsive (CLIENT PAUSE), both
+// fail-closed and fail-open, and a Redis without persistence restarted.
+func storeOutage(t *testing.T, svc Services, sc scale) {
+	const transport = "amqp"
+	for _, c := range []struct {
+		name    string
+		durable bool
+		pause   bool
+		policy  string
+	}{
+		{"redis-restart-fail-closed", true, false, "fail-closed"},
+		{"redis-pause-fail-closed", true, true, "fail-closed"},
+		{"redis-restart-fail-open", true, false, "fail-open"},
+		{"redis-no-persistence-restart", false, false, "fail-closed"},
+	} {
+		if !sc.full && !shortRow("store_outage", transport, c.name) {
+			continue
+		}
+		t.Run(transport+"/"+c.name, func(t *testing.T) {
+			sc.parallel(t)
+			redis, err := NewRedisServer(t.TempDir(), c.durable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := redis.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = redis.Stop() })
+			own := svc
+			own.RedisURL = redis.URL()
+			setup := Setup{Transport: transport, Store: "redis", Mode: "lease", Env: []string{"DEDUP_ON_STORE_ERROR=" + c.policy}}
+			row := NewRow(t, own, setup)
+			ids := row.IDs(sc.payments)
+			down, up, fault := redis.Stop, redis.Start, "Redis (append-only file) restarted, 10 s down"
+			if c.pause {
+				down, up, fault = func() error { return redis.Pause(outageHold) }, func() error { return nil }, "Redis unresponsive 10 s (CLIENT PAUSE)"
+			} else if !c.durable {
+				fault = "Redis without persistence restarted, 10 s down"
+			}
+			o, err := row.RunOutage(ids, copies, outageHold, down, up)
+			var f Figures
+			if err == nil {
+				f, _, err = row.WaitFinished(len(ids), 6*time.Second, sc.bound)
+			} else {
+				f, _ = row.Ledger()
+			}
+			res := Result{Run: t.Name(), Scenario: "store outage", Transport: transport, Mode: setup.modeLabel() + ", " + c.policy,
+				Fault: fault, Sent: o.Sent, Unique: len(ids), Figures: f, Recovery: o.Resumed, PeakRSS: row.PeakRSS()}
+			res.Verdict = verdict(t, setup, len(ids), f, err)
+			var problems []string
+			if c.durable && c.policy == "fail-closed" {
+				if f.Doubles() != 0 {
+					problems = append(problems, fmt.Sprintf("%d doubles, want 0", f.Doubles()))
+				}
+				if o.Resumed > 5*time.Second {
+					problems = append(problems, fmt.Sprintf("charging resumed %v after Redis returned, want within 5s", o.Resumed))
+				}
+			}
+			if o.ReadyDuring {
+				problems = append(problems, "/readyz answered 200 during the outage")
+			}
+			if !o.ReadyAfter {
+				problems = append(problems, "/readyz not 200 within 30s after the outage")
+			}
+			if len(problems) > 0 && res.Verdict == "ok" {
+				t.Errorf("%v", problems)
+				res.Verdict = fmt.Sprintf("failed: %v", problems)
+			}
+			t.Logf("%s: sent %d, %+v, doubles %d, resumed %v after the store returned", t.Name(), o.Sent, f, f.Doubles(), o.Resumed)
+			record(res)
+		})
+	}
+}

@@ -1,0 +1,225 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	amqp091 "github.com/rabbitmq/amqp091-go"
+
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+// Services are what the rows of a test run share: the built binary and
+// the addresses of the brokers and stores.
+type Services struct {
+	Bin      string
+	Kafka    *Kafka // the in-process broker; nil when no row uses kafka
+	AMQPURL  string
+	RedisURL string // redis://host:port/db
+}
+
+// Setup is one row's configuration.
+type Setup struct {
+	Transport string   // kafka, amqp or sql
+	Store     string   // postgres or redis
+	Mode      string   // transaction or lease
+	Env       []string // further KEY=VALUE settings, overriding the defaults
+}
+
+// RowDefaults are the settings every instance runs with unless Setup.Env
+// overrides them: a short handler timeout and lease, so that a killed
+// instance's claims are taken over within seconds.
+var RowDefaults = []string{"HANDLER_TIMEOUT=2s", "DEDUP_LEASE=4s", "RETRY_INTERVAL=50ms",
+	"DATABASE_MAX_CONNS=8", "SHUTDOWN_TIMEOUT=10s", "LOG_LEVEL=info"}
+
+// Row is one scenario x transport x mode: its own topic prefix, service
+// name and PostgreSQL schema (the ledger, the postgres store and the sql
+// transport live there), its instances and its producer. Everything it
+// starts is stopped when the test ends; when the test fails the tail of
+// every instance's log is printed.
+type Row struct {
+	Setup
+	DatabaseURL string
+	Prefix      string // TOPIC_PREFIX
+	// ProducerAMQPURL is where the producer reaches RabbitMQ: Services'
+	// AMQPURL unless a row cuts the instances off but not the producer.
+	ProducerAMQPURL string
+	Instances       []*Instance
+
+	t   testing.TB
+	svc Services
+	env []string
+	dir string // instance logs; removed after the failure report reads them
+}
+
+// NewRow prepares a row of setup for t.
+func NewRow(t testing.TB, svc Services, setup Setup) *Row {
+	t.Helper()
+	id := strings.ToLower(testenv.NewID()[:8])
+	r := &Row{Setup: setup, DatabaseURL: testenv.PostgresSchema(t), Prefix: "chaos_" + id + "_", t: t, svc: svc, dir: t.TempDir()}
+	r.ProducerAMQPURL = svc.AMQPURL
+	r.env = append([]string{"TRANSPORT=" + setup.Transport, "STORE=" + setup.Store, "DEDUP_MODE=" + setup.Mode,
+		"DATABASE_URL=" + r.DatabaseURL, "TOPIC_PREFIX=" + r.Prefix, "SERVICE_NAME=onceflow_" + id}, RowDefaults...)
+	switch setup.Transport {
+	case "kafka":
+		r.env = append(r.env, "KAFKA_BROKERS="+strings.Join(svc.Kafka.Brokers(), ","))
+	case "amqp":
+		r.env = append(r.env, "AMQP_URL="+svc.AMQPURL)
+		t.Cleanup(func() { deleteAMQP(svc.AMQPURL, r.Prefix, "onceflow_"+id) })
+	}
+	if setup.Store == "redis" {
+		r.env = append(r.env, "REDIS_URL="+svc.RedisURL)
+	}
+	r.env = append(r.env, setup.Env...)
+	t.Cleanup(func() {
+		for _, i := range r.Instances {
+			i.Stop()
+		}
+		if t.Failed() {
+			for _, i := range r.Instances {
+				t.Logf("last lines of %s's log:\n%s", i.Name, tail(i.LogPath, 25))
+			}
+		}
+	})
+	return r
+}
+
+// Start adds n instances and starts them.
+func (r *Row) Start(n int) {
+	r.t.Helper()
+	for range n {
+		name := fmt.Sprintf("instance-%d", len(r.Instances)+1)
+		i, err := NewInstance(name, r.svc.Bin, filepath.Join(r.dir, name+".log"), r.env)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		r.Instances = append(r.Instances, i)
+		if err := i.Start(time.Minute); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// IDs returns n payment ids of this row's own.
+func (r *Row) IDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("pay-%s%d", r.Prefix, i)
+	}
+	return ids
+}
+
+// Publish sends copies of each id with the plain-Watermill producer of the
+// row's transport, from 8 goroutines, and returns how many it sent.
+func (r *Row) Publish(ctx context.Context, ids []string, copies int) (int, error) {
+	var brokers []string
+	addr := r.DatabaseURL
+	switch r.Transport {
+	case "kafka":
+		brokers = r.svc.Kafka.Brokers()
+	case "amqp":
+		addr = r.ProducerAMQPURL
+	}
+	pub, err := NewPublisher(r.Transport, addr, brokers)
+	if err != nil {
+		return 0, err
+	}
+	defer pub.Close()
+	return Publish(ctx, pub, r.Prefix+"payments.requested", ids, copies, 8)
+}
+
+// Ledger reads the row's ledger.
+func (r *Row) Ledger() (Figures, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return ReadLedger(ctx, r.DatabaseURL)
+}
+
+// ErrStalled is WaitFinished's error for a row that stopped making
+// progress or did not finish within its bound.
+var ErrStalled = fmt.Errorf("stalled")
+
+// StallAfter is how long the ledger may stay unchanged, with payments
+// still missing, before WaitFinished calls the row stalled.
+const StallAfter = time.Minute
+
+// WaitFinished waits until unique payments are all charged and notified
+// and the ledger's counts have not changed for stable. It gives up with
+// ErrStalled and the last figures when the counts have not moved for
+// StallAfter while payments are missing, or after within in all. It also
+// returns when every payment was first seen charged and notified.
+func (r *Row) WaitFinished(unique int, stable, within time.Duration) (Figures, time.Time, error) {
+	deadline := time.Now().Add(within)
+	var (
+		last      Figures
+		lastMove  = time.Now()
+		completed time.Time
+	)
+	for {
+		f, err := r.Ledger()
+		now := time.Now()
+		if err == nil {
+			if f != last {
+				last, lastMove = f, now
+			}
+			if f.Charged >= unique && f.Notified >= unique {
+				if completed.IsZero() {
+					completed = now
+				}
+				if now.Sub(lastMove) >= stable {
+					return f, completed, nil
+				}
+			}
+		}
+		if idle := now.Sub(lastMove); idle >= StallAfter || now.After(deadline) {
+			return last, completed, fmt.Errorf("%w: %d of %d payments charged, %d notified; no change for %v (%v at most)",
+				ErrStalled, last.Charged, unique, last.Notified, idle.Round(time.Second), within)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// PeakRSS is the largest peak RSS of the row's instances.
+func (r *Row) PeakRSS() int64 {
+	var peak int64
+	for _, i := range r.Instances {
+		peak = max(peak, i.PeakRSS())
+	}
+	return peak
+}
+
+// tail returns the last n lines of the file at path.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// deleteAMQP deletes the durable exchanges and queues a service with this
+// prefix and service name declares on the shared broker.
+func deleteAMQP(url, prefix, service string) {
+	conn, err := amqp091.Dial(url)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	defer ch.Close()
+	for topic, handler := range map[string]string{
+		"payments.requested": "charge_payment", "payments.charged": "notify_customer", "poison": "poison_log",
+	} {
+		_, _ = ch.QueueDelete(prefix+topic+"_"+prefix+service+"."+handler, false, false, false)
+		_ = ch.ExchangeDelete(prefix+topic, false, false)
+	}
+}

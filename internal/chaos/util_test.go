@@ -1,0 +1,5 @@
+package chaos
+
+import "strconv"
+
+func itoa(n int) string { return strconv.Itoa(n) }
