@@ -30,6 +30,7 @@ var badInputRows = []struct {
 	{"amqp", "transaction-postgres", "postgres", "transaction", false},
 	{"sql", "lease-redis", "redis", "lease", false},
 	{"sql", "transaction-postgres", "postgres", "transaction", true},
+	{"kafka", "lease-redis", "redis", "lease", false},
 }
 
 // inputKind is one kind of odd message mixed into the good ones. A bad
@@ -69,6 +70,11 @@ func rawMessage(key string, body []byte) *message.Message {
 // JSON: watermill-sql's default PostgreSQL schema stores it in a JSON column.
 const sqlNeedsJSON = "the sql transport stores payloads in a JSON column: the producer's insert fails"
 
+// kafkaMaxMessage is why the kafka transport cannot carry 10 MiB: Kafka's
+// default message.max.bytes (1 MiB, also the in-process broker's) and the
+// producer's Producer.MaxMessageBytes (1 MB) refuse it.
+const kafkaMaxMessage = "Kafka's default message.max.bytes and sarama's Producer.MaxMessageBytes are 1 MB: the producer refuses it"
+
 var inputKinds = []inputKind{
 	{name: "not JSON", reason: "invalid character", n: count(2, 10), notOn: map[string]string{"sql": sqlNeedsJSON},
 		make: func(id string) *message.Message { return rawMessage(id, []byte("not JSON \xff\xfe at all")) }},
@@ -81,7 +87,7 @@ var inputKinds = []inputKind{
 		make: func(id string) *message.Message { return rawMessage(id, payload(id, `"100"`, `"cust-chaos"`)) }},
 	{name: "wrong type customer", reason: "customer_id", n: count(2, 10),
 		make: func(id string) *message.Message { return rawMessage(id, payload(id, "100", "42")) }},
-	{name: "10 MiB payload", reason: "payment_id", n: count(1, 3),
+	{name: "10 MiB payload", reason: "payment_id", n: count(1, 3), notOn: map[string]string{"kafka": kafkaMaxMessage},
 		make: func(id string) *message.Message {
 			return rawMessage(id, payload(strings.Repeat("x", 10<<20), "100", `"cust-chaos"`))
 		}},
@@ -119,6 +125,9 @@ func TestChaosBadInput(t *testing.T) {
 			continue
 		}
 		t.Run(r.transport+"/"+r.name, func(t *testing.T) {
+			if !sc.full {
+				t.Parallel() // own topics, schema and instances; at full size one row at a time
+			}
 			badInput(t, svc, sc, Setup{Transport: r.transport, Store: r.store, Mode: r.mode})
 		})
 	}
@@ -176,9 +185,16 @@ func badInput(t *testing.T, svc Services, sc scale, setup Setup) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, _, err := row.WaitFinished(unique, 3*time.Second, sc.bound)
+	// One copy of each payment, so the bound is the suite's plus the time
+	// the row's size takes at a slow 50 payments/s on a loaded machine.
+	bound := sc.bound + time.Duration(unique)*20*time.Millisecond
+	f, _, err := row.WaitFinished(unique, 3*time.Second, bound)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		report.Add(Result{Run: t.Name(), Scenario: "bad input", Transport: setup.Transport, Mode: setup.modeLabel(),
+			Fault: fmt.Sprintf("%d good + %d tolerated + %d bad", good, unique-good, nBad), Sent: sent, Unique: unique,
+			Figures: f, PeakRSS: row.PeakRSS(), Verdict: "stalled"})
+		return
 	}
 
 	// A payload under a key already completed: another amount.
@@ -204,7 +220,7 @@ func badInput(t *testing.T, svc Services, sc scale, setup Setup) {
 	}
 
 	// Every bad message in the poison topic, then the ledger unchanged.
-	deadline := time.Now().Add(sc.bound)
+	deadline := time.Now().Add(bound)
 	seen := poison.Seen()
 	for ; time.Now().Before(deadline) && !allIn(wantBad, seen); seen = poison.Seen() {
 		time.Sleep(250 * time.Millisecond)

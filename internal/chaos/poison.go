@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
+	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	amqp091 "github.com/rabbitmq/amqp091-go"
@@ -39,7 +41,7 @@ type PoisonReader struct {
 
 // ReadPoison subscribes to the row's poison topic. On amqp only what is
 // published after the call is seen (the reader's queue is bound now); on
-// sql the whole topic is read. Close it when done.
+// sql and kafka the whole topic is read. Close it when done.
 func (r *Row) ReadPoison() (*PoisonReader, error) {
 	topic := r.Prefix + "poison"
 	var (
@@ -71,6 +73,19 @@ func (r *Row) ReadPoison() (*PoisonReader, error) {
 			return nil, err
 		}
 		sub, stop = s, func() { _ = s.Close(); _ = db.Close() }
+	case "kafka":
+		cfg := kafka.DefaultSaramaSubscriberConfig()
+		cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+		s, err := kafka.NewSubscriber(kafka.SubscriberConfig{
+			Brokers:               r.svc.Kafka.Brokers(),
+			Unmarshaler:           kafka.DefaultMarshaler{},
+			OverwriteSaramaConfig: cfg,
+			ConsumerGroup:         poisonReaderGroup,
+		}, watermill.NopLogger{})
+		if err != nil {
+			return nil, err
+		}
+		sub, stop = s, func() { _ = s.Close() }
 	default:
 		return nil, fmt.Errorf("no poison reader for transport %q", r.Transport)
 	}
