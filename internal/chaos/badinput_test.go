@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 )
@@ -184,6 +186,18 @@ func badInput(t *testing.T, svc Services, sc scale, setup Setup) {
 	sent, err := row.publishMessages(msgs)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup.Transport == "kafka" {
+		// What Kafka can carry instead of 10 MiB: a bad payload as large as
+		// the producer sends, which the poison topic must still take.
+		uuid, size, err := row.publishAtKafkaLimit("odd-" + row.Prefix + "at-limit")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind := fmt.Sprintf("%d-byte payload (the producer's limit)", size)
+		wantBad[uuid], reasons[kind] = kind, "payment_id"
+		nBad++
+		sent++
 	}
 	// One copy of each payment, so the bound is the suite's plus the time
 	// the row's size takes at a slow 50 payments/s on a loaded machine.
@@ -366,4 +380,28 @@ func (r *Row) publishMessages(msgs []*message.Message) (int, error) {
 	close(work)
 	wg.Wait()
 	return sent, firstErr
+}
+
+// publishAtKafkaLimit publishes, to the row's payments.requested topic on
+// kafka, one payment whose 1 MB payment_id makes it invalid and as large as
+// the plain-Watermill producer (sarama's Producer.MaxMessageBytes, 1 MB)
+// accepts, to within 64 bytes. It returns its UUID and payload size.
+func (r *Row) publishAtKafkaLimit(id string) (string, int, error) {
+	pub, err := NewPublisher("kafka", "", r.svc.Kafka.Brokers())
+	if err != nil {
+		return "", 0, err
+	}
+	defer pub.Close()
+	for n := 1_000_000; n > 900_000; n -= 64 {
+		body := payload(strings.Repeat("x", n), "100", `"cust-chaos"`)
+		msg := rawMessage(id, body)
+		err := pub.Publish(r.Prefix+"payments.requested", msg)
+		if err == nil {
+			return msg.UUID, len(body), nil
+		}
+		if !errors.Is(err, sarama.ErrMessageSizeTooLarge) {
+			return "", 0, fmt.Errorf("publishing a %d-byte payload: %w", len(body), err)
+		}
+	}
+	return "", 0, fmt.Errorf("the producer refused every payload down to 900 kB")
 }
