@@ -1,6 +1,10 @@
 package middleware
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/onceflow/onceflow/stores"
+)
 
 // Errors returned by Execute and the faces. Test them with errors.Is.
 var (
@@ -36,4 +40,17 @@ func Permanent(err error) bool {
 	return errors.Is(err, ErrFingerprintMismatch) ||
 		errors.Is(err, ErrNoKey) ||
 		errors.Is(err, ErrUnreadableResult)
+}
+
+// shown is how a key appears in errors and logs: as the stores keep it (see
+// stores.StorageKey), so a long or binary key becomes its short hash. An
+// error's text travels on as the poison topic's reason_poisoned metadata, a
+// broker header: a key of any size a producer sends must not multiply into
+// it (RabbitMQ refuses headers over its frame size, and the poisoned message
+// would be redelivered forever).
+func shown(k string) string {
+	if s, err := stores.StorageKey(k); err == nil {
+		return s
+	}
+	return k
 }

@@ -38,14 +38,14 @@ func (r *Receiver) heartbeat(ctx context.Context, cancel context.CancelCauseFunc
 			case ctx.Err() != nil:
 				return
 			case errors.Is(err, stores.ErrLeaseLost):
-				cancel(fmt.Errorf("extending key %q: %w", k, err))
+				cancel(fmt.Errorf("extending key %q: %w", shown(k), err))
 				return
 			case !time.Now().Before(leaseEnd):
-				cancel(fmt.Errorf("extending key %q until the lease ran out: %w: %w", k, stores.ErrLeaseLost, err))
+				cancel(fmt.Errorf("extending key %q until the lease ran out: %w: %w", shown(k), stores.ErrLeaseLost, err))
 				return
 			default:
 				r.cfg.Logger.WarnContext(ctx, "extending lease failed, will retry",
-					"scope", scope, "key", k, "err", err)
+					"scope", scope, "key", shown(k), "err", err)
 			}
 		}
 	}()

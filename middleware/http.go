@@ -110,7 +110,7 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request, next http
 	if ran && !rolledBack {
 		if errors.Is(err, errNotStored) {
 			r.cfg.Logger.WarnContext(req.Context(), "response served but not stored: a retry runs the handler again",
-				"scope", HTTPScope, "key", k, "max_stored_response", o.maxStored)
+				"scope", HTTPScope, "key", shown(k), "max_stored_response", o.maxStored)
 		}
 		buf.send()
 		return
@@ -124,7 +124,7 @@ func (r *Receiver) answer(w http.ResponseWriter, req *http.Request, k string, re
 	case err == nil && res.Outcome == OutcomeDuplicate:
 		stored, derr := decodeResponse(res.Value)
 		if derr != nil {
-			r.cfg.Logger.ErrorContext(req.Context(), "replaying response", "scope", HTTPScope, "key", k, "err", derr)
+			r.cfg.Logger.ErrorContext(req.Context(), "replaying response", "scope", HTTPScope, "key", shown(k), "err", derr)
 			o.problem(w, http.StatusInternalServerError, "the stored response to this Idempotency-Key cannot be read")
 			return
 		}
@@ -146,7 +146,7 @@ func (r *Receiver) answer(w http.ResponseWriter, req *http.Request, k string, re
 			err = fmt.Errorf("unexpected outcome %q: %w", res.Outcome, err)
 		}
 		r.cfg.Logger.WarnContext(req.Context(), "idempotency store unavailable: request refused",
-			"scope", HTTPScope, "key", k, "err", err)
+			"scope", HTTPScope, "key", shown(k), "err", err)
 		w.Header().Set("Retry-After", retryAfterSeconds)
 		o.problem(w, http.StatusServiceUnavailable, "the idempotency store is unavailable: retry the request")
 	}

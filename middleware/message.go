@@ -111,7 +111,7 @@ func (r *Receiver) Middleware(opts ...MessageOption) message.HandlerMiddleware {
 			if res.Outcome == OutcomeDuplicate && o.outbox == nil {
 				replay, err := decodeMessages(res.Value)
 				if err != nil {
-					return nil, fmt.Errorf("replaying key %q: %w", key, err)
+					return nil, fmt.Errorf("replaying key %q: %w", shown(key), err)
 				}
 				return replay, nil
 			}

@@ -94,9 +94,9 @@ func (r *Receiver) resolve(ctx context.Context, scope, k string, fingerprint []b
 		if mayWait && r.cfg.OnInProgress == Wait {
 			return r.wait(ctx, scope, k, fingerprint, fn)
 		}
-		return r.outcome(scope, OutcomeInProgress, nil), fmt.Errorf("key %q: %w", k, ErrInProgress)
+		return r.outcome(scope, OutcomeInProgress, nil), fmt.Errorf("key %q: %w", shown(k), ErrInProgress)
 	}
-	return Result{}, fmt.Errorf("claiming key %q: unknown claim status %v", k, claim.Status)
+	return Result{}, fmt.Errorf("claiming key %q: unknown claim status %v", shown(k), claim.Status)
 }
 
 // completed answers a key whose record is completed.
@@ -108,7 +108,7 @@ func (r *Receiver) completed(scope, k string, fingerprint []byte, rec stores.Rec
 }
 
 func (r *Receiver) mismatch(scope, k string) (Result, error) {
-	return r.outcome(scope, OutcomeFingerprintMismatch, nil), fmt.Errorf("key %q: %w", k, ErrFingerprintMismatch)
+	return r.outcome(scope, OutcomeFingerprintMismatch, nil), fmt.Errorf("key %q: %w", shown(k), ErrFingerprintMismatch)
 }
 
 // claimFailed applies the store-error policy to a failed Claim.
@@ -118,10 +118,10 @@ func (r *Receiver) claimFailed(ctx context.Context, scope, k string, err error,
 		return Result{}, err
 	}
 	if !errors.Is(err, stores.ErrUnavailable) || r.cfg.OnStoreError == FailClosed {
-		return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("claiming key %q: %w", k, err)
+		return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("claiming key %q: %w", shown(k), err)
 	}
 	r.cfg.Logger.WarnContext(ctx, "processing without idempotency guard",
-		"scope", scope, "key", k, "policy", FailOpen, "err", err)
+		"scope", scope, "key", shown(k), "policy", FailOpen, "err", err)
 	r.cfg.Observer.Outcome(scope, OutcomeFailOpen)
 	v, ferr := fn(ctx)
 	return Result{Outcome: OutcomeFailOpen, Value: v}, ferr

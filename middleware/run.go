@@ -38,7 +38,7 @@ func (r *Receiver) runOwned(ctx context.Context, scope, k string, token stores.T
 		}
 		o := r.releaseAfterFailure(ctx, scope, k, token, leaseLost(fnCtx), failed)
 		if o == OutcomeLeaseLost {
-			return Result{Outcome: o}, fmt.Errorf("key %q: %w: %w", k, stores.ErrLeaseLost, err)
+			return Result{Outcome: o}, fmt.Errorf("key %q: %w: %w", shown(k), stores.ErrLeaseLost, err)
 		}
 		return Result{Outcome: o}, err
 	}
@@ -52,13 +52,13 @@ func (r *Receiver) runOwned(ctx context.Context, scope, k string, token stores.T
 		// deliver it (publish outputs, answer the client); failing instead
 		// would only add a redelivery and a further execution.
 		r.cfg.Logger.WarnContext(ctx, "lease lost before completing: effect may be repeated",
-			"scope", scope, "key", k, "lease", r.cfg.Lease, "err", cerr)
+			"scope", scope, "key", shown(k), "lease", r.cfg.Lease, "err", cerr)
 		return r.outcome(scope, OutcomeLeaseLost, v), nil
 	default:
 		// Same reasoning: the effect has happened, the record stays in
 		// progress until its lease ends.
 		r.cfg.Logger.ErrorContext(ctx, "completing key failed: effect may be repeated",
-			"scope", scope, "key", k, "err", cerr)
+			"scope", scope, "key", shown(k), "err", cerr)
 		return r.outcome(scope, OutcomeStoreError, v), nil
 	}
 }
@@ -72,14 +72,14 @@ func (r *Receiver) releaseAfterFailure(ctx context.Context, scope, k string, tok
 	switch {
 	case lost || errors.Is(err, stores.ErrLeaseLost):
 		r.cfg.Logger.WarnContext(ctx, "lease lost while processing",
-			"scope", scope, "key", k, "lease", r.cfg.Lease)
+			"scope", scope, "key", shown(k), "lease", r.cfg.Lease)
 		r.cfg.Observer.Outcome(scope, OutcomeLeaseLost)
 		return OutcomeLeaseLost
 	case err != nil:
 		// The claim stays until its lease ends; a retry sees in_progress
 		// until then.
 		r.cfg.Logger.WarnContext(ctx, "releasing key failed",
-			"scope", scope, "key", k, "lease", r.cfg.Lease, "err", err)
+			"scope", scope, "key", shown(k), "lease", r.cfg.Lease, "err", err)
 	}
 	r.cfg.Observer.Outcome(scope, failed)
 	return failed

@@ -83,20 +83,20 @@ func (r *Receiver) runInUnit(ctx context.Context, scope, k string, u Unit, token
 	switch {
 	case errors.Is(err, errNotStored):
 		if rerr := u.Store().Release(u.Context(), k, token); rerr != nil {
-			return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("releasing key %q: %w", k, rerr)
+			return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("releasing key %q: %w", shown(k), rerr)
 		}
 		if cerr := u.Commit(ctx); cerr != nil {
-			return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("committing key %q: %w", k, cerr)
+			return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("committing key %q: %w", shown(k), cerr)
 		}
 		return r.outcome(scope, OutcomeNotStored, nil), err
 	case err != nil:
 		return r.outcome(scope, OutcomeFailed, nil), err
 	}
 	if err := r.complete(u.Context(), u.Store(), k, token, v); err != nil {
-		return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("completing key %q: %w", k, err)
+		return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("completing key %q: %w", shown(k), err)
 	}
 	if err := u.Commit(ctx); err != nil {
-		return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("committing key %q: %w", k, err)
+		return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("committing key %q: %w", shown(k), err)
 	}
 	return r.outcome(scope, OutcomeProcessed, v), nil
 }
@@ -106,6 +106,6 @@ func (r *Receiver) rollback(ctx context.Context, scope, k string, u Unit) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	if err := u.Rollback(ctx); err != nil {
-		r.cfg.Logger.WarnContext(ctx, "rolling back failed", "scope", scope, "key", k, "err", err)
+		r.cfg.Logger.WarnContext(ctx, "rolling back failed", "scope", scope, "key", shown(k), "err", err)
 	}
 }

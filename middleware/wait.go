@@ -39,7 +39,7 @@ func (r *Receiver) wait(ctx context.Context, scope, k string, fingerprint []byte
 	})
 	switch {
 	case errors.Is(err, errStillInProgress):
-		return r.outcome(scope, OutcomeInProgress, nil), fmt.Errorf("key %q after waiting %v: %w", k, r.cfg.Wait, ErrInProgress)
+		return r.outcome(scope, OutcomeInProgress, nil), fmt.Errorf("key %q after waiting %v: %w", shown(k), r.cfg.Wait, ErrInProgress)
 	case err != nil:
 		return r.claimFailed(ctx, scope, k, err, fn)
 	}
