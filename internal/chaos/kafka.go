@@ -6,9 +6,12 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/onceflow/onceflow/internal/kfakebroker"
 )
 
-// Kafka is an in-process Kafka-protocol broker (kfake) that the instances,
+// Kafka is an in-process Kafka-protocol broker (kfake, started as
+// internal/kfakebroker starts it) that the instances,
 // separate processes, reach over TCP, behind a PausableListener: kfake
 // keeps no data on disk, so a broker restart is played by cutting every
 // connection and refusing new ones for the outage while the broker keeps
@@ -23,10 +26,9 @@ type Kafka struct {
 // StartKafka starts the broker on a free loopback port.
 func StartKafka() (*Kafka, error) {
 	k := &Kafka{}
-	c, err := kfake.NewCluster(
-		kfake.NumBrokers(1),
-		kfake.ClusterID("onceflow-chaos"),
-		kfake.AllowAutoTopicCreation(),
+	// kfakebroker's broker (dead group members expire as on Kafka), with
+	// a PausableListener under its connections.
+	c, err := kfakebroker.NewCluster("127.0.0.1:0", "onceflow-chaos",
 		kfake.ListenFn(func(network, address string) (net.Listener, error) {
 			l, err := net.Listen(network, address)
 			if err != nil {
@@ -36,7 +38,7 @@ func StartKafka() (*Kafka, error) {
 			k.mu.Lock()
 			k.listeners = append(k.listeners, p)
 			k.mu.Unlock()
-			return p, nil
+			return kfakebroker.Wrap(p), nil
 		}),
 	)
 	if err != nil {

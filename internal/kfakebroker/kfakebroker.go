@@ -43,10 +43,15 @@ func NewCluster(addr, clusterID string, opts ...kfake.Opt) (*kfake.Cluster, erro
 			if err != nil {
 				return nil, err
 			}
-			return lingerListener{l}, nil
+			return Wrap(l), nil
 		}),
 	}, opts...)...)
 }
+
+// Wrap returns l with its connections made to outlive their clients as
+// the package describes. A caller that listens by itself (kfake.ListenFn,
+// say, to put a listener of its own under kfake) wraps its listener in it.
+func Wrap(l net.Listener) net.Listener { return lingerListener{l} }
 
 // lingerListener accepts lingerConns.
 type lingerListener struct{ net.Listener }
