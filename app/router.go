@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 
@@ -51,6 +52,9 @@ func newRouter(cfg Config, t transport, receiver *middleware.Receiver, ob middle
 	//   keepContext  hands poison the message with its original context;
 	//   retry        retries the rest with exponential backoff, each attempt
 	//                on a fresh context;
+	//   outliveClose lets an attempt in flight when the router closes run
+	//                to its end (a graceful shutdown), instead of cancelling
+	//                it mid-effect;
 	//   timeout      bounds one attempt (the lease outlives it: Validate);
 	//   receiver     claims the key, runs the handler once, replays duplicates.
 	var receiverOpts []middleware.MessageOption
@@ -71,6 +75,7 @@ func newRouter(cfg Config, t transport, receiver *middleware.Receiver, ob middle
 			ResetContextOnRetry: true,
 			Logger:              wlog,
 		}.Middleware,
+		outliveClose,
 		wmmw.Timeout(cfg.HandlerTimeout),
 		receiver.Middleware(receiverOpts...),
 	)
@@ -103,6 +108,23 @@ func keepContext(h message.HandlerFunc) message.HandlerFunc {
 	return func(msg *message.Message) ([]*message.Message, error) {
 		ctx := msg.Context()
 		defer msg.SetContext(ctx)
+		return h(msg)
+	}
+}
+
+// outliveClose runs the attempt on a context that the router's Close does
+// not cancel: Watermill cancels every message's context as it starts
+// closing, and a handler cancelled between its side effect and its answer
+// (a ledger row the database committed while the client gave up on it)
+// fails, is released and runs again on another replica — a second effect
+// from a graceful shutdown. HANDLER_TIMEOUT still bounds the attempt, and
+// the router waits up to SHUTDOWN_TIMEOUT for it. Retry, outside, keeps the
+// cancellable context, so it stops retrying once the router closes.
+func outliveClose(h message.HandlerFunc) message.HandlerFunc {
+	return func(msg *message.Message) ([]*message.Message, error) {
+		ctx := msg.Context()
+		defer msg.SetContext(ctx)
+		msg.SetContext(context.WithoutCancel(ctx))
 		return h(msg)
 	}
 }
