@@ -98,6 +98,9 @@ func crashLoop(t *testing.T, svc Services, sc scale, setup Setup) {
 		res.Recovery = max(0, done.Sub(lastRestart))
 	}
 	res.Verdict = verdict(t, setup, len(ids), f, err)
+	if setup.Mode == "lease" {
+		res.Risk = riskCrashWindow
+	}
 	t.Logf("%s: sent %d, %+v, doubles %d, recovery %v, peak RSS %d MiB", t.Name(), sent, f, f.Doubles(), res.Recovery, res.PeakRSS>>20)
 	record(res)
 }

@@ -41,6 +41,9 @@ func handlerFaults(t *testing.T, svc Services, sc scale) {
 				res := Result{Run: t.Name(), Scenario: "handler faults", Transport: transport, Mode: setup.modeLabel(),
 					Fault: c.env, Sent: sent, Unique: len(ids), Figures: f, PeakRSS: row.PeakRSS()}
 				res.Verdict = verdict(t, setup, len(ids), f, err)
+				if c.mode == "lease" && c.env == "CHAOS_FAIL_AFTER=0.3" {
+					res.Risk = riskFailAfterEffect
+				}
 				if res.Verdict == "ok" && c.env == "CHAOS_FAIL_BEFORE=0.3" && f.Doubles() != 0 {
 					t.Errorf("%d doubles with failures before the write, want 0", f.Doubles())
 					res.Verdict = fmt.Sprintf("failed: %d doubles", f.Doubles())

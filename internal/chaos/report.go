@@ -24,6 +24,9 @@ type Result struct {
 	Recovery time.Duration // see the scenario's definition in the header; 0: not measured
 	PeakRSS  int64         // bytes, the largest of the row's instances
 	Verdict  string        // ok, failed: why, or stalled
+	// Risk, when set, names the way to a second charge that the row
+	// measures; the report lists these under "What can still charge twice".
+	Risk string
 }
 
 // Report collects Results from tests that may run in parallel and writes
@@ -78,7 +81,40 @@ func (rep *Report) Write(path string, header []string, command string, took time
 			r.Scenario, r.Transport, r.Mode, r.Fault, r.Sent, r.Unique, r.Charges, r.Missing(r.Unique), r.Doubles(),
 			r.Notifications, recovery, r.PeakRSS>>20, r.Verdict, runPattern(r.Run))
 	}
+	writeRisks(&b, rows)
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// writeRisks lists, risk by risk, the rows that measure a way to a second
+// charge, with their doubles.
+func writeRisks(b *strings.Builder, rows []Result) {
+	var risks []string
+	byRisk := map[string][]Result{}
+	for _, r := range rows {
+		if r.Risk == "" {
+			continue
+		}
+		if _, ok := byRisk[r.Risk]; !ok {
+			risks = append(risks, r.Risk)
+		}
+		byRisk[r.Risk] = append(byRisk[r.Risk], r)
+	}
+	if len(risks) == 0 {
+		return
+	}
+	b.WriteString("\n## What can still charge twice\n\n")
+	b.WriteString("Each way to a second charge that the rows above measure, with the doubles they counted (charges beyond one per payment, of the unique payments sent).\n\n")
+	for _, risk := range risks {
+		fmt.Fprintf(b, "- **%s**:", risk)
+		for i, r := range byRisk[risk] {
+			sep := ";"
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(b, "%s %d doubles of %d (%s, %s, %s)", sep, r.Doubles(), r.Unique, r.Scenario, r.Transport, r.Mode)
+		}
+		b.WriteString(".\n")
+	}
 }
 
 // runPattern turns a test name into a -run pattern matching it alone.
