@@ -334,15 +334,7 @@ func dedupe(s []string) []string {
 // plain-Watermill producer of its transport, from 8 goroutines, and returns
 // how many it sent. Each message is published once; the first error stops it.
 func (r *Row) publishMessages(msgs []*message.Message) (int, error) {
-	var brokers []string
-	addr := r.DatabaseURL
-	switch r.Transport {
-	case "kafka":
-		brokers = r.svc.Kafka.Brokers()
-	case "amqp":
-		addr = r.svc.AMQPURL
-	}
-	pub, err := NewPublisher(r.Transport, addr, brokers)
+	pub, err := r.publisher()
 	if err != nil {
 		return 0, err
 	}

@@ -58,16 +58,8 @@ func brokerOutage(t *testing.T, svc Services, sc scale) {
 			if f.Doubles() != 0 {
 				problems = append(problems, fmt.Sprintf("%d doubles, want 0", f.Doubles()))
 			}
-			if o.ReadyDuring {
-				problems = append(problems, "/readyz answered 200 during the outage")
-			}
-			if !o.ReadyAfter {
-				problems = append(problems, "/readyz not 200 within 30s after the outage")
-			}
-			if len(problems) > 0 && res.Verdict == "ok" {
-				t.Errorf("%v", problems)
-				res.Verdict = fmt.Sprintf("failed: %v", problems)
-			}
+			problems = append(problems, o.readinessProblems()...)
+			fail(t, &res, problems)
 			t.Logf("%s: sent %d, %+v, doubles %d, resumed %v after the broker returned", t.Name(), o.Sent, f, f.Doubles(), o.Resumed)
 			record(res)
 		})

@@ -133,6 +133,15 @@ func verdict(t *testing.T, s Setup, unique int, f Figures, err error) string {
 	return "ok"
 }
 
+// fail fails t and res for problems beyond those of verdict, if any.
+func fail(t *testing.T, res *Result, problems []string) {
+	t.Helper()
+	if len(problems) > 0 && res.Verdict == "ok" {
+		t.Errorf("%v", problems)
+		res.Verdict = fmt.Sprintf("failed: %v", problems)
+	}
+}
+
 func reportHeader() []string {
 	sc := chaosScale()
 	return []string{

@@ -62,3 +62,16 @@ func (r *Row) RunOutage(ids []string, copies int, hold time.Duration, down, up f
 	o.ReadyAfter = r.Instances[0].WaitReady(30*time.Second) == nil
 	return o, <-published
 }
+
+// readinessProblems is what the outage's /readyz answers got wrong: ready
+// in the middle of the outage, or not ready again after it.
+func (o Outage) readinessProblems() []string {
+	var problems []string
+	if o.ReadyDuring {
+		problems = append(problems, "/readyz answered 200 during the outage")
+	}
+	if !o.ReadyAfter {
+		problems = append(problems, "/readyz not 200 within 30s after the outage")
+	}
+	return problems
+}

@@ -78,16 +78,8 @@ func storeOutage(t *testing.T, svc Services, sc scale) {
 					problems = append(problems, fmt.Sprintf("charging resumed %v after Redis returned, want within 5s", o.Resumed))
 				}
 			}
-			if o.ReadyDuring {
-				problems = append(problems, "/readyz answered 200 during the outage")
-			}
-			if !o.ReadyAfter {
-				problems = append(problems, "/readyz not 200 within 30s after the outage")
-			}
-			if len(problems) > 0 && res.Verdict == "ok" {
-				t.Errorf("%v", problems)
-				res.Verdict = fmt.Sprintf("failed: %v", problems)
-			}
+			problems = append(problems, o.readinessProblems()...)
+			fail(t, &res, problems)
 			t.Logf("%s: sent %d, %+v, doubles %d, resumed %v after the store returned", t.Name(), o.Sent, f, f.Doubles(), o.Resumed)
 			record(res)
 		})

@@ -119,10 +119,7 @@ func pgRestart(t *testing.T, svc Services, sc scale, scenario string, setup Setu
 		default:
 		}
 	}
-	if len(problems) > 0 && res.Verdict == "ok" {
-		t.Errorf("%v", problems)
-		res.Verdict = fmt.Sprintf("failed: %v", problems)
-	}
+	fail(t, &res, problems)
 	t.Logf("%s: sent %d, %+v, doubles %d, resumed %v after PostgreSQL returned", t.Name(), o.Sent, f, f.Doubles(), o.Resumed)
 	record(res)
 }

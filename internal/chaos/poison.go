@@ -135,15 +135,5 @@ func (p *PoisonReader) Close() {
 
 // deleteQueue deletes a queue on the broker at url.
 func deleteQueue(url, queue string) {
-	conn, err := amqp091.Dial(url)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	defer ch.Close()
-	_, _ = ch.QueueDelete(queue, false, false, false)
+	withAMQPChannel(url, func(ch *amqp091.Channel) { _, _ = ch.QueueDelete(queue, false, false, false) })
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill/message"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/onceflow/onceflow/internal/testenv"
@@ -117,6 +118,17 @@ func (r *Row) IDs(n int) []string {
 // Publish sends copies of each id with the plain-Watermill producer of the
 // row's transport, from 8 goroutines, and returns how many it sent.
 func (r *Row) Publish(ctx context.Context, ids []string, copies int) (int, error) {
+	pub, err := r.publisher()
+	if err != nil {
+		return 0, err
+	}
+	defer pub.Close()
+	return Publish(ctx, pub, r.Prefix+"payments.requested", ids, copies, 8)
+}
+
+// publisher is the plain-Watermill producer of the row's transport, on
+// the row's database, broker or ProducerAMQPURL. Close it when done.
+func (r *Row) publisher() (message.Publisher, error) {
 	var brokers []string
 	addr := r.DatabaseURL
 	switch r.Transport {
@@ -125,12 +137,7 @@ func (r *Row) Publish(ctx context.Context, ids []string, copies int) (int, error
 	case "amqp":
 		addr = r.ProducerAMQPURL
 	}
-	pub, err := NewPublisher(r.Transport, addr, brokers)
-	if err != nil {
-		return 0, err
-	}
-	defer pub.Close()
-	return Publish(ctx, pub, r.Prefix+"payments.requested", ids, copies, 8)
+	return NewPublisher(r.Transport, addr, brokers)
 }
 
 // Ledger reads the row's ledger.
@@ -206,6 +213,19 @@ func tail(path string, n int) string {
 // deleteAMQP deletes the durable exchanges and queues a service with this
 // prefix and service name declares on the shared broker.
 func deleteAMQP(url, prefix, service string) {
+	withAMQPChannel(url, func(ch *amqp091.Channel) {
+		for topic, handler := range map[string]string{
+			"payments.requested": "charge_payment", "payments.charged": "notify_customer", "poison": "poison_log",
+		} {
+			_, _ = ch.QueueDelete(prefix+topic+"_"+prefix+service+"."+handler, false, false, false)
+			_ = ch.ExchangeDelete(prefix+topic, false, false)
+		}
+	})
+}
+
+// withAMQPChannel runs fn on a channel of a connection of its own to the
+// broker at url; an unreachable broker runs nothing.
+func withAMQPChannel(url string, fn func(*amqp091.Channel)) {
 	conn, err := amqp091.Dial(url)
 	if err != nil {
 		return
@@ -216,10 +236,5 @@ func deleteAMQP(url, prefix, service string) {
 		return
 	}
 	defer ch.Close()
-	for topic, handler := range map[string]string{
-		"payments.requested": "charge_payment", "payments.charged": "notify_customer", "poison": "poison_log",
-	} {
-		_, _ = ch.QueueDelete(prefix+topic+"_"+prefix+service+"."+handler, false, false, false)
-		_ = ch.ExchangeDelete(prefix+topic, false, false)
-	}
+	fn(ch)
 }
