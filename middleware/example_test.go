@@ -1,6 +1,8 @@
 package middleware_test
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -45,7 +47,30 @@ func ExampleReceiver_Middleware() {
 		wmmw.Timeout(handlerTimeout),
 		receiver.Middleware(),
 	)
+	charges := make(chan string, 2)
 	router.AddConsumerHandler("charge_payment", "payments.requested", pubSub, func(msg *message.Message) error {
-		return nil // charge once
+		charges <- string(msg.Payload) // charge once
+		return nil
 	})
+	go func() { _ = router.Run(context.Background()) }()
+	defer func() { _ = router.Close() }()
+	<-router.Running()
+
+	for range 2 { // the broker delivers the payment twice, under one idempotency key
+		msg := message.NewMessage(watermill.NewUUID(), []byte(`{"payment_id":"pay-1"}`))
+		msg.Metadata.Set("idempotency_key", "pay-1")
+		if err := pubSub.Publish("payments.requested", msg); err != nil {
+			panic(err)
+		}
+	}
+	fmt.Println("charged:", <-charges)
+	select {
+	case p := <-charges:
+		fmt.Println("charged again:", p)
+	case <-time.After(200 * time.Millisecond):
+		fmt.Println("the copy was a duplicate")
+	}
+	// Output:
+	// charged: {"payment_id":"pay-1"}
+	// the copy was a duplicate
 }

@@ -1,7 +1,10 @@
 package middleware_test
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 
 	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores/memory"
@@ -27,5 +30,17 @@ func ExampleReceiver_HTTP() {
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/payments", idempotent(createPayment))
 	// Outermost first: authentication -> routing -> Idempotency-Key -> handler.
-	_ = http.Server{Handler: middleware.Authenticate(keys, nil)(mux)}
+	handler := middleware.Authenticate(keys, nil)(mux)
+
+	for range 2 { // the client sends the same request twice
+		req := httptest.NewRequest("POST", "/v1/payments", strings.NewReader(`{"payment_id":"pay-1"}`))
+		req.Header.Set("Authorization", "Bearer k3y-1")
+		req.Header.Set("Idempotency-Key", "order-42")
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		fmt.Println(rec.Code, "replayed:", rec.Header().Get("Idempotent-Replayed") == "true")
+	}
+	// Output:
+	// 202 replayed: false
+	// 202 replayed: true
 }
