@@ -22,10 +22,7 @@ type brokerCheck func(ctx context.Context) error
 // lock, so reading it from another goroutine would race.)
 func amqpAnswers(url string) brokerCheck {
 	return func(ctx context.Context) error {
-		timeout := time.Second
-		if d, ok := ctx.Deadline(); ok {
-			timeout = max(time.Until(d), 10*time.Millisecond)
-		}
+		timeout := untilDeadline(ctx)
 		conn, err := amqp091.DialConfig(url, amqp091.Config{Dial: amqp091.DefaultDial(timeout)})
 		if err != nil {
 			return fmt.Errorf("connecting to RabbitMQ: %w", err)
@@ -39,10 +36,7 @@ func amqpAnswers(url string) brokerCheck {
 func kafkaAnswers(brokers []string) brokerCheck {
 	return func(ctx context.Context) error {
 		cfg := sarama.NewConfig()
-		timeout := time.Second
-		if d, ok := ctx.Deadline(); ok {
-			timeout = max(time.Until(d), 10*time.Millisecond)
-		}
+		timeout := untilDeadline(ctx)
 		cfg.Net.DialTimeout, cfg.Net.ReadTimeout, cfg.Net.WriteTimeout = timeout, timeout, timeout
 		var errs []error
 		for _, addr := range brokers {
@@ -66,4 +60,14 @@ func kafkaAnswers(brokers []string) brokerCheck {
 // sql transport's broker.
 func postgresAnswers(pool *pgxpool.Pool) brokerCheck {
 	return func(ctx context.Context) error { return pool.Ping(ctx) }
+}
+
+// untilDeadline is what is left of ctx's deadline (at least 10ms), or a
+// second when ctx has none: the dial and read timeout of a check's own
+// connection, whose client takes no context.
+func untilDeadline(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), 10*time.Millisecond)
+	}
+	return time.Second
 }
