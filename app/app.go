@@ -91,7 +91,16 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 		a.sweeper = postgres.NewSweeper(a.store.pg, postgres.SweeperConfig{Logger: logger})
 	}
 
-	if a.transport, err = newTransport(ctx, cfg, a.pool, logger); err != nil {
+	ledger := withChaos(newLedger(a.pool), cfg)
+	if sm.ledger != nil {
+		ledger = sm.ledger(ledger)
+	}
+	routes := handlers.NewMessageHandlers(ledger, logger).Routes()
+	if err = checkRoutes(routes); err != nil {
+		return nil, err
+	}
+
+	if a.transport, err = newTransport(ctx, cfg, a.pool, append(routes.Topics(), PoisonTopic), logger); err != nil {
 		return nil, err
 	}
 	a.transport = withTopicPrefix(a.transport, cfg.TopicPrefix)
@@ -109,7 +118,8 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 	if cfg.DedupMode == "transaction" {
 		transactor = pgTransactor{pool: a.pool, store: a.store.pg}
 		wlog := watermill.NewSlogLogger(logger)
-		o := outbox{direct: cfg.Transport == "sql", prefix: cfg.TopicPrefix, publisher: a.transport.publisher, logger: wlog}
+		o := outbox{direct: cfg.Transport == "sql", prefix: cfg.TopicPrefix, outputs: routes.Outputs(),
+			publisher: a.transport.publisher, logger: wlog}
 		ob, publisher = o.write, outboxPublisher{o}
 		if !o.direct {
 			var consumers *pgxpool.Pool
@@ -138,11 +148,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 		return nil, err
 	}
 
-	ledger := withChaos(newLedger(a.pool), cfg)
-	if sm.ledger != nil {
-		ledger = sm.ledger(ledger)
-	}
-	if a.router, err = newRouter(cfg, a.transport, receiver, ob, handlers.NewMessageHandlers(ledger, logger), poison, logger); err != nil {
+	if a.router, err = newRouter(cfg, a.transport, receiver, ob, routes, poison, logger); err != nil {
 		return nil, err
 	}
 	api := handlers.NewHTTP(ledger, publisher, logger)

@@ -11,7 +11,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
@@ -22,11 +21,6 @@ const (
 	outboxTopic   = "outbox"
 	outboxHandler = "outbox_relay"
 )
-
-// handlerOutputs is the topic each handler's produced messages go to.
-var handlerOutputs = map[string]string{
-	handlers.ChargePaymentHandler: handlers.TopicPaymentCharged,
-}
 
 // outbox writes messages in the transaction of the unit of work found in a
 // context (see postgres.TxFromContext), so that they commit or roll back with it.
@@ -40,8 +34,11 @@ var handlerOutputs = map[string]string{
 // is subscribed by this service, and the subscribers create them at
 // start-up, the relay's before the router's.
 type outbox struct {
-	direct    bool
-	prefix    string
+	direct bool
+	prefix string
+	// outputs is the topic of each handler's produced messages
+	// (handlers.Routes.Outputs).
+	outputs   map[string]string
 	publisher message.Publisher // the transport's, already prefixed
 	logger    watermill.LoggerAdapter
 }
@@ -68,7 +65,7 @@ func (o outbox) publish(ctx context.Context, topic string, msgs ...*message.Mess
 
 // write is the middleware.Outbox of the router's handlers.
 func (o outbox) write(ctx context.Context, handler string, msgs []*message.Message) error {
-	topic, ok := handlerOutputs[handler]
+	topic, ok := o.outputs[handler]
 	if !ok {
 		return fmt.Errorf("handler %q produced messages but has no output topic", handler)
 	}

@@ -27,7 +27,7 @@ func publishToBroker(ctx context.Context, cfg Config, opts PublishOptions, out i
 		}
 		defer pool.Close()
 	}
-	t, err := newTransport(ctx, cfg, pool, slog.New(slog.DiscardHandler))
+	t, err := newTransport(ctx, cfg, pool, []string{opts.Topic}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

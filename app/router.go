@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -29,12 +30,12 @@ func permanent(err error) bool {
 }
 
 // newRouter assembles the Watermill router: the middleware chain shared by
-// every handler, then the handlers with their own subscribers.
-// With ob set (DEDUP_MODE=transaction), handlers' produced messages are
-// written through it inside their unit of work instead of being published
-// by the router.
+// every handler, then each of routes with a subscriber of its own, and the
+// poison log. With ob set (DEDUP_MODE=transaction), handlers' produced
+// messages are written through it inside their unit of work instead of
+// being published by the router.
 func newRouter(cfg Config, t transport, receiver *middleware.Receiver, ob middleware.Outbox,
-	mh *handlers.MessageHandlers, pl *poisonLog, logger *slog.Logger) (*message.Router, error) {
+	routes handlers.Routes, pl *poisonLog, logger *slog.Logger) (*message.Router, error) {
 	wlog := watermill.NewSlogLogger(logger)
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.ShutdownTimeout}, wlog)
 	if err != nil {
@@ -80,23 +81,38 @@ func newRouter(cfg Config, t transport, receiver *middleware.Receiver, ob middle
 		receiver.Middleware(receiverOpts...),
 	)
 
-	sub, err := t.subscriber(handlers.ChargePaymentHandler)
+	for _, r := range routes {
+		sub, err := t.subscriber(r.Name)
+		if err != nil {
+			return nil, err
+		}
+		if r.Consume != nil {
+			router.AddConsumerHandler(r.Name, r.Consumes, sub, r.Consume)
+		} else {
+			router.AddHandler(r.Name, r.Consumes, sub, r.Produces, t.publisher, r.Handle)
+		}
+	}
+	sub, err := t.subscriber(poisonLogHandler)
 	if err != nil {
-		return nil, err
-	}
-	router.AddHandler(handlers.ChargePaymentHandler, handlers.TopicPaymentRequested, sub,
-		handlerOutputs[handlers.ChargePaymentHandler], t.publisher, mh.ChargePayment)
-
-	if sub, err = t.subscriber(handlers.NotifyCustomerHandler); err != nil {
-		return nil, err
-	}
-	router.AddConsumerHandler(handlers.NotifyCustomerHandler, handlers.TopicPaymentCharged, sub, mh.NotifyCustomer)
-
-	if sub, err = t.subscriber(poisonLogHandler); err != nil {
 		return nil, err
 	}
 	router.AddConsumerHandler(poisonLogHandler, PoisonTopic, sub, pl.handle)
 	return router, nil
+}
+
+// checkRoutes reports routes that cannot be wired (handlers.Routes.Validate)
+// or that take the name of a handler of the service's own.
+func checkRoutes(routes handlers.Routes) error {
+	err := routes.Validate()
+	for _, r := range routes {
+		if r.Name == poisonLogHandler || r.Name == outboxHandler {
+			err = errors.Join(err, fmt.Errorf("route %q: the name is the service's own handler's", r.Name))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("message routes: %w", err)
+	}
+	return nil
 }
 
 // keepContext gives the message back the context it came with once the

@@ -2,12 +2,15 @@ package app
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+
+	"github.com/onceflow/onceflow/handlers"
 )
 
 // A handler in flight when the router closes runs to its end on a live
@@ -55,5 +58,20 @@ func TestOutliveCloseKeepsAnAttemptInFlightAlive(t *testing.T) {
 	}
 	if err := <-runDone; err != nil {
 		t.Errorf("Run: %v", err)
+	}
+}
+
+// A route may not take the name of a handler the service registers itself:
+// the router would refuse the second registration only when it runs.
+func TestCheckRoutesRefusesTheServicesOwnNames(t *testing.T) {
+	consume := func(*message.Message) error { return nil }
+	for _, name := range []string{poisonLogHandler, outboxHandler} {
+		err := checkRoutes(handlers.Routes{{Name: name, Consumes: "in", Consume: consume}})
+		if err == nil || !strings.Contains(err.Error(), "the service's own handler") {
+			t.Errorf("checkRoutes(route %q) = %v, want it refused", name, err)
+		}
+	}
+	if err := checkRoutes(handlers.NewMessageHandlers(handlers.NewMemoryLedger(), nil).Routes()); err != nil {
+		t.Errorf("checkRoutes(the payments routes) = %v", err)
 	}
 }

@@ -34,8 +34,9 @@ type transport struct {
 }
 
 // newTransport builds the transport TRANSPORT names. pool is the
-// PostgreSQL pool when DATABASE_URL is set, else nil.
-func newTransport(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slog.Logger) (transport, error) {
+// PostgreSQL pool when DATABASE_URL is set, else nil. topics are those the
+// transport creates at start-up where a broker needs that (Kafka).
+func newTransport(ctx context.Context, cfg Config, pool *pgxpool.Pool, topics []string, logger *slog.Logger) (transport, error) {
 	wlog := watermill.NewSlogLogger(logger)
 	var (
 		t   transport
@@ -45,7 +46,7 @@ func newTransport(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *s
 	case "gochannel":
 		t = newGoChannel(wlog)
 	case "kafka":
-		t, err = newKafka(ctx, cfg, wlog)
+		t, err = newKafka(ctx, cfg, topics, wlog)
 	case "amqp":
 		t, err = newAMQP(ctx, cfg, wlog)
 	case "sql":

@@ -34,8 +34,8 @@ const (
 )
 
 // newKafka is the Kafka transport (watermill-kafka on sarama). At start-up
-// it creates the service's topics — payments.requested, payments.charged and
-// poison, each with TOPIC_PREFIX prepended — with KAFKA_PARTITIONS
+// it creates topics — the service's: every topic its routes consume or
+// produce, and the poison topic — each with TOPIC_PREFIX prepended, with KAFKA_PARTITIONS
 // partitions and the cluster's default replication factor, leaving topics
 // that already exist as they are. An unreachable cluster fails start-up with
 // an error naming KAFKA_BROKERS.
@@ -47,15 +47,15 @@ const (
 // starts from the oldest offset, and an offset is marked only after the
 // router acked its message, so a rebalance or crash redelivers instead of
 // losing (the idempotent receiver absorbs the redelivery).
-func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (transport, error) {
+func newKafka(ctx context.Context, cfg Config, topics []string, logger watermill.LoggerAdapter) (transport, error) {
 	brokersErr := func(err error) error {
 		return fmt.Errorf("KAFKA_BROKERS=%s: %w", strings.Join(cfg.KafkaBrokers, ","), oneLineError{err})
 	}
-	topics := []string{handlers.TopicPaymentRequested, handlers.TopicPaymentCharged, PoisonTopic}
+	prefixed := make([]string, len(topics))
 	for i, topic := range topics {
-		topics[i] = cfg.TopicPrefix + topic
+		prefixed[i] = cfg.TopicPrefix + topic
 	}
-	if err := createKafkaTopics(ctx, cfg, topics); err != nil {
+	if err := createKafkaTopics(ctx, cfg, prefixed); err != nil {
 		return transport{}, brokersErr(err)
 	}
 	pub, err := kafka.NewPublisher(kafka.PublisherConfig{

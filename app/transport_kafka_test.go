@@ -197,10 +197,11 @@ func kafkaAppEnv(t *testing.T) (env []string, prefix string) {
 }
 
 // kafkaTestTransport is newKafka behind the topic prefix, as New builds it,
-// closed when t ends.
+// with the payments topics and poison, closed when t ends.
 func kafkaTestTransport(t *testing.T, cfg Config) transport {
 	t.Helper()
-	tr, err := newKafka(t.Context(), cfg, watermill.NopLogger{})
+	topics := []string{handlers.TopicPaymentRequested, handlers.TopicPaymentCharged, PoisonTopic}
+	tr, err := newKafka(t.Context(), cfg, topics, watermill.NopLogger{})
 	if err != nil {
 		t.Fatal(err)
 	}

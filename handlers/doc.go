@@ -7,6 +7,11 @@
 //	POST /v1/payments ──PaymentRequested──▶ charge_payment ──PaymentCharged──▶ notify_customer
 //	   (ledger: accepted)   payments.requested  (ledger: charge row)  payments.charged  (ledger: notification row)
 //
+// [MessageHandlers.Routes] lists the message handlers with the topics they
+// consume and produce: the application loops over that list to subscribe
+// them on the configured broker behind the idempotent receiver, so adding a
+// handler touches this package only.
+//
 // The package knows nothing of brokers or idempotency stores. Message
 // handlers are plain Watermill handler functions and do their side effects
 // naively — a charge row per execution — because the idempotent receiver
