@@ -4,10 +4,24 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // outageHold is how long every outage lasts.
 const outageHold = 10 * time.Second
+
+// redisArgs are the settings of a row's own Redis: with an append-only
+// file (appendonly yes, appendfsync everysec) when durable, else without
+// any persistence (save "", appendonly no), as docker-compose.yml once
+// shipped it.
+func redisArgs(durable bool) []string {
+	args := []string{"--save", "", "--maxmemory-policy", "noeviction"}
+	if durable {
+		return append(args, "--appendonly", "yes", "--appendfsync", "everysec")
+	}
+	return append(args, "--appendonly", "no")
+}
 
 // Scenario 2, store outage, on RabbitMQ in lease mode with a Redis of the
 // row's own (the ledger stays on the shared PostgreSQL): Redis restarted
@@ -31,22 +45,18 @@ func storeOutage(t *testing.T, svc Services, sc scale) {
 		}
 		t.Run(transport+"/"+c.name, func(t *testing.T) {
 			sc.parallel(t)
-			redis, err := NewRedisServer(t.TempDir(), c.durable)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := redis.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = redis.Stop() })
+			redis := testenv.RedisServer(t, redisArgs(c.durable)...)
 			own := svc
-			own.RedisURL = redis.URL()
+			own.RedisURL = "redis://" + redis.Addr() + "/0"
 			setup := Setup{Transport: transport, Store: "redis", Mode: "lease", Env: []string{"DEDUP_ON_STORE_ERROR=" + c.policy}}
 			row := NewRow(t, own, setup)
 			ids := row.IDs(sc.payments)
-			down, up, fault := redis.Stop, redis.Start, "Redis (append-only file) restarted, 10 s down"
+			down, up, fault := func() error { redis.Shutdown(); return nil }, redis.Restart, "Redis (append-only file) restarted, 10 s down"
 			if c.pause {
-				down, up, fault = func() error { return redis.Pause(outageHold) }, func() error { return nil }, "Redis unresponsive 10 s (CLIENT PAUSE)"
+				pause := func() error {
+					return redis.Client(t).Do(t.Context(), "CLIENT", "PAUSE", outageHold.Milliseconds(), "ALL").Err()
+				}
+				down, up, fault = pause, func() error { return nil }, "Redis unresponsive 10 s (CLIENT PAUSE)"
 			} else if !c.durable {
 				fault = "Redis without persistence restarted, 10 s down"
 			}

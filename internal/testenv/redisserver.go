@@ -3,12 +3,15 @@ package testenv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,10 +71,26 @@ func (n *node) stop() {
 	<-n.exited
 }
 
+// shutdown stops the process as SIGTERM does — with an append-only file it
+// is flushed first — and kills it if it has not exited within 20 s.
+func (n *node) shutdown() {
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-n.exited:
+	case <-time.After(20 * time.Second):
+		n.stop()
+	}
+}
+
 // RedisProcess is a redis-server that a test started for itself, with
-// settings of its own; see RedisServer.
+// settings of its own; see RedisServer. Its methods are not safe for
+// concurrent use.
 type RedisProcess struct {
-	n *node
+	mu     sync.Mutex // guards n against the test's cleanup
+	n      *node
+	server string
+	dir    string
+	args   []string
 }
 
 // Addr is the server's host:port on loopback.
@@ -79,7 +98,36 @@ func (p *RedisProcess) Addr() string { return p.n.addr }
 
 // Stop kills the server and waits for it to exit. It is safe to call more
 // than once; the test's cleanup calls it too.
-func (p *RedisProcess) Stop() { p.n.stop() }
+func (p *RedisProcess) Stop() { p.node().stop() }
+
+// Shutdown stops the server as SIGTERM does: with an append-only file its
+// writes are flushed first; without persistence every key is gone.
+func (p *RedisProcess) Shutdown() { p.node().shutdown() }
+
+// Restart starts the server again, stopped or not, on the same port and
+// files, with the same settings, and waits until it answers.
+func (p *RedisProcess) Restart() error {
+	n := p.node()
+	n.stop()
+	_, port, _ := net.SplitHostPort(n.addr)
+	portNum, _ := strconv.Atoi(port)
+	next, err := startRedisServer(p.server, p.dir, portNum, p.args...)
+	if err != nil {
+		return fmt.Errorf("restarting redis-server on %s: %w", n.addr, err)
+	}
+	p.mu.Lock()
+	p.n = next
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return next.waitReady(ctx)
+}
+
+func (p *RedisProcess) node() *node {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
 
 // Client returns a client of the server, closed when t ends.
 func (p *RedisProcess) Client(t testing.TB) *redis.Client {
@@ -105,8 +153,9 @@ func RedisServer(t testing.TB, args ...string) *RedisProcess {
 	for attempt := 1; ; attempt++ {
 		n, err := tryStartRedisServer(server, dir, args)
 		if err == nil {
-			t.Cleanup(n.stop)
-			return &RedisProcess{n: n}
+			p := &RedisProcess{n: n, server: server, dir: dir, args: args}
+			t.Cleanup(p.Stop)
+			return p
 		}
 		if !errors.Is(err, errNodeExited) || attempt == 3 {
 			t.Fatalf("starting redis-server %v: %v", args, err)
