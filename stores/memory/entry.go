@@ -31,7 +31,7 @@ func (e *entry) expired(now time.Time) bool { return !now.Before(e.expiresAt) }
 // The methods below must be called with s.mu held.
 
 // owned returns the in-progress entry for key whose live lease belongs to
-// token, or stores.ErrLeaseLost.
+// token, or [stores.ErrLeaseLost].
 func (s *Store) owned(key string, token stores.Token, now time.Time) (*entry, error) {
 	e, ok := s.entries[key]
 	if !ok || e.completed() || e.token != token || e.expired(now) {

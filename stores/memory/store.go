@@ -1,4 +1,4 @@
-// Package memory is the in-process implementation of stores.Store: bounded,
+// Package memory is the in-process implementation of [stores.Store]: bounded,
 // expiring and stoppable. It is meant for development, tests and
 // single-replica services; records live only as long as the process, so two
 // replicas do not see each other's claims.
@@ -26,7 +26,7 @@ const (
 
 // ErrFull means a Claim found the store at Config.MaxEntries with nothing to
 // evict: every record is in progress with a live lease. Claim returns it
-// wrapped in a stores.UnavailableError, so the receiver's store-error policy
+// wrapped in a [stores.UnavailableError], so the receiver's store-error policy
 // applies.
 var ErrFull = errors.New("memory store full of in-progress records")
 
@@ -47,7 +47,7 @@ type Config struct {
 	JanitorInterval time.Duration
 }
 
-// Store is an in-memory stores.Store. It is safe for concurrent use. Close
+// Store is an in-memory [stores.Store]. It is safe for concurrent use. Close
 // it to stop its janitor goroutine.
 type Store struct {
 	maxEntries int
@@ -91,8 +91,8 @@ func (s *Store) Len() int {
 }
 
 // Close stops the janitor, waits for it to exit and drops every record.
-// Afterwards every method returns an error matching stores.ErrUnavailable
-// and stores.ErrClosed. Close is idempotent and always returns nil.
+// Afterwards every method returns an error matching [stores.ErrUnavailable]
+// and [stores.ErrClosed]. Close is idempotent and always returns nil.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()

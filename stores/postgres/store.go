@@ -1,4 +1,4 @@
-// Package postgres is the PostgreSQL implementation of stores.Store, on pgx.
+// Package postgres is the PostgreSQL implementation of [stores.Store], on pgx.
 //
 // The records live in one table (see package migrations, which creates it).
 // Every method is exactly one SQL statement, so each is atomic on its own and
@@ -63,7 +63,7 @@ type Config struct {
 	Table string
 }
 
-// Store is a stores.Store on PostgreSQL. It is safe for concurrent use when
+// Store is a [stores.Store] on PostgreSQL. It is safe for concurrent use when
 // its Querier is (a pool is; a pgx.Conn or pgx.Tx is not). It owns nothing:
 // closing the pool or finishing the transaction is the caller's business.
 type Store struct {

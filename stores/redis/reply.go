@@ -7,7 +7,7 @@ import (
 	"github.com/onceflow/onceflow/stores"
 )
 
-// parseClaim turns the reply of claimScript into a stores.Claim. token is the
+// parseClaim turns the reply of claimScript into a [stores.Claim]. token is the
 // one offered to the script, which it kept if the claim was acquired.
 //
 // go-redis returns Redis bulk strings as Go strings holding the exact bytes,

@@ -94,7 +94,7 @@ return {'acquired', now, lease_until}
 // completeLua stores the result if the token still owns the key.
 //
 // ARGV: token, result, ttl in µs. Returns 1, or 0 if the token does not own
-// the key (so the caller reports stores.ErrLeaseLost).
+// the key (so the caller reports [stores.ErrLeaseLost]).
 const completeLua = `
 if not owned(ARGV[1]) then
   return 0

@@ -1,8 +1,8 @@
-// Package redisstore implements stores.Store on Redis, a single node or a
+// Package redisstore implements [stores.Store] on Redis, a single node or a
 // Redis Cluster, through go-redis's UniversalClient.
 //
 // Each record is one Redis hash, at Config.KeyPrefix followed by the storage
-// key (see stores.StorageKey). Every Store method is one Lua script that
+// key (see [stores.StorageKey]). Every Store method is one Lua script that
 // touches only that hash (KEYS[1]), so:
 //
 //   - each method is atomic and takes one round trip: Redis runs a script to
@@ -23,7 +23,7 @@
 //
 // Errors: a context that is done yields an error matching the context's
 // error; any other failure of the client or server yields a
-// stores.UnavailableError.
+// [stores.UnavailableError].
 //
 // Durability: a Redis that forgets records (no persistence, eviction, an
 // asynchronous replica promoted after a failover) lets later duplicates
@@ -67,7 +67,7 @@ type Config struct {
 // Store keeps idempotency records in Redis. It is safe for concurrent use by
 // many goroutines and by many processes sharing the same Redis. It does not
 // own the client: closing the client is the caller's job, after which every
-// method fails with an error matching stores.ErrUnavailable.
+// method fails with an error matching [stores.ErrUnavailable].
 type Store struct {
 	client       redis.UniversalClient
 	prefix       string

@@ -13,7 +13,7 @@ import (
 
 // ErrNotReplicated means that fewer replicas than Config.WaitReplicas
 // acknowledged a completed record within Config.WaitTimeout. Complete
-// returns it inside a stores.UnavailableError. The record is on the master.
+// returns it inside a [stores.UnavailableError]. The record is on the master.
 var ErrNotReplicated = errors.New("too few replicas acknowledged the record")
 
 // runReplicated runs script like run, then WAIT for Config.WaitReplicas,

@@ -1,4 +1,4 @@
-// Package storetest is the one conformance suite that every stores.Store
+// Package storetest is the one conformance suite that every [stores.Store]
 // implementation passes against its real backend. Each implementation's test
 // calls Run with a Harness that makes fresh stores.
 package storetest
@@ -17,7 +17,7 @@ type Harness struct {
 
 	// Unavailable returns a store whose backend cannot be reached (a closed
 	// port, a closed store), to check that outages surface as
-	// stores.ErrUnavailable.
+	// [stores.ErrUnavailable].
 	Unavailable func(t *testing.T) stores.Store
 }
 
