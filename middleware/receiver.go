@@ -118,7 +118,8 @@ func (r *Receiver) claimFailed(ctx context.Context, scope, k string, err error,
 		return Result{}, err
 	}
 	if !errors.Is(err, stores.ErrUnavailable) || r.cfg.OnStoreError == FailClosed {
-		return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("claiming key %q: %w", shown(k), err)
+		// The store's error names the operation and the key already.
+		return r.outcome(scope, OutcomeStoreError, nil), err
 	}
 	r.cfg.Logger.WarnContext(ctx, "processing without idempotency guard",
 		"scope", scope, "key", shown(k), "policy", FailOpen, "err", err)
