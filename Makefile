@@ -16,6 +16,7 @@ FUZZ_TARGETS = \
 	./middleware:FuzzMessageKey \
 	./middleware:FuzzFingerprint \
 	./middleware:FuzzHTTPIdempotency \
+	./middleware:FuzzIdempotencyKey \
 	./middleware:FuzzMessageEnvelope \
 	./middleware:FuzzResponseEnvelope \
 	./handlers:FuzzDecodePaymentRequested \

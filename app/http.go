@@ -29,18 +29,15 @@ const readinessTimeout = 2 * time.Second
 //
 //	authentication -> routing (sets r.Pattern) -> Idempotency-Key -> handler
 //
-// Both write their errors with handlers.WriteProblem, so every problem the
-// service answers comes from one writer. /metrics and the probes stay open.
+// Both write their errors with problem.Write, as the handlers do, so every
+// problem the service answers comes from one writer and one table of
+// statuses. /metrics and the probes stay open.
 func newHTTPServer(cfg Config, api *handlers.HTTP, receiver *middleware.Receiver, router *message.Router,
 	store idempotencyStore, broker brokerCheck, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
-	problem := func(w http.ResponseWriter, status int, detail string) {
-		handlers.WriteProblem(w, status, "", detail)
-	}
 	v1 := http.NewServeMux()
 	api.Routes(v1, receiver.HTTP(
 		middleware.WithMaxRequestBody(handlers.MaxRequestBody),
 		middleware.WithMaxStoredResponse(cfg.IdempotencyMaxBody),
-		middleware.WithProblemWriter(problem),
 	))
 	var apiHandler http.Handler = v1
 	keys, err := cfg.apiKeys()
@@ -48,7 +45,7 @@ func newHTTPServer(cfg Config, api *handlers.HTTP, receiver *middleware.Receiver
 		return nil, err
 	}
 	if keys != nil {
-		apiHandler = middleware.Authenticate(keys, problem)(v1)
+		apiHandler = middleware.Authenticate(keys, nil)(v1)
 	}
 
 	mux := http.NewServeMux()

@@ -3,11 +3,12 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/onceflow/onceflow/problem"
 )
 
 // MaxRequestBody bounds the body of POST /v1/payments, in bytes.
@@ -21,27 +22,15 @@ type paymentRequest struct {
 	Currency    string `json:"currency"`
 }
 
-// requestError is a request the client must change: it becomes a problem.
-type requestError struct {
-	status int
-	detail string
-	fields []FieldError
-}
-
-func (e *requestError) Error() string { return e.detail }
-
-func badRequest(detail string, fields ...FieldError) *requestError {
-	return &requestError{status: http.StatusBadRequest, detail: detail, fields: fields}
-}
-
 // decodePayment reads and validates the body of POST /v1/payments: one JSON
-// object of at most MaxRequestBody bytes, without unknown fields.
-func decodePayment(w http.ResponseWriter, r *http.Request) (Payment, *requestError) {
+// object of at most [MaxRequestBody] bytes, without unknown fields. Its
+// errors are [*problem.Error]s: the request must change.
+func decodePayment(w http.ResponseWriter, r *http.Request) (Payment, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return Payment{}, &requestError{status: http.StatusUnsupportedMediaType,
-				detail: fmt.Sprintf("Content-Type %q is not supported: send application/json", ct)}
+			return Payment{}, problem.Errorf(problem.UnsupportedMediaType,
+				"Content-Type %q is not supported: send application/json", ct)
 		}
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxRequestBody))
@@ -55,34 +44,38 @@ func decodePayment(w http.ResponseWriter, r *http.Request) (Payment, *requestErr
 		if errors.As(err, &tooLarge) {
 			return Payment{}, decodeError(err)
 		}
-		return Payment{}, badRequest("the body must hold one JSON object and nothing after it")
+		return Payment{}, invalid("the body must hold one JSON object and nothing after it")
 	}
 	p := Payment{ID: req.PaymentID, CustomerID: req.CustomerID, AmountCents: req.AmountCents, Currency: req.Currency}
 	var fe fieldErrors
 	validatePayment(&fe, p)
 	if len(fe) > 0 {
-		return Payment{}, badRequest("the payment has invalid fields", fe...)
+		return Payment{}, invalid("the payment has invalid fields", fe...)
 	}
 	return p, nil
 }
 
-// decodeError turns a JSON decoding error into a request error.
-func decodeError(err error) *requestError {
+// decodeError turns a JSON decoding error into a [*problem.Error].
+func decodeError(err error) *problem.Error {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return &requestError{status: http.StatusRequestEntityTooLarge,
-			detail: fmt.Sprintf("the body must be at most %d bytes", tooLarge.Limit)}
+		return problem.Errorf(problem.TooLarge, "the body must be at most %d bytes", tooLarge.Limit)
 	}
 	if f, ok := jsonFieldError(err); ok {
-		return badRequest("the payment has invalid fields", f)
+		return invalid("the payment has invalid fields", f)
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		f := FieldError{Field: strings.Trim(name, `"`), Detail: "is not a known field"}
-		return badRequest("the payment has unknown fields", f)
+		return invalid("the payment has unknown fields", f)
 	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.Is(err, io.EOF) || errors.As(err, &typeErr) {
-		return badRequest("the body must be a JSON object")
+		return invalid("the body must be a JSON object")
 	}
-	return badRequest("the body is not valid JSON: " + err.Error())
+	return invalid("the body is not valid JSON: " + err.Error())
+}
+
+// invalid is a 400: the body is malformed or has invalid fields.
+func invalid(detail string, fields ...FieldError) *problem.Error {
+	return problem.New(problem.Invalid, detail, fields...)
 }

@@ -7,7 +7,12 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/google/uuid"
+
+	"github.com/onceflow/onceflow/problem"
 )
+
+// errNoPayment answers a payment id that names no payment.
+var errNoPayment = problem.New(problem.NotFound, "no payment has this id")
 
 // acceptedResponse is the body of 202 Accepted.
 type acceptedResponse struct {
@@ -15,32 +20,33 @@ type acceptedResponse struct {
 	Status    Status `json:"status"`
 }
 
-// CreatePayment serves RouteCreatePayment. It validates the body, records the
-// payment in the ledger and publishes PaymentRequested on
-// TopicPaymentRequested, then answers 202 Accepted with
+// CreatePayment serves [RouteCreatePayment]. It validates the body, records
+// the payment in the [Ledger] and publishes [PaymentRequested] on
+// [TopicPaymentRequested], then answers 202 Accepted with
 // {"payment_id", "status": "accepted"} and a Location.
 //
-// Errors are problem details: 400 naming the invalid fields, 409 when the
-// payment id is used by a payment with other details, 413 for a body over
-// MaxRequestBody, 415 for a Content-Type other than JSON, 500 when the ledger
-// fails and 503 when publishing fails. Sending the same payment again is
-// safe: it is published again, and the idempotent receiver charges it once.
+// Errors are problem details, written by [problem.Write]: 400 naming the
+// invalid fields, 409 when the payment id is used by a payment with other
+// details, 413 for a body over [MaxRequestBody], 415 for a Content-Type
+// other than JSON, 500 when the ledger fails and 503 with Retry-After when
+// publishing fails. Sending the same payment again is safe: it is published
+// again, and the idempotent receiver charges it once.
 func (h *HTTP) CreatePayment(w http.ResponseWriter, r *http.Request) {
-	p, reqErr := decodePayment(w, r)
-	if reqErr != nil {
-		WriteProblem(w, reqErr.status, "", reqErr.detail, reqErr.fields...)
+	p, err := decodePayment(w, r)
+	if err != nil {
+		problem.Write(w, err)
 		return
 	}
 	ctx := r.Context()
 	acceptedAt, err := h.ledger.RecordPayment(ctx, p)
 	if err != nil {
 		if errors.Is(err, ErrConflict) {
-			WriteProblem(w, http.StatusConflict, "", "payment_id "+p.ID+" is already used by a payment with other details",
-				FieldError{Field: "payment_id", Detail: "is already used by a payment with other details"})
+			problem.Write(w, problem.New(problem.Conflict, "payment_id "+p.ID+" is already used by a payment with other details",
+				FieldError{Field: "payment_id", Detail: "is already used by a payment with other details"}))
 			return
 		}
 		h.logger.ErrorContext(ctx, "recording payment", "payment_id", p.ID, "err", err)
-		WriteProblem(w, http.StatusInternalServerError, "", "the payment could not be recorded")
+		problem.Write(w, problem.New(problem.Internal, "the payment could not be recorded"))
 		return
 	}
 	msg, err := PaymentRequested{
@@ -53,7 +59,7 @@ func (h *HTTP) CreatePayment(w http.ResponseWriter, r *http.Request) {
 	}.Message()
 	if err != nil {
 		h.logger.ErrorContext(ctx, "encoding payment request", "payment_id", p.ID, "err", err)
-		WriteProblem(w, http.StatusInternalServerError, "", "the payment could not be encoded")
+		problem.Write(w, problem.New(problem.Internal, "the payment could not be encoded"))
 		return
 	}
 	correlationID := r.Header.Get(CorrelationIDHeader)
@@ -67,8 +73,7 @@ func (h *HTTP) CreatePayment(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(CorrelationIDHeader, correlationID)
 	if err := h.publisher.Publish(TopicPaymentRequested, msg); err != nil {
 		h.logger.ErrorContext(ctx, "publishing payment request", "payment_id", p.ID, "err", err)
-		w.Header().Set("Retry-After", "1")
-		WriteProblem(w, http.StatusServiceUnavailable, "", "the payment could not be queued; retry the request")
+		problem.Write(w, problem.New(problem.Unavailable, "the payment could not be queued; retry the request"))
 		return
 	}
 	h.logger.InfoContext(ctx, "payment accepted",
@@ -77,34 +82,34 @@ func (h *HTTP) CreatePayment(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, acceptedResponse{PaymentID: p.ID, Status: StatusAccepted})
 }
 
-// GetPayment serves RouteGetPayment: 200 with the PaymentState as
+// GetPayment serves [RouteGetPayment]: 200 with the [PaymentState] as
 // {"payment_id", "status", "charges", "notifications"}, 404 when no payment
 // has the id, 500 when the ledger fails.
 func (h *HTTP) GetPayment(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !ValidPaymentID(id) {
-		WriteProblem(w, http.StatusNotFound, "", "no payment has this id")
+		problem.Write(w, errNoPayment)
 		return
 	}
 	state, err := h.ledger.Payment(r.Context(), id)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		WriteProblem(w, http.StatusNotFound, "", "no payment has this id")
+		problem.Write(w, errNoPayment)
 	case err != nil:
 		h.logger.ErrorContext(r.Context(), "reading payment", "payment_id", id, "err", err)
-		WriteProblem(w, http.StatusInternalServerError, "", "the payment could not be read")
+		problem.Write(w, problem.New(problem.Internal, "the payment could not be read"))
 	default:
 		writeJSON(w, http.StatusOK, state)
 	}
 }
 
-// LedgerSummary serves RouteLedgerSummary: 200 with the Summary as
+// LedgerSummary serves [RouteLedgerSummary]: 200 with the [Summary] as
 // {"payments", "charges", "notifications"}, 500 when the ledger fails.
 func (h *HTTP) LedgerSummary(w http.ResponseWriter, r *http.Request) {
 	s, err := h.ledger.Summary(r.Context())
 	if err != nil {
 		h.logger.ErrorContext(r.Context(), "summarising ledger", "err", err)
-		WriteProblem(w, http.StatusInternalServerError, "", "the ledger could not be read")
+		problem.Write(w, problem.New(problem.Internal, "the ledger could not be read"))
 		return
 	}
 	writeJSON(w, http.StatusOK, s)

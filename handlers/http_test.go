@@ -17,6 +17,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/problem"
 )
 
 // recordingPublisher records what is published, or fails with err.
@@ -155,7 +156,7 @@ func assertProblem(t *testing.T, w *httptest.ResponseRecorder, status int, field
 	if ct := w.Header().Get("Content-Type"); ct != handlers.ProblemContentType {
 		t.Errorf("Content-Type = %q, want %s", ct, handlers.ProblemContentType)
 	}
-	var p handlers.Problem
+	var p problem.Details
 	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
 		t.Fatalf("problem body %q: %v", w.Body, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/onceflow/onceflow/problem"
 )
 
 // MaxCustomerIDLength bounds customer_id, in bytes.
@@ -19,16 +21,9 @@ var (
 	currencyPattern = regexp.MustCompile(`^[A-Z]{3}$`)
 )
 
-// FieldError reports one invalid field of a request body or an event.
-type FieldError struct {
-	// Field is the JSON name of the field.
-	Field string `json:"field"`
-	// Detail says what is wrong with it, for people.
-	Detail string `json:"detail"`
-}
-
-// Error returns "field: detail".
-func (e FieldError) Error() string { return e.Field + ": " + e.Detail }
+// FieldError reports one invalid field of a request body or an event; the
+// API's problems list them (see [problem.Error]).
+type FieldError = problem.FieldError
 
 // ValidationError lists every invalid field of one request body or event,
 // in the order of the fields. It is never empty.

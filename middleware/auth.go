@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/onceflow/onceflow/problem"
 )
 
 // APIKeys resolves bearer API keys to client identities. It keeps only the
@@ -73,28 +75,34 @@ func (k *APIKeys) Client(key string) (string, bool) {
 	return k.keys[found].client, true
 }
 
+// Errors of Authenticate, answered with 401 (see [problem.Unauthorized]).
+var (
+	errNoAPIKey      = problem.New(problem.Unauthorized, "an API key is required: send Authorization: Bearer <key>")
+	errInvalidAPIKey = problem.New(problem.Unauthorized, "the API key is not valid")
+)
+
 // Authenticate returns middleware that admits a request only with a known
 // key in "Authorization: Bearer <key>", and puts its client identity in the
-// request's context (see ClientFromContext), where the HTTP face scopes
+// request's context (see [ClientFromContext]), where [Receiver.HTTP] scopes
 // Idempotency-Key records by it. Any other request gets 401 with
-// WWW-Authenticate: Bearer, written by problem (nil: a default problem+json
-// writer). Register it outside the HTTP face.
-func Authenticate(keys *APIKeys, problem ProblemWriter) func(http.Handler) http.Handler {
-	if problem == nil {
-		problem = writeProblem
+// WWW-Authenticate: Bearer, written by write (nil: [problem.Write]).
+// Register it outside the HTTP face.
+func Authenticate(keys *APIKeys, write problem.Writer) func(http.Handler) http.Handler {
+	if write == nil {
+		write = problem.Write
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			token, ok := bearerToken(r.Header)
 			if !ok {
 				w.Header().Set("WWW-Authenticate", "Bearer")
-				problem(w, http.StatusUnauthorized, "an API key is required: send Authorization: Bearer <key>")
+				write(w, errNoAPIKey)
 				return
 			}
 			client, ok := keys.Client(token)
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-				problem(w, http.StatusUnauthorized, "the API key is not valid")
+				write(w, errInvalidAPIKey)
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(ContextWithClient(r.Context(), client)))
@@ -120,14 +128,14 @@ func bearerToken(h http.Header) (string, bool) {
 type clientKey struct{}
 
 // ContextWithClient returns ctx carrying client as the caller's identity.
-// Authenticate sets it; another authentication scheme (mTLS, JWT) can set
+// [Authenticate] sets it; another authentication scheme (mTLS, JWT) can set
 // it instead, outside the HTTP face.
 func ContextWithClient(ctx context.Context, client string) context.Context {
 	return context.WithValue(ctx, clientKey{}, client)
 }
 
 // ClientFromContext returns the caller's identity, if authentication set
-// one. Without it, the HTTP face treats every caller as one anonymous
+// one. Without it, [Receiver.HTTP] treats every caller as one anonymous
 // client.
 func ClientFromContext(ctx context.Context) (string, bool) {
 	c, ok := ctx.Value(clientKey{}).(string)

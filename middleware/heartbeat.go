@@ -38,10 +38,10 @@ func (r *Receiver) heartbeat(ctx context.Context, cancel context.CancelCauseFunc
 			case ctx.Err() != nil:
 				return
 			case errors.Is(err, stores.ErrLeaseLost):
-				cancel(fmt.Errorf("extending key %q: %w", shown(k), err))
+				cancel(err) // it names the operation and the key
 				return
 			case !time.Now().Before(leaseEnd):
-				cancel(fmt.Errorf("extending key %q until the lease ran out: %w: %w", shown(k), stores.ErrLeaseLost, err))
+				cancel(fmt.Errorf("%w: %w", stores.ErrLeaseLost, err))
 				return
 			default:
 				r.cfg.Logger.WarnContext(ctx, "extending lease failed, will retry",

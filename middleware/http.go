@@ -8,12 +8,31 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/onceflow/onceflow/problem"
 	"github.com/onceflow/onceflow/stores"
 )
 
 // Names of the HTTP face (IETF draft-ietf-httpapi-idempotency-key-header).
 const (
-	// IdempotencyKeyHeader carries the client's idempotency key.
+	// IdempotencyKeyHeader carries the client's idempotency key. The draft
+	// makes it a Structured Field (RFC 9651) whose value is an sf-string;
+	// many clients send their key unquoted instead, so two forms are
+	// accepted, and name the same key:
+	//
+	//   - an sf-string: a value that begins with '"' is parsed as a
+	//     Structured Field Item, which must be one string without
+	//     parameters; its content, unescaped, is the key: "abc-123" is the
+	//     key abc-123;
+	//   - a bare key: any other value is the key as it is, such as abc-123
+	//     or a UUID (which need not be an sf-token: it may begin with a
+	//     digit).
+	//
+	// Either way the key is 1 to [MaxIdempotencyKeyLength] printable ASCII
+	// characters (space to '~'), in one header line. Rejected with 400: a
+	// quoted value that is not an sf-string ("unterminated), an empty one
+	// (""), one with parameters ("abc";a=1), an inner list (a value that
+	// begins with '('), a key that is too long or not printable ASCII, and
+	// several headers. An empty value is no key.
 	IdempotencyKeyHeader = "Idempotency-Key"
 	// ReplayedHeader is "true" on a response replayed from the store.
 	ReplayedHeader = "Idempotent-Replayed"
@@ -22,48 +41,57 @@ const (
 	HTTPScope = "http"
 )
 
-// retryAfterSeconds is the Retry-After of a 409 (in flight) or a 503 (store
-// unavailable).
-const retryAfterSeconds = "1"
+// Errors of the HTTP face, each answered as its [problem.Kind] says.
+var (
+	errUnreadableBody     = problem.New(problem.Invalid, "the body could not be read")
+	errKeyReused          = problem.New(problem.Mismatch, "this Idempotency-Key was used for a different request: another method, path, query or body")
+	errKeyInProgress      = problem.New(problem.InProgress, "a request with this Idempotency-Key is in progress: retry after it completes")
+	errCancelled          = problem.New(problem.Cancelled, "the request was cancelled")
+	errStoreUnavailable   = problem.New(problem.Unavailable, "the idempotency store is unavailable: retry the request")
+	errUnreadableResponse = problem.New(problem.Internal, "the stored response to this Idempotency-Key cannot be read")
+)
 
 // HTTP is the net/http face of the receiver: Idempotency-Key middleware for
 // unsafe methods (POST, PATCH), after the IETF httpapi draft. It runs the
 // handler at most once per key and replays its response to retries.
 //
-// The record key is the client identity (ClientFromContext; without one,
+// The record key is the client identity ([ClientFromContext]; without one,
 // every caller is the same anonymous client), the method, the route pattern
-// (r.Pattern, set by http.ServeMux) and the Idempotency-Key, in scope
-// HTTPScope: one client can never replay or block another's response.
-// (Outside a ServeMux the pattern is empty, and a key is one per client and
-// method.) The fingerprint is the SHA-256 of the method, path, query and
-// body.
+// ([http.Request.Pattern], set by [http.ServeMux]) and the idempotency key,
+// in scope [HTTPScope]: one client can never replay or block another's
+// response. (Outside a ServeMux the pattern is empty, and a key is one per
+// client and method.) The fingerprint is the SHA-256 of the method, path,
+// query and body.
 //
-//   - No key: 400 (unless WithOptionalKey); several keys, or a key that is
-//     longer than 255 characters or not printable ASCII: 400.
-//   - Body larger than WithMaxRequestBody: 413. Otherwise the body is read
+//   - No key: 400 (unless [WithOptionalKey]). The header is an sf-string
+//     ("abc-123") or a bare key (abc-123), which name the same key, of 1 to
+//     [MaxIdempotencyKeyLength] printable ASCII characters; anything else,
+//     or several headers: 400 saying why (see [IdempotencyKeyHeader]).
+//   - Body larger than [WithMaxRequestBody]: 413. Otherwise the body is read
 //     whole, fingerprinted, and handed on to the handler unchanged.
 //   - First request: the handler runs with the request's context carrying
 //     the fencing token (cancelled if the lease is lost). Its response is
 //     held, stored, then sent. Every status below 500 is stored for the
 //     receiver's TTL, except 408 and 429; those, 5xx and a panic release
 //     the key so that the client may retry, and a response larger than
-//     WithMaxStoredResponse is sent but not stored (a warning, outcome
+//     [WithMaxStoredResponse] is sent but not stored (a warning, outcome
 //     not_stored). Set-Cookie, Date and hop-by-hop headers are not stored.
 //   - Retry after completion, same fingerprint: the stored status, headers
 //     and byte-identical body, with Idempotent-Replayed: true.
 //   - Same key, other method, path, query or body: 422.
 //   - Same key while the first request is in flight: 409 with Retry-After,
-//     or, under the receiver's Wait policy, a bounded wait for the first
+//     or, under the receiver's [Wait] policy, a bounded wait for the first
 //     response, which is then replayed.
-//   - Store unavailable: 503 with Retry-After under FailClosed; under
-//     FailOpen the handler runs unguarded.
+//   - Store unavailable: 503 with Retry-After under [FailClosed]; under
+//     [FailOpen] the handler runs unguarded.
 //
-// Every error is written by the ProblemWriter (application/problem+json).
-// Register it innermost on the route, after authentication. The held
-// response cannot be flushed early (no http.Flusher). Safe for concurrent
-// use.
+// Every error is a [*problem.Error] answered by [problem.Write], or by the
+// writer of [WithProblemWriter]: the statuses above come from the one table
+// of package problem. Register it innermost on the route, after
+// authentication. The held response cannot be flushed early (no
+// [http.Flusher]). Safe for concurrent use.
 func (r *Receiver) HTTP(opts ...HTTPOption) func(http.Handler) http.Handler {
-	o := httpOptions{maxStored: DefaultMaxStoredResponse, maxRequest: DefaultMaxRequestBody, problem: writeProblem}
+	o := httpOptions{maxStored: DefaultMaxStoredResponse, maxRequest: DefaultMaxRequestBody, problem: problem.Write}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -75,21 +103,21 @@ func (r *Receiver) HTTP(opts ...HTTPOption) func(http.Handler) http.Handler {
 }
 
 func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request, next http.Handler, o *httpOptions) {
-	key, problem := idempotencyKey(req.Header)
+	key, err := idempotencyKey(req.Header)
 	switch {
-	case problem != "":
-		o.problem(w, http.StatusBadRequest, problem)
+	case err != nil:
+		o.problem(w, err)
 		return
 	case key == "" && o.keyOptional:
 		next.ServeHTTP(w, req)
 		return
 	case key == "":
-		o.problem(w, http.StatusBadRequest, detailMissingKey)
+		o.problem(w, errMissingKey)
 		return
 	}
-	body, status, detail := readBody(req, o.maxRequest)
-	if status != 0 {
-		o.problem(w, status, detail)
+	body, err := readBody(req, o.maxRequest)
+	if err != nil {
+		o.problem(w, err)
 		return
 	}
 	client, _ := ClientFromContext(req.Context())
@@ -125,19 +153,17 @@ func (r *Receiver) answer(w http.ResponseWriter, req *http.Request, k string, re
 		stored, derr := decodeResponse(res.Value)
 		if derr != nil {
 			r.cfg.Logger.ErrorContext(req.Context(), "replaying response", "scope", HTTPScope, "key", shown(k), "err", derr)
-			o.problem(w, http.StatusInternalServerError, "the stored response to this Idempotency-Key cannot be read")
+			o.problem(w, errUnreadableResponse)
 			return
 		}
 		w.Header().Set(ReplayedHeader, "true")
 		writeResponse(w, stored.status, stored.header, stored.body)
 	case errors.Is(err, ErrFingerprintMismatch):
-		o.problem(w, http.StatusUnprocessableEntity,
-			"this Idempotency-Key was used for a different request: another method, path, query or body")
+		o.problem(w, errKeyReused)
 	case errors.Is(err, ErrInProgress):
-		w.Header().Set("Retry-After", retryAfterSeconds)
-		o.problem(w, http.StatusConflict, "a request with this Idempotency-Key is in progress: retry after it completes")
+		o.problem(w, errKeyInProgress)
 	case req.Context().Err() != nil:
-		o.problem(w, http.StatusServiceUnavailable, "the request was cancelled")
+		o.problem(w, errCancelled)
 	default:
 		// The claim failed under FailClosed (ErrUnavailable), a transaction
 		// could not commit and rolled the handler's effects back, or the
@@ -147,30 +173,32 @@ func (r *Receiver) answer(w http.ResponseWriter, req *http.Request, k string, re
 		}
 		r.cfg.Logger.WarnContext(req.Context(), "idempotency store unavailable: request refused",
 			"scope", HTTPScope, "key", shown(k), "err", err)
-		w.Header().Set("Retry-After", retryAfterSeconds)
-		o.problem(w, http.StatusServiceUnavailable, "the idempotency store is unavailable: retry the request")
+		o.problem(w, errStoreUnavailable)
 	}
 }
 
-// readBody reads the whole request body, up to limit bytes. On failure it
-// returns the status and detail to answer with.
-func readBody(req *http.Request, limit int64) (body []byte, status int, detail string) {
+// readBody reads the whole request body, up to limit bytes. Its errors are
+// [*problem.Error]s to answer with.
+func readBody(req *http.Request, limit int64) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
-		return nil, 0, ""
+		return nil, nil
 	}
-	tooLarge := fmt.Sprintf("the body must be at most %d bytes", limit)
 	if req.ContentLength > limit {
-		return nil, http.StatusRequestEntityTooLarge, tooLarge
+		return nil, bodyTooLarge(limit)
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
 	var maxBytes *http.MaxBytesError
 	switch {
 	case errors.As(err, &maxBytes):
-		return nil, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body must be at most %d bytes", maxBytes.Limit)
+		return nil, bodyTooLarge(maxBytes.Limit)
 	case err != nil:
-		return nil, http.StatusBadRequest, "the body could not be read"
+		return nil, errUnreadableBody
 	case int64(len(body)) > limit:
-		return nil, http.StatusRequestEntityTooLarge, tooLarge
+		return nil, bodyTooLarge(limit)
 	}
-	return body, 0, ""
+	return body, nil
+}
+
+func bodyTooLarge(limit int64) error {
+	return problem.Errorf(problem.TooLarge, "the body must be at most %d bytes", limit)
 }

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"testing"
+
+	"github.com/dunglas/httpsfv"
 )
 
 // fuzzStatuses are the statuses the fuzzed handler answers with.
@@ -15,7 +17,8 @@ var fuzzStatuses = []int{200, 201, 204, 400, 404, 409, 429, 500, 503}
 // Authorization values and body, then a retry with the same key and
 // perhaps another body. The face must not panic, must never answer 5xx
 // itself (only the handler may), and must replay exactly what it stored:
-// status, headers and body.
+// status, headers and body, also to the key's other form (an sf-string
+// for a bare key, and the other way round).
 //
 //	go test -run '^$' -fuzz '^FuzzHTTPIdempotency$' ./middleware/
 func FuzzHTTPIdempotency(f *testing.F) {
@@ -25,6 +28,10 @@ func FuzzHTTPIdempotency(f *testing.F) {
 	f.Add("\x00\r\n", "Bearer", []byte{}, []byte{0xff}, uint8(7), uint16(200), true)
 	f.Add(`"8e03978e-40d5-43e8-bc93-6894a57f9324"`, "bearer key-a", []byte(nil), []byte(nil), uint8(2), uint16(64), true)
 	f.Add("ключ", "Basic a2V5", []byte("body"), []byte("body"), uint8(6), uint16(65), false)
+	f.Add(`"abc-123"`, "Bearer key-a", []byte(`{"a":1}`), []byte(`{"a":1}`), uint8(1), uint16(3), true)
+	f.Add("abc-123", "", []byte(`{"a":1}`), []byte(`{"a":1}`), uint8(0), uint16(3), false)
+	f.Add(`"unterminated`, "", []byte("x"), []byte("x"), uint8(0), uint16(1), false)
+	f.Add(`"a";b=1`, "", []byte("x"), []byte("x"), uint8(0), uint16(1), false)
 	f.Fuzz(func(t *testing.T, key, auth string, body, retryBody []byte, statusIdx uint8, size uint16, withAuth bool) {
 		status := fuzzStatuses[int(statusIdx)%len(fuzzStatuses)]
 		r, _ := newReceiver(t, Config{})
@@ -82,6 +89,29 @@ func FuzzHTTPIdempotency(f *testing.F) {
 			if !reflect.DeepEqual(replayed, first.Header()) {
 				t.Fatalf("replayed headers %v, want those of the first answer %v", replayed, first.Header())
 			}
+			// The key's other form, quoted or bare, names the same record.
+			if other, ok := otherKeyForm(key); ok {
+				key = other
+				if again := send(retryBody); !bytes.Equal(again.Body.Bytes(), first.Body.Bytes()) ||
+					again.Header().Get(ReplayedHeader) != "true" {
+					t.Fatalf("retry with %s: %d %q, want the replay of %q", other, again.Code, again.Body, first.Body)
+				}
+			}
 		}
 	})
+}
+
+// otherKeyForm returns the other form of an accepted Idempotency-Key value:
+// the sf-string of a bare key, the bare key of an sf-string whose content
+// does not begin with '"' or '(' (which would make it a Structured Field).
+func otherKeyForm(v string) (string, bool) {
+	key, err := idempotencyKey(http.Header{IdempotencyKeyHeader: {v}})
+	switch {
+	case err != nil || key == "":
+		return "", false
+	case key != v:
+		return key, key[0] != '"' && key[0] != '('
+	}
+	quoted, err := httpsfv.Marshal(httpsfv.NewItem(key))
+	return quoted, err == nil
 }

@@ -7,37 +7,72 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/dunglas/httpsfv"
+
+	"github.com/onceflow/onceflow/problem"
 )
 
-// MaxIdempotencyKeyLength is the longest Idempotency-Key value accepted, in
+// MaxIdempotencyKeyLength is the longest idempotency key accepted, in
 // characters (all printable ASCII, so also in bytes).
 const MaxIdempotencyKeyLength = 255
 
-// Details of the 400 problems that a bad Idempotency-Key header gets.
+// acceptedKey says, in every 400 about a malformed Idempotency-Key, what is
+// accepted.
+var acceptedKey = fmt.Sprintf(`send an sf-string ("abc-123") or a bare key (abc-123) of 1 to %d printable ASCII characters`,
+	MaxIdempotencyKeyLength)
+
+// Errors of a bad Idempotency-Key header, answered with 400.
 var (
-	detailMissingKey   = "this request requires an " + IdempotencyKeyHeader + " header"
-	detailManyKeys     = "send one " + IdempotencyKeyHeader + " header, not several"
-	detailMalformedKey = fmt.Sprintf("the %s header must be 1 to %d printable ASCII characters",
-		IdempotencyKeyHeader, MaxIdempotencyKeyLength)
+	errMissingKey = problem.New(problem.Invalid, "this request requires an "+IdempotencyKeyHeader+" header")
+	errManyKeys   = problem.New(problem.Invalid, "send one "+IdempotencyKeyHeader+" header, not several")
 )
 
-// idempotencyKey returns the request's Idempotency-Key, "" when there is
-// none, or a detail for the client when the header is malformed. The value
-// is opaque: a quoted structured-field string is kept quotes and all, so a
-// client must send its key the same way on every retry (it will).
-func idempotencyKey(h http.Header) (key, problem string) {
+// malformedKey is the 400 of an Idempotency-Key value that is not a key:
+// why, then what is accepted.
+func malformedKey(why string) error {
+	return problem.New(problem.Invalid, "the "+IdempotencyKeyHeader+" header "+why+": "+acceptedKey)
+}
+
+// idempotencyKey returns the request's idempotency key, "" when there is
+// none (no header, or one empty value), or a [*problem.Error] of kind
+// [problem.Invalid] saying why the header is not a key. What it accepts is
+// documented on [IdempotencyKeyHeader].
+func idempotencyKey(h http.Header) (string, error) {
 	values := h.Values(IdempotencyKeyHeader)
 	switch {
 	case len(values) == 0 || len(values) == 1 && values[0] == "":
-		return "", ""
+		return "", nil
 	case len(values) > 1:
-		return "", detailManyKeys
+		return "", errManyKeys
 	}
-	key = values[0]
-	if len(key) > MaxIdempotencyKeyLength || strings.ContainsFunc(key, func(c rune) bool { return c < ' ' || c > '~' }) {
-		return "", detailMalformedKey
+	key := values[0]
+	switch key[0] {
+	case '(':
+		return "", malformedKey("is an inner list, not one key")
+	case '"':
+		item, err := httpsfv.UnmarshalItem(values)
+		if err != nil {
+			return "", malformedKey("begins with a quote but is not an sf-string (" + err.Error() + ")")
+		}
+		s, ok := item.Value.(string)
+		switch {
+		case !ok: // unreachable: a value that begins with '"' is a string
+			return "", malformedKey("is not an sf-string")
+		case len(item.Params.Names()) > 0:
+			return "", malformedKey("is an sf-string with parameters")
+		case s == "":
+			return "", malformedKey("is an empty sf-string")
+		}
+		key = s
 	}
-	return key, ""
+	switch {
+	case strings.ContainsFunc(key, func(c rune) bool { return c < ' ' || c > '~' }):
+		return "", malformedKey("holds a character that is not printable ASCII")
+	case len(key) > MaxIdempotencyKeyLength:
+		return "", malformedKey(fmt.Sprintf("is longer than %d characters", MaxIdempotencyKeyLength))
+	}
+	return key, nil
 }
 
 // requestKey is the record key of a request within the "http" scope: the

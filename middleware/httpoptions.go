@@ -1,25 +1,27 @@
 package middleware
 
+import "github.com/onceflow/onceflow/problem"
+
 // Defaults of the HTTP face's options.
 const (
 	DefaultMaxStoredResponse = 1 << 20
 	DefaultMaxRequestBody    = 1 << 20
 )
 
-// HTTPOption configures Receiver.HTTP.
+// HTTPOption configures [Receiver.HTTP].
 type HTTPOption func(*httpOptions)
 
 type httpOptions struct {
 	maxStored   int64
 	maxRequest  int64
 	keyOptional bool
-	problem     ProblemWriter
+	problem     problem.Writer
 }
 
 // WithMaxStoredResponse bounds the body of a stored response, in bytes. A
 // larger response is served but not stored: its key is released, so a
 // retry runs the handler again, and the outcome is not_stored. Default
-// DefaultMaxStoredResponse (1 MiB); n <= 0 means the default.
+// [DefaultMaxStoredResponse] (1 MiB); n <= 0 means the default.
 func WithMaxStoredResponse(n int64) HTTPOption {
 	return func(o *httpOptions) {
 		if n > 0 {
@@ -30,7 +32,7 @@ func WithMaxStoredResponse(n int64) HTTPOption {
 
 // WithMaxRequestBody bounds the request body the face reads to fingerprint
 // it, in bytes; a larger one gets 413 without reaching the handler. Set it
-// to what the handler accepts. Default DefaultMaxRequestBody (1 MiB); n <= 0
+// to what the handler accepts. Default [DefaultMaxRequestBody] (1 MiB); n <= 0
 // means the default.
 func WithMaxRequestBody(n int64) HTTPOption {
 	return func(o *httpOptions) {
@@ -47,9 +49,11 @@ func WithOptionalKey() HTTPOption {
 }
 
 // WithProblemWriter sets how error responses are written, so that they
-// match the service's own problems. Default: problem+json of type
-// "about:blank" with the status text as title.
-func WithProblemWriter(p ProblemWriter) HTTPOption {
+// look like the service's own problems. The writer is given a
+// [*problem.Error]; to keep the statuses and headers of the one table, it
+// builds on [problem.Prepare]. Default (and with nil): [problem.Write],
+// problem+json of type "about:blank" with the status text as title.
+func WithProblemWriter(p problem.Writer) HTTPOption {
 	return func(o *httpOptions) {
 		if p != nil {
 			o.problem = p

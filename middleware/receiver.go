@@ -16,7 +16,7 @@ type Receiver struct {
 	cfg Config
 }
 
-// NewReceiver fills the defaults of cfg (see Config) and validates it.
+// NewReceiver fills the defaults of cfg (see [Config]) and validates it.
 func NewReceiver(cfg Config) (*Receiver, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
@@ -34,18 +34,18 @@ func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 // "http"). Neither may be empty; scopes should not contain ":".
 //
 //   - The key is free: fn runs with the fencing token in its context (see
-//     TokenFromContext) while a heartbeat extends the lease every Lease/3.
+//     [TokenFromContext]) while a heartbeat extends the lease every Lease/3.
 //     If the lease is lost, fn's context is cancelled with cause
-//     stores.ErrLeaseLost. On success the result is completed for TTL and
+//     [stores.ErrLeaseLost]. On success the result is completed for TTL and
 //     returned (processed). On error or panic the claim is released at once,
 //     even if ctx was cancelled, and fn's error is returned (or the panic
 //     goes on), so a redelivery runs fn again. (A face whose result must
 //     not be stored releases the same way; that outcome is not_stored.)
 //   - The key is completed: with the same fingerprint fn does not run and
 //     the stored result is returned (duplicate); with another fingerprint an
-//     error wrapping ErrFingerprintMismatch is returned.
-//   - Another owner holds the key: see InProgressPolicy.
-//   - The store is unavailable: see StoreErrorPolicy. A cancelled ctx is
+//     error wrapping [ErrFingerprintMismatch] is returned.
+//   - Another owner holds the key: see [InProgressPolicy].
+//   - The store is unavailable: see [StoreErrorPolicy]. A cancelled ctx is
 //     returned as is, without an outcome.
 //
 // With Config.Transactor set (transaction mode, see executeInTx), the claim,
@@ -118,7 +118,8 @@ func (r *Receiver) claimFailed(ctx context.Context, scope, k string, err error,
 		return Result{}, err
 	}
 	if !errors.Is(err, stores.ErrUnavailable) || r.cfg.OnStoreError == FailClosed {
-		return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("claiming key %q: %w", shown(k), err)
+		// The store's error names the operation and the key already.
+		return r.outcome(scope, OutcomeStoreError, nil), err
 	}
 	r.cfg.Logger.WarnContext(ctx, "processing without idempotency guard",
 		"scope", scope, "key", shown(k), "policy", FailOpen, "err", err)

@@ -49,7 +49,7 @@ func (r *Receiver) executeInTx(ctx context.Context, scope, k string, fingerprint
 	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
 	u, err := r.cfg.Transactor.Begin(ctx)
 	if err != nil {
-		return r.claimFailed(ctx, scope, k, fmt.Errorf("beginning a transaction: %w", err), fn)
+		return r.claimFailed(ctx, scope, k, fmt.Errorf("beginning a transaction for key %q: %w", shown(k), err), fn)
 	}
 	finished := false
 	defer func() {
@@ -83,7 +83,7 @@ func (r *Receiver) runInUnit(ctx context.Context, scope, k string, u Unit, token
 	switch {
 	case errors.Is(err, errNotStored):
 		if rerr := u.Store().Release(u.Context(), k, token); rerr != nil {
-			return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("releasing key %q: %w", shown(k), rerr)
+			return r.outcome(scope, OutcomeStoreError, nil), rerr // it names the key
 		}
 		if cerr := u.Commit(ctx); cerr != nil {
 			return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("committing key %q: %w", shown(k), cerr)
@@ -93,7 +93,7 @@ func (r *Receiver) runInUnit(ctx context.Context, scope, k string, u Unit, token
 		return r.outcome(scope, OutcomeFailed, nil), err
 	}
 	if err := r.complete(u.Context(), u.Store(), k, token, v); err != nil {
-		return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("completing key %q: %w", shown(k), err)
+		return r.outcome(scope, OutcomeStoreError, nil), err // it names the key
 	}
 	if err := u.Commit(ctx); err != nil {
 		return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("committing key %q: %w", shown(k), err)

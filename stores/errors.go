@@ -30,7 +30,10 @@ var (
 )
 
 // UnavailableError reports that the backing store failed during Op. It
-// matches ErrUnavailable with errors.Is and unwraps to the driver's cause.
+// matches [ErrUnavailable] with [errors.Is] and unwraps to the driver's
+// cause. Its text is "store unavailable: " and the cause's: the store
+// method that returns it names the operation and the key once, as in
+// `claiming key "k": store unavailable: dial tcp ...`.
 type UnavailableError struct {
 	Op  string // the store operation: "claim", "complete", "release", "extend"
 	Err error  // the cause reported by the driver
@@ -42,7 +45,7 @@ func Unavailable(op string, cause error) error {
 }
 
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("%s: %s: %v", ErrUnavailable, e.Op, e.Err)
+	return fmt.Sprintf("%s: %v", ErrUnavailable, e.Err)
 }
 
 // Unwrap returns the driver's cause.

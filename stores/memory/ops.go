@@ -14,14 +14,14 @@ import (
 func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease time.Duration) (stores.Claim, error) {
 	k, err := stores.CheckClaim(key, lease)
 	if err != nil {
-		return stores.Claim{}, err
+		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", key, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", k, err)
 	}
 	c, err := s.claim(k, bytes.Clone(fingerprint), lease)
 	if err != nil {
-		return stores.Claim{}, err
+		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", k, err)
 	}
 	// Stored slices are never modified, so they are copied without the lock.
 	c.Record.Fingerprint = bytes.Clone(c.Record.Fingerprint)
@@ -84,11 +84,11 @@ func (s *Store) held(e *entry) stores.Claim {
 // Complete implements stores.Store.
 func (s *Store) Complete(ctx context.Context, key string, token stores.Token, result []byte, ttl time.Duration) error {
 	k, err := stores.CheckToken(key, token)
-	if err != nil {
-		return err
+	if err == nil {
+		err = stores.CheckDuration("ttl", ttl)
 	}
-	if err := stores.CheckDuration("ttl", ttl); err != nil {
-		return err
+	if err != nil {
+		return fmt.Errorf("completing key %q: %w", key, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("completing key %q: %w", k, err)
@@ -98,7 +98,7 @@ func (s *Store) Complete(ctx context.Context, key string, token stores.Token, re
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return stores.Unavailable("complete", stores.ErrClosed)
+		return fmt.Errorf("completing key %q: %w", k, stores.Unavailable("complete", stores.ErrClosed))
 	}
 	now := time.Now()
 	e, err := s.owned(k, token, now)
@@ -116,7 +116,7 @@ func (s *Store) Complete(ctx context.Context, key string, token stores.Token, re
 func (s *Store) Release(ctx context.Context, key string, token stores.Token) error {
 	k, err := stores.CheckToken(key, token)
 	if err != nil {
-		return err
+		return fmt.Errorf("releasing key %q: %w", key, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("releasing key %q: %w", k, err)
@@ -125,7 +125,7 @@ func (s *Store) Release(ctx context.Context, key string, token stores.Token) err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return stores.Unavailable("release", stores.ErrClosed)
+		return fmt.Errorf("releasing key %q: %w", k, stores.Unavailable("release", stores.ErrClosed))
 	}
 	e, err := s.owned(k, token, time.Now())
 	if err != nil {
@@ -138,11 +138,11 @@ func (s *Store) Release(ctx context.Context, key string, token stores.Token) err
 // Extend implements stores.Store.
 func (s *Store) Extend(ctx context.Context, key string, token stores.Token, lease time.Duration) (time.Time, error) {
 	k, err := stores.CheckToken(key, token)
-	if err != nil {
-		return time.Time{}, err
+	if err == nil {
+		err = stores.CheckDuration("lease", lease)
 	}
-	if err := stores.CheckDuration("lease", lease); err != nil {
-		return time.Time{}, err
+	if err != nil {
+		return time.Time{}, fmt.Errorf("extending key %q: %w", key, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, fmt.Errorf("extending key %q: %w", k, err)
@@ -151,7 +151,7 @@ func (s *Store) Extend(ctx context.Context, key string, token stores.Token, leas
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return time.Time{}, stores.Unavailable("extend", stores.ErrClosed)
+		return time.Time{}, fmt.Errorf("extending key %q: %w", k, stores.Unavailable("extend", stores.ErrClosed))
 	}
 	now := time.Now()
 	e, err := s.owned(k, token, now)

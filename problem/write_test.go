@@ -1,0 +1,109 @@
+package problem_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/onceflow/onceflow/problem"
+)
+
+func TestWriteProblem(t *testing.T) {
+	t.Parallel()
+	w := httptest.NewRecorder()
+	w.Header().Set("Retry-After", "1")
+	problem.Details{Status: http.StatusConflict, Detail: "in flight"}.Write(w)
+
+	if w.Code != http.StatusConflict {
+		t.Errorf("status = %d, want 409", w.Code)
+	}
+	if got := w.Header().Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After = %q, want the header set before", got)
+	}
+	want := `{"type":"about:blank","title":"Conflict","status":409,"detail":"in flight"}` + "\n"
+	if got := w.Body.String(); got != want {
+		t.Errorf("body = %s, want %s", got, want)
+	}
+	if got := w.Header().Get("Content-Type"); got != problem.ContentType {
+		t.Errorf("Content-Type = %q", got)
+	}
+}
+
+// Every kind has its status, and Retry-After exactly when a retry may
+// succeed soon.
+func TestWriteKinds(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kind       problem.Kind
+		status     int
+		retryAfter string
+	}{
+		{problem.Internal, 500, ""},
+		{problem.Invalid, 400, ""},
+		{problem.Unauthorized, 401, ""},
+		{problem.NotFound, 404, ""},
+		{problem.Conflict, 409, ""},
+		{problem.InProgress, 409, "1"},
+		{problem.TooLarge, 413, ""},
+		{problem.UnsupportedMediaType, 415, ""},
+		{problem.Mismatch, 422, ""},
+		{problem.Unavailable, 503, "1"},
+		{problem.Cancelled, 503, ""},
+		{problem.Kind(99), 500, ""},
+	} {
+		w := httptest.NewRecorder()
+		problem.Write(w, fmt.Errorf("wrapped: %w", problem.New(tc.kind, "what went wrong")))
+		want := fmt.Sprintf(`{"type":"about:blank","title":%q,"status":%d,"detail":"what went wrong"}`+"\n",
+			http.StatusText(tc.status), tc.status)
+		if w.Code != tc.status || w.Body.String() != want || w.Header().Get("Retry-After") != tc.retryAfter {
+			t.Errorf("kind %d: %d Retry-After %q %s; want %d Retry-After %q %s",
+				tc.kind, w.Code, w.Header().Get("Retry-After"), w.Body, tc.status, tc.retryAfter, want)
+		}
+	}
+}
+
+// An error that is not a problem is a 500 that shows nothing of it.
+func TestWriteOtherErrorShowsNothing(t *testing.T) {
+	t.Parallel()
+	w := httptest.NewRecorder()
+	problem.Write(w, errors.New("dial tcp 10.0.0.7:5432: connection refused"))
+	want := `{"type":"about:blank","title":"Internal Server Error","status":500}` + "\n"
+	if w.Code != http.StatusInternalServerError || w.Body.String() != want {
+		t.Errorf("%d %s, want 500 %s", w.Code, w.Body, want)
+	}
+	if got := problem.KindOf(errors.New("x")); got != problem.Internal {
+		t.Errorf("KindOf(plain error) = %d, want Internal", got)
+	}
+}
+
+func TestWriteFields(t *testing.T) {
+	t.Parallel()
+	w := httptest.NewRecorder()
+	problem.Write(w, problem.New(problem.Invalid, "the payment has invalid fields",
+		problem.FieldError{Field: "currency", Detail: "must be three upper-case letters"}))
+	want := `{"type":"about:blank","title":"Bad Request","status":400,"detail":"the payment has invalid fields",` +
+		`"errors":[{"field":"currency","detail":"must be three upper-case letters"}]}` + "\n"
+	if w.Body.String() != want || w.Header().Get("Content-Length") != fmt.Sprint(len(want)) ||
+		w.Header().Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("%v %s, want %s", w.Header(), w.Body, want)
+	}
+}
+
+// A service's own look: a type URI per kind, with the table's status and
+// headers.
+func ExampleWriter() {
+	var own problem.Writer = func(w http.ResponseWriter, err error) {
+		d := problem.Prepare(w, err)
+		d.Type = fmt.Sprintf("https://example.com/problems/%d", d.Status)
+		d.Write(w)
+	}
+	w := httptest.NewRecorder()
+	own(w, problem.New(problem.Unavailable, "the ledger is down: retry"))
+	fmt.Println(w.Code, w.Header().Get("Retry-After"))
+	fmt.Print(w.Body)
+	// Output:
+	// 503 1
+	// {"type":"https://example.com/problems/503","title":"Service Unavailable","status":503,"detail":"the ledger is down: retry"}
+}
