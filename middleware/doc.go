@@ -2,14 +2,14 @@
 // happen once per idempotency key on transports that deliver at least once.
 //
 // The core, Receiver.Execute, knows nothing of any transport. It claims the
-// key in a stores.Store, runs the caller's function while holding a fenced
+// key in a [stores.Store], runs the caller's function while holding a fenced
 // lease (extended by a heartbeat), and records the function's result so that
 // a duplicate gets the stored result instead of a second execution. A failed
 // function releases its claim at once, so the redelivered message is
 // processed again: a failure is never mistaken for a duplicate.
 //
 // Faces adapt the core to a transport. Receiver.Middleware is the Watermill
-// face: a message.HandlerMiddleware that scopes keys by handler name, stores
+// face: a [message.HandlerMiddleware] that scopes keys by handler name, stores
 // the handler's produced messages, and replays them on duplicates.
 // Receiver.HTTP is the net/http face: Idempotency-Key middleware that scopes
 // keys by client, method and route, stores the response, and replays it on

@@ -43,7 +43,7 @@ func Permanent(err error) bool {
 }
 
 // shown is how a key appears in errors and logs: as the stores keep it (see
-// stores.StorageKey), so a long or binary key becomes its short hash. An
+// [stores.StorageKey]), so a long or binary key becomes its short hash. An
 // error's text travels on as the poison topic's reason_poisoned metadata, a
 // broker header: a key of any size a producer sends must not multiply into
 // it (RabbitMQ refuses headers over its frame size, and the poisoned message

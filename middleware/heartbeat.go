@@ -10,7 +10,7 @@ import (
 )
 
 // heartbeat extends the lease on k every Lease/3 until stop is called or ctx
-// ends. It cancels ctx with cause stores.ErrLeaseLost when the store says
+// ends. It cancels ctx with cause [stores.ErrLeaseLost] when the store says
 // the token no longer owns the key, or when store errors have kept it from
 // extending until the lease, as last known (leaseEnd), has run out. Call
 // stop exactly once; it waits for the heartbeat to finish.

@@ -48,7 +48,7 @@ func WithFingerprint(f FingerprintFunc) MessageOption {
 // Middleware is the Watermill face of the receiver: a handler middleware
 // that runs the handler at most once per idempotency key and handler.
 //
-// The scope is the handler name (message.HandlerNameFromCtx), so two
+// The scope is the handler name ([message.HandlerNameFromCtx]), so two
 // handlers on one topic each process a message once. The handler runs with
 // the fencing token in msg.Context() (see TokenFromContext); the context is
 // cancelled if the lease is lost.
