@@ -32,7 +32,7 @@ const readinessTimeout = 2 * time.Second
 // Both write their errors with handlers.WriteProblem, so every problem the
 // service answers comes from one writer. /metrics and the probes stay open.
 func newHTTPServer(cfg Config, api *handlers.HTTP, receiver *middleware.Receiver, router *message.Router,
-	store idempotencyStore, broker brokerCheck, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
+	store idempotencyStore, broker func(context.Context) error, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
 	problem := func(w http.ResponseWriter, status int, detail string) {
 		handlers.WriteProblem(w, status, "", detail)
 	}
