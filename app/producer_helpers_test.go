@@ -31,6 +31,19 @@ func publishPlainPayments(t *testing.T, pub message.Publisher, topic string, n, 
 	}
 }
 
+// plainProducerChargesOnce sends 3 payments twice each through pub, another
+// team's producer, to topic, and checks that a charges and notifies each
+// once.
+func plainProducerChargesOnce(t *testing.T, a *running, pub message.Publisher, topic string) {
+	t.Helper()
+	const payments, copies = 3, 2
+	publishPlainPayments(t, pub, topic, payments, copies)
+	waitForCopies(t, a, payments, copies)
+	if got := a.summary(t); got.Charges != payments || got.Notifications != payments {
+		t.Errorf("summary = %+v, want %d charges and %d notifications", got, payments, payments)
+	}
+}
+
 // waitForCopies waits until both handlers of a have seen every copy of
 // every payment: one processed, the rest recognised as duplicates (the
 // charge handler replays its PaymentCharged for each duplicate).
