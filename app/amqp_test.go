@@ -14,7 +14,6 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
-	"github.com/ThreeDotsLabs/watermill/message"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/onceflow/onceflow/handlers"
@@ -96,16 +95,7 @@ func TestAMQPPlainWatermillProducer(t *testing.T) {
 func TestAMQPMalformedMessageIsPoisoned(t *testing.T) {
 	env, _, _ := amqpAppEnv(t)
 	a := startApp(t, env...)
-	if err := a.transport.Publisher().Publish(handlers.TopicPaymentRequested, message.NewMessage(watermill.NewUUID(), []byte("not json"))); err != nil {
-		t.Fatal(err)
-	}
-	if code := a.post(t, "/v1/payments", paymentBody("pay-after-poison")); code != http.StatusAccepted {
-		t.Fatalf("POST: status %d", code)
-	}
-	waitFor(t, "the malformed message poisoned and the valid one charged", func() bool {
-		return a.metric(t, "onceflow_poisoned_messages_total", "topic", handlers.TopicPaymentRequested) == 1 &&
-			a.summary(t).Charges == 1
-	})
+	malformedIsPoisoned(t, a, "not json")
 }
 
 // A message from a producer outside Watermill, with a header that is not a

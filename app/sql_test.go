@@ -2,15 +2,12 @@ package app
 
 import (
 	"database/sql"
-	"net/http"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
-	"github.com/ThreeDotsLabs/watermill/message"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
-	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -27,17 +24,7 @@ func TestSQLTransportChargesOnce(t *testing.T) {
 func TestSQLTransportPoisonsMalformed(t *testing.T) {
 	a := startApp(t, "TRANSPORT=sql", "STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t),
 		"SQL_POLL_INTERVAL=10ms")
-	msg := message.NewMessage(watermill.NewUUID(), []byte(`{"payment_id":7}`))
-	if err := a.transport.Publisher().Publish(handlers.TopicPaymentRequested, msg); err != nil {
-		t.Fatal(err)
-	}
-	if code := a.post(t, "/v1/payments", paymentBody("pay-after-poison")); code != http.StatusAccepted {
-		t.Fatalf("POST: status %d", code)
-	}
-	waitFor(t, "the poisoned message and the valid one", func() bool {
-		return a.metric(t, "onceflow_poisoned_messages_total", "topic", handlers.TopicPaymentRequested) == 1 &&
-			a.summary(t).Charges == 1
-	})
+	malformedIsPoisoned(t, a, `{"payment_id":7}`)
 }
 
 // A producer that knows nothing of this service but its message contract
