@@ -8,16 +8,11 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/components/forwarder"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
@@ -30,7 +25,7 @@ type App struct {
 	listener  net.Listener
 	server    *http.Server
 	router    *message.Router
-	transport transport
+	transport broker
 	store     idempotencyStore
 	pool      *pgxpool.Pool
 	sweeper   *postgres.Sweeper
@@ -50,115 +45,6 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*App, error) {
 // fault after a write. The zero value changes nothing.
 type seams struct {
 	ledger func(handlers.Ledger) handlers.Ledger
-}
-
-func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *App, err error) {
-	a := &App{cfg: cfg, logger: logger}
-	defer func() {
-		if err != nil {
-			_ = a.Close()
-		}
-	}()
-	logger.Info("starting", "config", cfg)
-
-	if cfg.DatabaseURL != "" {
-		if a.pool, err = openPostgres(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns); err != nil {
-			return nil, err
-		}
-		a.closers = append(a.closers, func() error { a.pool.Close(); return nil })
-		if err = migrate(ctx, a.pool); err != nil {
-			return nil, err
-		}
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	var rdb redis.UniversalClient
-	if cfg.Store == "redis" {
-		if rdb, err = openRedis(ctx, cfg); err != nil {
-			return nil, err
-		}
-	}
-	if a.store, err = newStore(cfg, a.pool, rdb); err != nil {
-		return nil, err
-	}
-	a.closers = append(a.closers, a.store.close)
-	if rdb != nil {
-		if err = checkRedisDurability(ctx, cfg, rdb, reg, logger); err != nil {
-			return nil, err
-		}
-	}
-	if a.store.pg != nil {
-		a.sweeper = postgres.NewSweeper(a.store.pg, postgres.SweeperConfig{Logger: logger})
-	}
-
-	ledger := withChaos(newLedger(a.pool), cfg)
-	if sm.ledger != nil {
-		ledger = sm.ledger(ledger)
-	}
-	routes := handlers.NewMessageHandlers(ledger, logger).Routes()
-	if err = checkRoutes(routes); err != nil {
-		return nil, err
-	}
-
-	if a.transport, err = newTransport(ctx, cfg, a.pool, append(routes.Topics(), PoisonTopic), logger); err != nil {
-		return nil, err
-	}
-	a.transport = withTopicPrefix(a.transport, cfg.TopicPrefix)
-	a.closers = append(a.closers, a.transport.close)
-
-	observer, err := middleware.NewPrometheusObserver(reg)
-	if err != nil {
-		return nil, err
-	}
-	var (
-		transactor middleware.Transactor
-		ob         middleware.Outbox
-		publisher  = a.transport.publisher
-	)
-	if cfg.DedupMode == "transaction" {
-		transactor = pgTransactor{pool: a.pool, store: a.store.pg}
-		wlog := watermill.NewSlogLogger(logger)
-		o := outbox{direct: cfg.Transport == "sql", prefix: cfg.TopicPrefix, outputs: routes.Outputs(),
-			publisher: a.transport.publisher, logger: wlog}
-		ob, publisher = o.write, outboxPublisher{o}
-		if !o.direct {
-			var consumers *pgxpool.Pool
-			if a.relay, consumers, err = newRelay(ctx, cfg, a.pool, a.transport.publisher, wlog); err != nil {
-				return nil, err
-			}
-			a.closers = append(a.closers, func() error { consumers.Close(); return nil })
-		}
-	}
-	receiver, err := middleware.NewReceiver(middleware.Config{
-		Store:        a.store,
-		Transactor:   transactor,
-		Lease:        cfg.DedupLease,
-		TTL:          cfg.DedupTTL,
-		OnInProgress: middleware.InProgressPolicy(cfg.DedupOnInProgress),
-		Wait:         cfg.DedupWait,
-		OnStoreError: middleware.StoreErrorPolicy(cfg.DedupOnStoreError),
-		Observer:     observer,
-		Logger:       logger,
-	})
-	if err != nil {
-		return nil, err
-	}
-	poison, err := newPoisonLog(reg, logger)
-	if err != nil {
-		return nil, err
-	}
-
-	if a.router, err = newRouter(cfg, a.transport, receiver, ob, routes, poison, logger); err != nil {
-		return nil, err
-	}
-	api := handlers.NewHTTP(ledger, publisher, logger)
-	if a.server, err = newHTTPServer(cfg, api, receiver, a.router, a.store, a.transport.ready, reg, logger); err != nil {
-		return nil, err
-	}
-	if a.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		return nil, fmt.Errorf("HTTP_ADDR=%q: %w", cfg.HTTPAddr, err)
-	}
-	return a, nil
 }
 
 // Addr is the address the HTTP server listens on.

@@ -73,7 +73,7 @@ func TestMalformedMessageIsPoisoned(t *testing.T) {
 	a := startApp(t)
 	for _, payload := range []string{`not json`, `{"payment_id":"p-1"}`, `{"payment_id":7}`} {
 		msg := message.NewMessage(uuid.NewString(), []byte(payload))
-		if err := a.transport.publisher.Publish(handlers.TopicPaymentRequested, msg); err != nil {
+		if err := a.transport.Publisher().Publish(handlers.TopicPaymentRequested, msg); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -17,6 +17,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // running is an App started by startApp.
@@ -177,13 +179,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // waitForWithin polls cond until it holds, failing the test after limit.
 func waitForWithin(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, limit, what, cond)
 }
 
 func paymentBody(id string) string {

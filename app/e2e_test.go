@@ -112,7 +112,7 @@ func runCell(t *testing.T, cell e2eCell, payments int) time.Duration {
 	var wg sync.WaitGroup
 	for range 16 { // 16 producers: copies of one payment often race
 		wg.Go(func() {
-			pub := instances[0].transport.publisher
+			pub := instances[0].transport.Publisher()
 			for s := range work {
 				msg, err := handlers.PaymentRequested{
 					PaymentID: fmt.Sprintf("e2e-%s-%d", run, s.payment), CustomerID: "cust-e2e",

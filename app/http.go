@@ -33,7 +33,7 @@ const readinessTimeout = 2 * time.Second
 // problem the service answers comes from one writer and one table of
 // statuses. /metrics and the probes stay open.
 func newHTTPServer(cfg Config, api *handlers.HTTP, receiver *middleware.Receiver, router *message.Router,
-	store idempotencyStore, broker brokerCheck, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
+	store idempotencyStore, broker func(context.Context) error, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
 	v1 := http.NewServeMux()
 	api.Routes(v1, receiver.HTTP(
 		middleware.WithMaxRequestBody(handlers.MaxRequestBody),

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/ThreeDotsLabs/watermill"
-	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/components/forwarder"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
@@ -40,7 +41,7 @@ type outbox struct {
 	// (handlers.Routes.Outputs).
 	outputs   map[string]string
 	publisher message.Publisher // the transport's, already prefixed
-	logger    watermill.LoggerAdapter
+	logger    *slog.Logger
 }
 
 // publish writes msgs to topic in the unit of work that ctx carries.
@@ -49,11 +50,9 @@ func (o outbox) publish(ctx context.Context, topic string, msgs ...*message.Mess
 	if !ok {
 		return o.publisher.Publish(topic, msgs...)
 	}
-	pub, err := wsql.NewPublisher(wsql.TxFromPgx(tx), wsql.PublisherConfig{
-		SchemaAdapter: wsql.DefaultPostgreSQLSchema{},
-	}, o.logger)
+	pub, err := transport.NewSQLTxPublisher(tx, o.logger)
 	if err != nil {
-		return fmt.Errorf("creating the SQL publisher on the transaction: %w", err)
+		return err
 	}
 	if o.direct {
 		return pub.Publish(o.prefix+topic, msgs...)
@@ -86,27 +85,28 @@ func (p outboxPublisher) Publish(topic string, msgs ...*message.Message) error {
 
 func (outboxPublisher) Close() error { return nil }
 
-// newRelay is Watermill's forwarder reading the outbox table with
-// watermill-sql on a consumer pool of its own (returned, for the caller to
-// close after the relay) and publishing each message to its topic on
-// the transport. A message whose publish fails is nacked and read again
-// (after Config.retryMaxInterval), in order, so that during a broker outage
-// messages wait in the outbox and are all delivered once it is back.
+// newRelay is Watermill's forwarder reading the outbox table with the sql
+// transport's subscriber ([transport.NewSQLSubscriber]) on a consumer pool
+// of its own (returned, for the caller to close after the relay) and
+// publishing each message to its topic on the transport. A message whose
+// publish fails is nacked and read again (after Config.retryMaxInterval),
+// in order, so that during a broker outage messages wait in the outbox and
+// are all delivered once it is back.
 func newRelay(ctx context.Context, cfg Config, pool *pgxpool.Pool, publisher message.Publisher,
-	logger watermill.LoggerAdapter) (*forwarder.Forwarder, *pgxpool.Pool, error) {
+	logger *slog.Logger) (*forwarder.Forwarder, *pgxpool.Pool, error) {
 	if pool == nil {
 		return nil, nil, errors.New("the outbox needs DATABASE_URL")
 	}
-	consumers, err := openConsumerPool(ctx, pool)
+	consumers, err := transport.OpenConsumerPool(ctx, pool)
 	if err != nil {
 		return nil, nil, err
 	}
-	sub, err := wsql.NewSubscriber(sqlConsumerDB{wsql.BeginnerFromPgx(consumers)}, sqlSubscriberConfig(cfg, outboxHandler), logger)
+	sub, err := transport.NewSQLSubscriber(consumers, cfg.transportConfig(pool, nil, logger), outboxHandler)
 	if err != nil {
 		consumers.Close()
-		return nil, nil, fmt.Errorf("creating the outbox subscriber: %w", err)
+		return nil, nil, err
 	}
-	f, err := forwarder.NewForwarder(sub, publisher, logger, forwarder.Config{
+	f, err := forwarder.NewForwarder(sub, publisher, watermill.NewSlogLogger(logger), forwarder.Config{
 		ForwarderTopic: cfg.TopicPrefix + outboxTopic,
 		HandlerName:    outboxHandler,
 		CloseTimeout:   cfg.ShutdownTimeout,

@@ -31,6 +31,38 @@ func publishPlainPayments(t *testing.T, pub message.Publisher, topic string, n, 
 	}
 }
 
+// plainProducerChargesOnce sends 3 payments twice each through pub, another
+// team's producer, to topic, and checks that a charges and notifies each
+// once.
+func plainProducerChargesOnce(t *testing.T, a *running, pub message.Publisher, topic string) {
+	t.Helper()
+	const payments, copies = 3, 2
+	publishPlainPayments(t, pub, topic, payments, copies)
+	waitForCopies(t, a, payments, copies)
+	if got := a.summary(t); got.Charges != payments || got.Notifications != payments {
+		t.Errorf("summary = %+v, want %d charges and %d notifications", got, payments, payments)
+	}
+}
+
+// malformedIsPoisoned publishes payload, a malformed payment request, on
+// a's transport, then posts a valid payment, and waits until the first is
+// poisoned and the second charged: the handler goes on past a poisoned
+// message.
+func malformedIsPoisoned(t *testing.T, a *running, payload string) {
+	t.Helper()
+	msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
+	if err := a.transport.Publisher().Publish(handlers.TopicPaymentRequested, msg); err != nil {
+		t.Fatal(err)
+	}
+	if code := a.post(t, "/v1/payments", paymentBody("pay-after-poison")); code != http.StatusAccepted {
+		t.Fatalf("POST: status %d", code)
+	}
+	waitFor(t, "the malformed message poisoned and the valid one charged", func() bool {
+		return a.metric(t, "onceflow_poisoned_messages_total", "topic", handlers.TopicPaymentRequested) == 1 &&
+			a.summary(t).Charges == 1
+	})
+}
+
 // waitForCopies waits until both handlers of a have seen every copy of
 // every payment: one processed, the rest recognised as duplicates (the
 // charge handler replays its PaymentCharged for each duplicate).

@@ -27,12 +27,11 @@ func publishToBroker(ctx context.Context, cfg Config, opts PublishOptions, out i
 		}
 		defer pool.Close()
 	}
-	t, err := newTransport(ctx, cfg, pool, []string{opts.Topic}, slog.New(slog.DiscardHandler))
+	t, err := openTransport(ctx, cfg, pool, []string{opts.Topic}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
-	defer t.close()
-	t = withTopicPrefix(t, cfg.TopicPrefix)
+	defer t.Close()
 
 	requestedAt := time.Now().UTC()
 	run, err := sendCopies(ctx, opts, func(ctx context.Context, p handlers.Payment) error {
@@ -44,7 +43,7 @@ func publishToBroker(ctx context.Context, cfg Config, opts PublishOptions, out i
 			return err
 		}
 		msg.SetContext(ctx)
-		return t.publisher.Publish(opts.Topic, msg)
+		return t.Publisher().Publish(opts.Topic, msg)
 	})
 	if err != nil {
 		return err

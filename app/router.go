@@ -34,14 +34,14 @@ func permanent(err error) bool {
 // poison log. With ob set (DEDUP_MODE=transaction), handlers' produced
 // messages are written through it inside their unit of work instead of
 // being published by the router.
-func newRouter(cfg Config, t transport, receiver *middleware.Receiver, ob middleware.Outbox,
+func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middleware.Outbox,
 	routes handlers.Routes, pl *poisonLog, logger *slog.Logger) (*message.Router, error) {
 	wlog := watermill.NewSlogLogger(logger)
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.ShutdownTimeout}, wlog)
 	if err != nil {
 		return nil, err
 	}
-	poison, err := wmmw.PoisonQueueWithFilter(t.publisher, PoisonTopic, permanent)
+	poison, err := wmmw.PoisonQueueWithFilter(t.Publisher(), PoisonTopic, permanent)
 	if err != nil {
 		return nil, err
 	}
@@ -82,17 +82,17 @@ func newRouter(cfg Config, t transport, receiver *middleware.Receiver, ob middle
 	)
 
 	for _, r := range routes {
-		sub, err := t.subscriber(r.Name)
+		sub, err := t.Subscriber(r.Name)
 		if err != nil {
 			return nil, err
 		}
 		if r.Consume != nil {
 			router.AddConsumerHandler(r.Name, r.Consumes, sub, r.Consume)
 		} else {
-			router.AddHandler(r.Name, r.Consumes, sub, r.Produces, t.publisher, r.Handle)
+			router.AddHandler(r.Name, r.Consumes, sub, r.Produces, t.Publisher(), r.Handle)
 		}
 	}
-	sub, err := t.subscriber(poisonLogHandler)
+	sub, err := t.Subscriber(poisonLogHandler)
 	if err != nil {
 		return nil, err
 	}

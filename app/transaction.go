@@ -3,11 +3,10 @@ package app
 import (
 	"context"
 
-	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
@@ -29,7 +28,7 @@ var _ middleware.Transactor = pgTransactor{}
 // Begin implements middleware.Transactor.
 func (t pgTransactor) Begin(ctx context.Context) (middleware.Unit, error) {
 	var db postgres.Beginner = t.pool
-	if parent, ok := consumerTx(ctx); ok {
+	if parent, ok := transport.ConsumerTx(ctx); ok {
 		db = parent // the unit is a SAVEPOINT in the consumer's transaction
 	}
 	u, err := t.store.Begin(ctx, db)
@@ -42,23 +41,4 @@ func (t pgTransactor) Begin(ctx context.Context) (middleware.Unit, error) {
 // ledgerTx is postgres.TxFromContext for handlers.WithTxFromContext.
 func ledgerTx(ctx context.Context) (handlers.Querier, bool) {
 	return postgres.TxFromContext(ctx)
-}
-
-// consumerTx returns the pgx transaction in which the sql transport
-// consumes the message whose context ctx is.
-func consumerTx(ctx context.Context) (pgx.Tx, bool) {
-	tx, ok := wsql.TxFromContext(ctx)
-	if !ok {
-		return nil, false
-	}
-	if c, ok := tx.(sqlConsumerTx); ok {
-		tx = c.Tx
-	}
-	switch t := tx.(type) {
-	case *wsql.PgxTx:
-		return t.Tx, true
-	case wsql.PgxTx:
-		return t.Tx, true
-	}
-	return nil, false
 }

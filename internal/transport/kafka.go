@@ -1,19 +1,16 @@
-package app
+package transport
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
-
-	"github.com/onceflow/onceflow/handlers"
 )
 
 // Kafka client timeouts. Start-up against a dead cluster fails within about
@@ -34,57 +31,71 @@ const (
 )
 
 // newKafka is the Kafka transport (watermill-kafka on sarama). At start-up
-// it creates topics — the service's: every topic its routes consume or
-// produce, and the poison topic — each with TOPIC_PREFIX prepended, with KAFKA_PARTITIONS
-// partitions and the cluster's default replication factor, leaving topics
-// that already exist as they are. An unreachable cluster fails start-up with
-// an error naming KAFKA_BROKERS.
+// it creates [Config.Topics], each with TopicPrefix prepended, with
+// KafkaPartitions partitions and the cluster's default replication factor,
+// leaving topics that already exist as they are. An unreachable cluster
+// fails start-up within about 15 s, with a one-line error.
 //
 // The publisher waits for every in-sync replica to store a message
-// (acks=all) and keys it by its metadata "idempotency_key" (the payment id),
-// so one payment's events keep their order in one partition. Each handler
-// gets its own subscriber in its consumer group (see consumerGroup); a new group
-// starts from the oldest offset, and an offset is marked only after the
-// router acked its message, so a rebalance or crash redelivers instead of
-// losing (the idempotent receiver absorbs the redelivery).
-func newKafka(ctx context.Context, cfg Config, topics []string, logger watermill.LoggerAdapter) (transport, error) {
-	brokersErr := func(err error) error {
-		return fmt.Errorf("KAFKA_BROKERS=%s: %w", strings.Join(cfg.KafkaBrokers, ","), oneLineError{err})
+// (acks=all) and keys it by its metadata [Config.KafkaKeyMetadata] (the
+// payment id), so one payment's events keep their order in one partition.
+// Each handler gets its own subscriber in its consumer group (see
+// [Config.ConsumerGroup]); a new group starts from the oldest offset, and
+// an offset is marked only after the router acked its message, so a
+// rebalance or crash redelivers instead of losing (the idempotent receiver
+// absorbs the redelivery).
+func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (Transport, error) {
+	topics := make([]string, len(cfg.Topics))
+	for i, topic := range cfg.Topics {
+		topics[i] = cfg.TopicPrefix + topic
 	}
-	prefixed := make([]string, len(topics))
-	for i, topic := range topics {
-		prefixed[i] = cfg.TopicPrefix + topic
+	if err := createKafkaTopics(ctx, cfg, topics); err != nil {
+		return Transport{}, oneLineError{err}
 	}
-	if err := createKafkaTopics(ctx, cfg, prefixed); err != nil {
-		return transport{}, brokersErr(err)
-	}
+	marshaler := kafkaMarshaler(cfg.KafkaKeyMetadata)
 	pub, err := kafka.NewPublisher(kafka.PublisherConfig{
 		Brokers:               cfg.KafkaBrokers,
-		Marshaler:             kafkaMarshaler,
+		Marshaler:             marshaler,
 		OverwriteSaramaConfig: kafkaPublisherConfig(cfg),
 	}, logger)
 	if err != nil {
-		return transport{}, brokersErr(fmt.Errorf("starting the publisher: %w", err))
+		return Transport{}, oneLineError{fmt.Errorf("starting the publisher: %w", err)}
 	}
-	subs := &kafkaSubscribers{cfg: cfg, logger: logger}
-	return transport{
+	var subs subscribers
+	subscriber := func(handler string) (message.Subscriber, error) {
+		s, err := kafka.NewSubscriber(kafka.SubscriberConfig{
+			Brokers:               cfg.KafkaBrokers,
+			Unmarshaler:           marshaler,
+			OverwriteSaramaConfig: kafkaSubscriberConfig(cfg),
+			ConsumerGroup:         cfg.ConsumerGroup(handler),
+		}, logger)
+		if err != nil {
+			return nil, fmt.Errorf("kafka subscriber of %s: %w", handler, err)
+		}
+		subs.add(s)
+		return s, nil
+	}
+	return Transport{
 		publisher:  pub,
-		subscriber: subs.subscriber,
+		subscriber: subscriber,
 		close:      func() error { return errors.Join(subs.close(), pub.Close()) },
+		ready:      kafkaAnswers(cfg.KafkaBrokers),
 	}, nil
 }
 
 // kafkaMarshaler writes the Watermill message UUID into header
 // _watermill_message_uuid, every metadata entry into a header of its own and
-// the payload as the value, and keys the Kafka message by metadata
-// "idempotency_key" (or the message UUID when a message has none, which
-// spreads such messages over the partitions).
-var kafkaMarshaler = kafka.NewWithPartitioningMarshaler(func(_ string, msg *message.Message) (string, error) {
-	if key := msg.Metadata.Get(handlers.IdempotencyKeyMetadata); key != "" {
-		return key, nil
-	}
-	return msg.UUID, nil
-})
+// the payload as the value, and keys the Kafka message by metadata keyEntry
+// (or the message UUID when a message has none, which spreads such messages
+// over the partitions).
+func kafkaMarshaler(keyEntry string) kafka.MarshalerUnmarshaler {
+	return kafka.NewWithPartitioningMarshaler(func(_ string, msg *message.Message) (string, error) {
+		if key := msg.Metadata.Get(keyEntry); key != "" {
+			return key, nil
+		}
+		return msg.UUID, nil
+	})
+}
 
 // kafkaBaseConfig is what every client of the service shares.
 func kafkaBaseConfig(sc *sarama.Config, cfg Config) *sarama.Config {
@@ -124,7 +135,8 @@ const (
 	kafkaHeartbeatInterval = time.Second
 	// kafkaRebalanceTimeout is how long a member may take to finish its
 	// in-flight message and rejoin once a rebalance began. It exceeds
-	// HANDLER_TIMEOUT's default (10 s), the length of one handler attempt.
+	// the service's default handler timeout (10 s), the length of one
+	// handler attempt.
 	kafkaRebalanceTimeout = 25 * time.Second
 	// kafkaGroupReadTimeout bounds the wait for one response on a consumer
 	// group's connections. The coordinator holds a JoinGroup until every
@@ -155,7 +167,7 @@ func kafkaSubscriberConfig(cfg Config) *sarama.Config {
 	return sc
 }
 
-// kafkaTopicDetail is how the service creates topics: KAFKA_PARTITIONS
+// kafkaTopicDetail is how the service creates topics: KafkaPartitions
 // partitions, the cluster's default replication factor.
 func kafkaTopicDetail(cfg Config) *sarama.TopicDetail {
 	return &sarama.TopicDetail{NumPartitions: int32(cfg.KafkaPartitions), ReplicationFactor: -1}
@@ -180,41 +192,6 @@ func createKafkaTopics(ctx context.Context, cfg Config, topics []string) (err er
 		}
 	}
 	return nil
-}
-
-// kafkaSubscribers creates the handlers' subscribers and closes them all.
-type kafkaSubscribers struct {
-	cfg    Config
-	logger watermill.LoggerAdapter
-	mu     sync.Mutex
-	subs   []*kafka.Subscriber
-}
-
-func (k *kafkaSubscribers) subscriber(handler string) (message.Subscriber, error) {
-	s, err := kafka.NewSubscriber(kafka.SubscriberConfig{
-		Brokers:               k.cfg.KafkaBrokers,
-		Unmarshaler:           kafkaMarshaler,
-		OverwriteSaramaConfig: kafkaSubscriberConfig(k.cfg),
-		ConsumerGroup:         consumerGroup(k.cfg, handler),
-	}, k.logger)
-	if err != nil {
-		return nil, fmt.Errorf("kafka subscriber of %s: %w", handler, err)
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.subs = append(k.subs, s)
-	return s, nil
-}
-
-func (k *kafkaSubscribers) close() error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	var err error
-	for _, s := range k.subs {
-		err = errors.Join(err, s.Close())
-	}
-	k.subs = nil
-	return err
 }
 
 // oneLineError keeps sarama's multi-line errors (one line per broker) on one.

@@ -1,4 +1,4 @@
-package app
+package transport
 
 import (
 	"context"
@@ -7,14 +7,14 @@ import (
 )
 
 // withTopicPrefix returns t with prefix prepended to every topic it
-// publishes to or subscribes to (TOPIC_PREFIX). The handlers, the router and
-// the HTTP API keep using the plain topic names.
-func withTopicPrefix(t transport, prefix string) transport {
+// publishes to or subscribes to ([Config.TopicPrefix]). Its users keep
+// using the plain topic names.
+func withTopicPrefix(t Transport, prefix string) Transport {
 	if prefix == "" {
 		return t
 	}
 	subscriber := t.subscriber
-	return transport{
+	return Transport{
 		publisher: prefixedPublisher{t.publisher, prefix},
 		subscriber: func(handler string) (message.Subscriber, error) {
 			s, err := subscriber(handler)

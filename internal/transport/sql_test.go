@@ -1,43 +1,31 @@
-package app
+package transport
 
 import (
-	"database/sql"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
-	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
-	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 const sqlTestTopic = "payments.requested"
 
 // newTestSQL is a PostgreSQL transport on pool with the service's default
-// configuration, except for fast polling and resending.
-func newTestSQL(t *testing.T, pool *pgxpool.Pool) transport {
+// configuration, except for fast polling and resending: SQL_POLL_INTERVAL
+// and RETRY_INTERVAL of 10ms, so a resend after 10 x 10ms, and an ack
+// deadline of RETRY_MAX+1 (4) attempts of HANDLER_TIMEOUT (10s) plus that
+// backoff.
+func newTestSQL(t *testing.T, pool *pgxpool.Pool) *Transport {
 	t.Helper()
-	cfg, err := LoadConfig([]string{"SQL_POLL_INTERVAL=10ms", "RETRY_INTERVAL=10ms"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := newSQL(t.Context(), cfg, pool, watermill.NopLogger{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := tr.close(); err != nil {
-			t.Errorf("closing transport: %v", err)
-		}
-	})
-	return tr
+	const resend = 100 * time.Millisecond
+	return newTestTransport(t, Config{Kind: SQL, Pool: pool, ServiceName: "onceflow",
+		SQLPollInterval: 10 * time.Millisecond, ResendInterval: resend, AckDeadline: 4 * (10*time.Second + resend)})
 }
 
 // delivery is one message handed to the subscriber named sub.
@@ -45,9 +33,9 @@ type delivery struct{ sub, uuid string }
 
 // consume subscribes handler's subscriber of tr to topic and reports every
 // delivery on out before acking it, work after receiving it.
-func consume(t *testing.T, tr transport, handler, name string, work time.Duration, out chan<- delivery) {
+func consume(t *testing.T, tr *Transport, handler, name string, work time.Duration, out chan<- delivery) {
 	t.Helper()
-	sub, err := tr.subscriber(handler)
+	sub, err := tr.Subscriber(handler)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +54,12 @@ func consume(t *testing.T, tr transport, handler, name string, work time.Duratio
 
 // publish publishes n messages, each in a statement of its own, and
 // returns their UUIDs in order.
-func publish(t *testing.T, tr transport, n int) []string {
+func publish(t *testing.T, tr *Transport, n int) []string {
 	t.Helper()
 	var uuids []string
 	for i := range n {
 		msg := message.NewMessage(watermill.NewUUID(), []byte(fmt.Sprintf(`{"n":%d}`, i)))
-		if err := tr.publisher.Publish(sqlTestTopic, msg); err != nil {
+		if err := tr.Publisher().Publish(sqlTestTopic, msg); err != nil {
 			t.Fatal(err)
 		}
 		uuids = append(uuids, msg.UUID)
@@ -160,7 +148,7 @@ func TestSQLTransportReplicasShareAGroup(t *testing.T) {
 // delivery within a group is ordered.
 func TestSQLTransportRedeliversNacked(t *testing.T) {
 	tr := newTestSQL(t, testenv.Postgres(t))
-	sub, err := tr.subscriber("charge")
+	sub, err := tr.Subscriber("charge")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,83 +190,14 @@ func TestSQLTransportRedeliversNacked(t *testing.T) {
 func TestSQLTransportRefusesTooLongTopics(t *testing.T) {
 	tr := newTestSQL(t, testenv.Postgres(t))
 	long := strings.Repeat("x", sqlMaxTopicLen-len(".requested")+1) + ".requested"
-	if err := tr.publisher.Publish(long, message.NewMessage(watermill.NewUUID(), []byte(`{}`))); err == nil {
+	if err := tr.Publisher().Publish(long, message.NewMessage(watermill.NewUUID(), []byte(`{}`))); err == nil {
 		t.Errorf("publishing to %q (%d bytes) succeeded, want an error", long, len(long))
 	}
-	sub, err := tr.subscriber("charge")
+	sub, err := tr.Subscriber("charge")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sub.Subscribe(t.Context(), long); err == nil {
 		t.Errorf("subscribing to %q succeeded, want an error", long)
-	}
-}
-
-// The service on PostgreSQL alone: a payment posted three times is charged
-// and notified once.
-func TestSQLTransportChargesOnce(t *testing.T) {
-	a := startApp(t, "TRANSPORT=sql", "STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t),
-		"SQL_POLL_INTERVAL=10ms")
-	postThriceChargesOnce(t, a, "pay-sql-1")
-}
-
-// A malformed message is parked in the poison topic (a table like any
-// other) and the handler goes on with the next message.
-func TestSQLTransportPoisonsMalformed(t *testing.T) {
-	a := startApp(t, "TRANSPORT=sql", "STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t),
-		"SQL_POLL_INTERVAL=10ms")
-	msg := message.NewMessage(watermill.NewUUID(), []byte(`{"payment_id":7}`))
-	if err := a.transport.publisher.Publish(handlers.TopicPaymentRequested, msg); err != nil {
-		t.Fatal(err)
-	}
-	if code := a.post(t, "/v1/payments", paymentBody("pay-after-poison")); code != http.StatusAccepted {
-		t.Fatalf("POST: status %d", code)
-	}
-	waitFor(t, "the poisoned message and the valid one", func() bool {
-		return a.metric(t, "onceflow_poisoned_messages_total", "topic", handlers.TopicPaymentRequested) == 1 &&
-			a.summary(t).Charges == 1
-	})
-}
-
-// A producer that knows nothing of this service but its message contract
-// feeds it through PostgreSQL: three payments, each sent twice (once before
-// the service starts, once while it runs), are charged once each.
-func TestSQLTransportExternalProducer(t *testing.T) {
-	const prefix = "ext_"
-	databaseURL := testenv.PostgresSchema(t)
-	db, err := sql.Open("pgx", databaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-
-	// The message contract of TRANSPORT=sql, as a producer configures it:
-	//   - github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql publisher on the
-	//     service's database (DATABASE_URL, same schema), through pgx or
-	//     database/sql, with SchemaAdapter sql.DefaultPostgreSQLSchema{} (topic
-	//     T is the table "watermill_T", payload column JSON) and
-	//     AutoInitializeSchema true, so it may publish before the service
-	//     has ever run;
-	//   - topic TOPIC_PREFIX + "payments.requested";
-	//   - payload the JSON of a PaymentRequested;
-	//   - metadata "idempotency_key" = the payment id (without it, the message
-	//     UUID is the key). Every copy of a payment carries the same payload:
-	//     a key reused with another payload is poisoned, not processed.
-	pub, err := wsql.NewPublisher(wsql.BeginnerFromStdSQL(db), wsql.PublisherConfig{
-		SchemaAdapter:        wsql.DefaultPostgreSQLSchema{},
-		AutoInitializeSchema: true,
-	}, watermill.NopLogger{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sendAll := func() { publishPlainPayments(t, pub, prefix+"payments.requested", 3, 1) }
-
-	sendAll()
-	a := startApp(t, "TRANSPORT=sql", "STORE=postgres", "DATABASE_URL="+databaseURL,
-		"TOPIC_PREFIX="+prefix, "SQL_POLL_INTERVAL=10ms")
-	sendAll()
-	waitForCopies(t, a, 3, 2)
-	if got, want := a.summary(t), (summary{3, 3, 3}); got != want {
-		t.Errorf("summary = %+v, want %+v", got, want)
 	}
 }

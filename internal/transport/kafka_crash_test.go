@@ -1,4 +1,4 @@
-package app
+package transport
 
 import (
 	"errors"
@@ -11,7 +11,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -36,11 +35,12 @@ func TestKafkaGroupReadTimeoutCoversARebalance(t *testing.T) {
 // the rebalance timeout (plus margin), and the survivor then consumes
 // everything published after the crash.
 func TestKafkaGroupSurvivesACrashedMember(t *testing.T) {
-	prefix, service := kafkaNames()
-	cfg := Config{KafkaBrokers: testenv.Kafka(t), KafkaPartitions: 4, TopicPrefix: prefix, ServiceName: service}
-	tr := kafkaTestTransport(t, cfg) // creates the topics; publishes
-	topic := prefix + handlers.TopicPaymentRequested
-	group := consumerGroup(cfg, "crash")
+	prefix, service := testenv.Names()
+	cfg := Config{Kind: Kafka, KafkaBrokers: testenv.Kafka(t), KafkaPartitions: 4, TopicPrefix: prefix, ServiceName: service,
+		Topics: []string{topicRequested}}
+	tr := newTestTransport(t, cfg) // creates the topics; publishes
+	topic := prefix + topicRequested
+	group := cfg.ConsumerGroup("crash")
 
 	deliveries := make(chan kafkaDelivery, 1000)
 	crash := &cuttableDialer{}
@@ -49,7 +49,7 @@ func TestKafkaGroupSurvivesACrashedMember(t *testing.T) {
 	waitKafkaGroup(t, cfg, group, 2)
 
 	const keys, perKey = 8, 2
-	before := kafkaPublish(t, tr, handlers.TopicPaymentRequested, keys, perKey)
+	before := kafkaPublish(t, tr, topicRequested, keys, perKey)
 	doomed := map[int32]bool{} // the partitions the crashing member owns
 	kafkaCollect(t, deliveries, before, 20*time.Second, func(d kafkaDelivery) {
 		if d.sub == 1 {
@@ -62,7 +62,7 @@ func TestKafkaGroupSurvivesACrashedMember(t *testing.T) {
 
 	crash.cut()
 	crashed := time.Now()
-	after := kafkaPublish(t, tr, handlers.TopicPaymentRequested, keys, perKey)
+	after := kafkaPublish(t, tr, topicRequested, keys, perKey)
 	var recovered time.Duration
 	limit := kafkaSessionTimeout + kafkaHeartbeatInterval + kafkaRebalanceTimeout + 10*time.Second
 	kafkaCollect(t, deliveries, after, limit, func(d kafkaDelivery) {
@@ -88,7 +88,7 @@ func kafkaGroupMember(t *testing.T, cfg Config, group, topic string, sub int, di
 	}
 	s, err := kafka.NewSubscriber(kafka.SubscriberConfig{
 		Brokers:               cfg.KafkaBrokers,
-		Unmarshaler:           kafkaMarshaler,
+		Unmarshaler:           kafkaMarshaler(keyMetadata),
 		OverwriteSaramaConfig: sc,
 		ConsumerGroup:         group,
 	}, watermill.NopLogger{})
@@ -115,7 +115,7 @@ func kafkaDeliveryOf(sub int, m *message.Message) kafkaDelivery {
 		p = -1
 	}
 	return kafkaDelivery{sub: sub, partition: p, uuid: m.UUID,
-		key: m.Metadata.Get(handlers.IdempotencyKeyMetadata), seq: string(m.Payload)}
+		key: m.Metadata.Get(keyMetadata), seq: string(m.Payload)}
 }
 
 // kafkaCollect reads deliveries until every message of sent arrived,

@@ -1,4 +1,4 @@
-package app
+package transport
 
 import (
 	"context"
@@ -11,16 +11,11 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 )
 
-// brokerCheck answers whether the broker can be reached now; /readyz
-// reports it as "broker". nil means there is nothing to check (the
-// in-process transport).
-type brokerCheck func(ctx context.Context) error
-
 // amqpAnswers is ready when RabbitMQ at url completes an AMQP handshake on
 // a new connection within ctx. (The service's own connections are not
 // asked: watermill-amqp swaps their state while it reconnects without a
 // lock, so reading it from another goroutine would race.)
-func amqpAnswers(url string) brokerCheck {
+func amqpAnswers(url string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		timeout := untilDeadline(ctx)
 		conn, err := amqp091.DialConfig(url, amqp091.Config{Dial: amqp091.DefaultDial(timeout)})
@@ -33,7 +28,7 @@ func amqpAnswers(url string) brokerCheck {
 
 // kafkaAnswers is ready when one of brokers answers an ApiVersions
 // request on a new connection, within ctx.
-func kafkaAnswers(brokers []string) brokerCheck {
+func kafkaAnswers(brokers []string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		cfg := sarama.NewConfig()
 		timeout := untilDeadline(ctx)
@@ -57,8 +52,8 @@ func kafkaAnswers(brokers []string) brokerCheck {
 }
 
 // postgresAnswers is ready when the pool's database answers a ping: the
-// sql transport's broker.
-func postgresAnswers(pool *pgxpool.Pool) brokerCheck {
+// SQL transport's broker.
+func postgresAnswers(pool *pgxpool.Pool) func(context.Context) error {
 	return func(ctx context.Context) error { return pool.Ping(ctx) }
 }
 

@@ -1,18 +1,15 @@
-package app
+package transport
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
-	"sync"
-	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
 	"github.com/ThreeDotsLabs/watermill/message"
 	amqp091 "github.com/rabbitmq/amqp091-go"
-	"github.com/sethvargo/go-retry"
 )
 
 // amqpConfig is the Watermill preset of the RabbitMQ transport, and with it
@@ -20,13 +17,14 @@ import (
 // publishes with amqp.NewDurablePubSubConfig(url, nil) from
 // watermill-amqp/v3 feeds onceflow as it is.
 //
-//   - Exchange: one per topic, named after it (TOPIC_PREFIX + topic, e.g.
+//   - Exchange: one per topic, named after it (TopicPrefix + topic, e.g.
 //     "payments.requested"), type fanout, durable, not auto-deleted, no
 //     arguments; routing key "". Declaring it with other settings fails
 //     with PRECONDITION_FAILED.
-//   - Queue: one per handler, TOPIC_PREFIX + topic + "_" + the consumer
-//     group (TOPIC_PREFIX + SERVICE_NAME + "." + handler; without a prefix
-//     e.g. "payments.requested_onceflow.charge_payment"), durable, shared by every replica of the service. Queues are declared
+//   - Queue: one per handler, TopicPrefix + topic + "_" + the consumer
+//     group (TopicPrefix + ServiceName + "." + handler; without a prefix
+//     e.g. "payments.requested_onceflow.charge_payment"), durable, shared
+//     by every replica of the service. Queues are declared
 //     when the service starts: a message published to an exchange that has
 //     no queue yet is dropped by RabbitMQ.
 //   - Message: the body is the payload; each metadata field is a header of
@@ -47,7 +45,7 @@ import (
 //     is faster but loses a channel each time one cannot be reopened during
 //     a reconnect, and Publish blocks for good once the pool is empty.
 //
-// queueSuffix is consumerGroup(cfg, handler) for a subscriber and "" for
+// queueSuffix is cfg.ConsumerGroup(handler) for a subscriber and "" for
 // the publisher, which needs no queue.
 func amqpConfig(amqpURL, queueSuffix string) amqp.Config {
 	var queueName amqp.QueueNameGenerator
@@ -82,30 +80,30 @@ func stringHeaders(d amqp091.Delivery) amqp091.Delivery {
 // the message format). It opens two connections, one for publishing and one
 // for every subscriber, so that RabbitMQ's flow control, which blocks
 // publishing connections, never holds up acknowledgements. Each first
-// connection is retried until AMQP_CONNECT_TIMEOUT (see connectAMQP); after
+// connection is retried until AMQPConnectTimeout (see connectAMQP); after
 // that, Watermill reconnects on its own.
-func newAMQP(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (transport, error) {
+func newAMQP(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (Transport, error) {
 	if _, err := amqp091.ParseURI(cfg.AMQPURL); err != nil {
 		var uerr *url.Error // its message would repeat the URL, password included
 		if errors.As(err, &uerr) {
 			err = uerr.Err
 		}
-		return transport{}, fmt.Errorf("AMQP_URL=%s is not an AMQP URI: %v", redact(cfg.AMQPURL), err)
+		return Transport{}, &URLError{Err: err}
 	}
 	t := &amqpTransport{cfg: cfg, logger: logger}
 	var err error
 	if t.pubConn, err = connectAMQP(ctx, cfg, logger); err != nil {
-		return transport{}, err
+		return Transport{}, err
 	}
 	if t.subConn, err = connectAMQP(ctx, cfg, logger); err != nil {
 		_ = t.close()
-		return transport{}, err
+		return Transport{}, err
 	}
 	if t.publisher, err = amqp.NewPublisherWithConnection(amqpConfig(cfg.AMQPURL, ""), logger, t.pubConn); err != nil {
 		_ = t.close()
-		return transport{}, fmt.Errorf("creating AMQP publisher: %w", err)
+		return Transport{}, fmt.Errorf("creating AMQP publisher: %w", err)
 	}
-	return transport{publisher: t.publisher, subscriber: t.subscriber, close: t.close, ready: amqpAnswers(cfg.AMQPURL)}, nil
+	return Transport{publisher: t.publisher, subscriber: t.subscriber, close: t.close, ready: amqpAnswers(cfg.AMQPURL)}, nil
 }
 
 // amqpTransport owns the connections, the publisher and the subscribers of
@@ -115,21 +113,17 @@ type amqpTransport struct {
 	logger           watermill.LoggerAdapter
 	pubConn, subConn *amqp.ConnectionWrapper
 	publisher        *amqp.Publisher
-
-	mu          sync.Mutex
-	subscribers []*amqp.Subscriber
+	subs             subscribers
 }
 
 // subscriber returns a new subscriber consuming the handler's queues. Safe
 // for concurrent use.
 func (t *amqpTransport) subscriber(handler string) (message.Subscriber, error) {
-	s, err := amqp.NewSubscriberWithConnection(amqpConfig(t.cfg.AMQPURL, consumerGroup(t.cfg, handler)), t.logger, t.subConn)
+	s, err := amqp.NewSubscriberWithConnection(amqpConfig(t.cfg.AMQPURL, t.cfg.ConsumerGroup(handler)), t.logger, t.subConn)
 	if err != nil {
 		return nil, fmt.Errorf("creating AMQP subscriber for handler %s: %w", handler, err)
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.subscribers = append(t.subscribers, s)
+	t.subs.add(s)
 	return s, nil
 }
 
@@ -137,12 +131,7 @@ func (t *amqpTransport) subscriber(handler string) (message.Subscriber, error) {
 // and so requeued), then the publisher, then the connections. Closing
 // twice is harmless.
 func (t *amqpTransport) close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var err error
-	for _, s := range t.subscribers {
-		err = errors.Join(err, s.Close())
-	}
+	err := t.subs.close()
 	if t.publisher != nil {
 		err = errors.Join(err, t.publisher.Close())
 	}
@@ -152,63 +141,4 @@ func (t *amqpTransport) close() error {
 		}
 	}
 	return err
-}
-
-// connectAMQP opens a connection to RabbitMQ. Watermill tries a first
-// connection once, so that a service started before its broker would exit;
-// here it is retried with capped exponential backoff until
-// AMQP_CONNECT_TIMEOUT or the end of ctx. The error names AMQP_URL, with the
-// password masked, and the last connection error, in one line.
-func connectAMQP(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (*amqp.ConnectionWrapper, error) {
-	timeoutCtx, cancel := context.WithTimeout(ctx, cfg.AMQPConnectTimeout)
-	defer cancel()
-	backoff := retry.WithJitterPercent(20, retry.WithCappedDuration(2*time.Second, retry.NewExponential(100*time.Millisecond)))
-	var last error // of the last attempt that ran its course, not one the timeout cut short
-	conn, err := retry.DoValue(timeoutCtx, backoff, func(ctx context.Context) (*amqp.ConnectionWrapper, error) {
-		conn, err := dialAMQP(ctx, amqp.ConnectionConfig{AmqpURI: cfg.AMQPURL}, logger)
-		if err != nil {
-			if ctx.Err() == nil {
-				last = err
-				logger.Info("RabbitMQ unreachable, retrying", watermill.LogFields{"err": err.Error()})
-			}
-			return nil, retry.RetryableError(err)
-		}
-		return conn, nil
-	})
-	switch {
-	case err == nil:
-		return conn, nil
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("connecting to RabbitMQ at AMQP_URL=%s: %w", redact(cfg.AMQPURL), ctx.Err())
-	case last == nil:
-		last = errors.New("no answer")
-	}
-	return nil, fmt.Errorf("AMQP_URL=%s: no connection to RabbitMQ within AMQP_CONNECT_TIMEOUT=%v: %w",
-		redact(cfg.AMQPURL), cfg.AMQPConnectTimeout, last)
-}
-
-// dialAMQP makes one connection attempt, and gives up on it when ctx ends:
-// amqp091 cannot cancel a dial, so the attempt goes on in the background and
-// a connection it still makes is closed.
-func dialAMQP(ctx context.Context, cc amqp.ConnectionConfig, logger watermill.LoggerAdapter) (*amqp.ConnectionWrapper, error) {
-	type result struct {
-		conn *amqp.ConnectionWrapper
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		conn, err := amqp.NewConnection(cc, logger)
-		done <- result{conn, err}
-	}()
-	select {
-	case r := <-done:
-		return r.conn, r.err
-	case <-ctx.Done():
-		go func() {
-			if r := <-done; r.err == nil {
-				_ = r.conn.Close()
-			}
-		}()
-		return nil, ctx.Err()
-	}
 }

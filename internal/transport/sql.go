@@ -1,11 +1,9 @@
-package app
+package transport
 
 import (
 	"context"
-	stdsql "database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -52,80 +50,80 @@ const (
 // read, so any long-running transaction on the server, these batches
 // included, delays delivery until it ends: batches are kept short.
 //
-// The subscribers get a pool of their own on the app pool's settings: each
-// holds its connection for a whole batch (or while waiting for a replica's
-// lock), and on the app pool they would starve the handlers' own queries.
-// The publisher uses the app pool.
-func newSQL(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger watermill.LoggerAdapter) (transport, error) {
-	if pool == nil {
-		return transport{}, errors.New("TRANSPORT=sql needs DATABASE_URL")
-	}
-	pub, err := wsql.NewPublisher(wsql.BeginnerFromPgx(pool), wsql.PublisherConfig{
+// The subscribers get a pool of their own (see [OpenConsumerPool]); the
+// publisher uses [Config.Pool].
+func newSQL(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (Transport, error) {
+	pub, err := wsql.NewPublisher(wsql.BeginnerFromPgx(cfg.Pool), wsql.PublisherConfig{
 		SchemaAdapter:        wsql.DefaultPostgreSQLSchema{},
 		AutoInitializeSchema: true,
 	}, logger)
 	if err != nil {
-		return transport{}, fmt.Errorf("creating the SQL publisher: %w", err)
+		return Transport{}, fmt.Errorf("creating the SQL publisher: %w", err)
 	}
-	consumers, err := openConsumerPool(ctx, pool)
+	consumers, err := OpenConsumerPool(ctx, cfg.Pool)
 	if err != nil {
-		return transport{}, err
+		return Transport{}, err
 	}
-
-	var (
-		mu   sync.Mutex
-		subs []*wsql.Subscriber
-	)
+	var subs subscribers
 	subscriber := func(handler string) (message.Subscriber, error) {
-		db := sqlConsumerDB{wsql.BeginnerFromPgx(consumers)}
-		s, err := wsql.NewSubscriber(db, sqlSubscriberConfig(cfg, handler), logger)
+		s, err := newSQLSubscriber(consumers, cfg, handler, logger)
 		if err != nil {
-			return nil, fmt.Errorf("creating the SQL subscriber of %s: %w", handler, err)
+			return nil, err
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		subs = append(subs, s)
+		subs.add(s)
 		return sqlSubscriber{s}, nil
 	}
 	closeAll := func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		var err error
-		for _, s := range subs {
-			err = errors.Join(err, s.Close())
-		}
-		err = errors.Join(err, pub.Close())
+		err := errors.Join(subs.close(), pub.Close())
 		consumers.Close()
 		return err
 	}
-	return transport{
+	return Transport{
 		publisher:  sqlPublisher{pub},
 		subscriber: subscriber,
 		close:      closeAll,
+		ready:      postgresAnswers(cfg.Pool),
 	}, nil
 }
 
+// NewSQLSubscriber is the SQL transport's subscriber for handler, in its
+// consumer group ([Config.ConsumerGroup]), on consumers (see
+// [OpenConsumerPool]): the outbox relay reads the outbox table with it.
+// cfg's zero fields take their defaults. The caller closes it.
+func NewSQLSubscriber(consumers *pgxpool.Pool, cfg Config, handler string) (message.Subscriber, error) {
+	cfg = cfg.withDefaults()
+	return newSQLSubscriber(consumers, cfg, handler, watermill.NewSlogLogger(cfg.Logger))
+}
+
+func newSQLSubscriber(consumers *pgxpool.Pool, cfg Config, handler string, logger watermill.LoggerAdapter) (*wsql.Subscriber, error) {
+	s, err := wsql.NewSubscriber(sqlConsumerDB{wsql.BeginnerFromPgx(consumers)}, sqlSubscriberConfig(cfg, handler), logger)
+	if err != nil {
+		return nil, fmt.Errorf("creating the SQL subscriber of %s: %w", handler, err)
+	}
+	return s, nil
+}
+
 // sqlSubscriberConfig is the subscriber of handler:
-//   - PollInterval (SQL_POLL_INTERVAL) is the pause after an empty read.
+//   - PollInterval (SQLPollInterval) is the pause after an empty read.
 //   - ResendInterval, the pause before a nacked message is handed out again
-//     (in the same transaction, holding up its group), continues the
-//     router's retry backoff at its ceiling (Config.retryMaxInterval).
-//   - AckDeadline outlasts the router's whole retry budget for a delivery,
-//     so a message still being retried is never handed out a second time.
-//     When it passes, the subscriber commits the offsets acked so far and
-//     reads the message again.
+//     (in the same transaction, holding up its group), is the caller's: the
+//     service continues its router's retry backoff at its ceiling.
+//   - AckDeadline is the caller's: the service's outlasts the router's
+//     whole retry budget for a delivery, so a message still being retried
+//     is never handed out a second time. When it passes, the subscriber
+//     commits the offsets acked so far and reads the message again.
 func sqlSubscriberConfig(cfg Config, handler string) wsql.SubscriberConfig {
 	sc := wsql.SubscriberConfig{
-		ConsumerGroup:    consumerGroup(cfg, handler),
+		ConsumerGroup:    cfg.ConsumerGroup(handler),
 		SchemaAdapter:    wsql.DefaultPostgreSQLSchema{SubscribeBatchSize: sqlBatchSize},
 		OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},
 		InitializeSchema: true,
 		PollInterval:     cfg.SQLPollInterval,
-		ResendInterval:   cfg.retryMaxInterval(),
+		ResendInterval:   cfg.ResendInterval,
 		RetryInterval:    sqlErrorBackoff,
 		BackoffManager:   sqlBackoff{wsql.NewDefaultBackoffManager(cfg.SQLPollInterval, sqlErrorBackoff)},
 	}
-	deadline := cfg.deliveryBudget()
+	deadline := cfg.AckDeadline
 	sc.AckDeadline = &deadline
 	return sc
 }
@@ -149,7 +147,7 @@ func (b sqlBackoff) HandleError(logger watermill.LoggerAdapter, noMsg bool, err 
 	}
 }
 
-// sqlPublisher checks topic names (checkSQLTopic). The transport's close
+// sqlPublisher checks topic names (checkSQLTopic). [Transport.Close]
 // closes the publisher; the router never does (see sharedPublisher).
 type sqlPublisher struct{ *wsql.Publisher }
 
@@ -172,82 +170,10 @@ func (s sqlSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *mes
 
 // checkSQLTopic rejects topics whose table names PostgreSQL would truncate,
 // and which could then share a table with another topic. watermill-sql
-// itself admits letters, digits and - $ : . _ only (TOPIC_PREFIX included).
+// itself admits letters, digits and - $ : . _ only (TopicPrefix included).
 func checkSQLTopic(topic string) error {
 	if len(topic) > sqlMaxTopicLen {
 		return fmt.Errorf("topic %q is longer than %d bytes, too long for PostgreSQL table names", topic, sqlMaxTopicLen)
 	}
 	return nil
-}
-
-// sqlConsumerDB is watermill-sql's pgx adapter for subscribers, with query
-// errors reported. With pgx an error such as the serialization failure of a
-// replica that lost the race for a consumer group's lock arrives while rows
-// are read, and the subscriber never calls Rows.Err: it would take the
-// error for an empty table and sleep a poll interval, leaving the lock to
-// the other replica for good. Here the error comes back from Scan instead,
-// so the subscriber rolls back and backs off as for any error (at once for
-// a lost race), and logs it.
-type sqlConsumerDB struct{ wsql.Beginner }
-
-func (db sqlConsumerDB) BeginTx(ctx context.Context, opts *stdsql.TxOptions) (wsql.Tx, error) {
-	tx, err := db.Beginner.BeginTx(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	return sqlConsumerTx{tx}, nil
-}
-
-type sqlConsumerTx struct{ wsql.Tx }
-
-func (tx sqlConsumerTx) QueryContext(ctx context.Context, query string, args ...any) (wsql.Rows, error) {
-	rows, err := tx.Tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	return &errRows{Rows: rows}, nil
-}
-
-// errRows yields one more row when reading ended in an error, and its Scan
-// returns that error.
-type errRows struct {
-	wsql.Rows
-	done bool
-	err  error
-}
-
-func (r *errRows) Next() bool {
-	if r.done {
-		return false
-	}
-	if r.Rows.Next() {
-		return true
-	}
-	r.done = true
-	if e, ok := r.Rows.(interface{ Err() error }); ok {
-		r.err = e.Err()
-	}
-	return r.err != nil
-}
-
-func (r *errRows) Scan(dest ...any) error {
-	if r.err != nil {
-		return r.err
-	}
-	return r.Rows.Scan(dest...)
-}
-
-// openConsumerPool opens a pool for watermill-sql subscribers on pool's
-// settings, capped at sqlConsumerConns and opened on demand. A subscriber
-// holds its connection for a whole batch (or while it waits for a
-// replica's lock, or for a nacked message's resend): on the app's pool
-// subscribers would starve the handlers' own queries.
-func openConsumerPool(ctx context.Context, pool *pgxpool.Pool) (*pgxpool.Pool, error) {
-	pcfg := pool.Config()
-	pcfg.MaxConns, pcfg.MinConns, pcfg.MinIdleConns = sqlConsumerConns, 0, 0
-	consumers, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return nil, fmt.Errorf("opening the SQL subscribers' pool: %w", err)
-	}
-	return consumers, nil
 }

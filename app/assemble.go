@@ -1,0 +1,194 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/stores/postgres"
+)
+
+// assembly is an App under construction, with what newApp's steps hand on
+// to the ones after them.
+type assembly struct {
+	*App
+	seams    seams
+	reg      *prometheus.Registry
+	outbox   middleware.Outbox // transaction mode's; nil in lease mode
+	api      message.Publisher // the HTTP API's: through the outbox in transaction mode
+	receiver *middleware.Receiver
+	ledger   handlers.Ledger
+	routes   handlers.Routes
+}
+
+// newApp builds an App step by step, each on what the steps before it
+// built; on error it closes whatever was opened.
+func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *App, err error) {
+	a := &App{cfg: cfg, logger: logger}
+	defer func() {
+		if err != nil {
+			_ = a.Close()
+		}
+	}()
+	logger.Info("starting", "config", cfg)
+	b := &assembly{App: a, seams: sm, reg: prometheus.NewRegistry()}
+	b.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, step := range []func(context.Context) error{
+		b.openDatabase,  // DATABASE_URL, migrated
+		b.openStore,     // STORE, with Redis's durability check and the postgres sweeper
+		b.newRoutes,     // the example's ledger and the handlers' routes
+		b.connectBroker, // TRANSPORT, with the routes' topics
+		b.openOutbox,    // DEDUP_MODE=transaction: the outbox and its relay
+		b.newReceiver,   // DEDUP_*: the idempotent receiver
+		b.newRouter,     // the routes, each on its own subscriber, and the poison log
+		b.newHTTP,       // the API, /metrics and the probes, listening on HTTP_ADDR
+	} {
+		if err = step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// openDatabase opens the PostgreSQL pool when DATABASE_URL is set and
+// applies the migrations.
+func (b *assembly) openDatabase(ctx context.Context) (err error) {
+	if b.cfg.DatabaseURL == "" {
+		return nil
+	}
+	if b.pool, err = openPostgres(ctx, b.cfg.DatabaseURL, b.cfg.DatabaseMaxConns); err != nil {
+		return err
+	}
+	b.closers = append(b.closers, func() error { b.pool.Close(); return nil })
+	return migrate(ctx, b.pool)
+}
+
+// openStore opens the idempotency store STORE names: Redis after checking
+// that it keeps records, PostgreSQL with the sweeper of expired ones.
+func (b *assembly) openStore(ctx context.Context) (err error) {
+	var rdb redis.UniversalClient
+	if b.cfg.Store == "redis" {
+		if rdb, err = openRedis(ctx, b.cfg); err != nil {
+			return err
+		}
+	}
+	if b.store, err = newStore(b.cfg, b.pool, rdb); err != nil {
+		return err
+	}
+	b.closers = append(b.closers, b.store.close)
+	if rdb != nil {
+		if err = checkRedisDurability(ctx, b.cfg, rdb, b.reg, b.logger); err != nil {
+			return err
+		}
+	}
+	if b.store.pg != nil {
+		b.sweeper = postgres.NewSweeper(b.store.pg, postgres.SweeperConfig{Logger: b.logger})
+	}
+	return nil
+}
+
+// connectBroker opens the transport TRANSPORT names, which on Kafka
+// creates the topics of the routes and the poison topic.
+func (b *assembly) connectBroker(ctx context.Context) error {
+	t, err := openTransport(ctx, b.cfg, b.pool, append(b.routes.Topics(), PoisonTopic), b.logger)
+	if err != nil {
+		return err
+	}
+	b.transport = t
+	b.closers = append(b.closers, t.Close)
+	b.api = t.Publisher()
+	return nil
+}
+
+// openOutbox, in transaction mode, routes the handlers' and the API's
+// messages through the outbox, and on a broker other than sql opens the
+// relay that forwards them.
+func (b *assembly) openOutbox(ctx context.Context) error {
+	if b.cfg.DedupMode != "transaction" {
+		return nil
+	}
+	o := outbox{direct: b.cfg.Transport == "sql", prefix: b.cfg.TopicPrefix, outputs: b.routes.Outputs(),
+		publisher: b.transport.Publisher(), logger: b.logger}
+	b.outbox, b.api = o.write, outboxPublisher{o}
+	if o.direct {
+		return nil
+	}
+	relay, consumers, err := newRelay(ctx, b.cfg, b.pool, b.transport.Publisher(), b.logger)
+	if err != nil {
+		return err
+	}
+	b.relay = relay
+	b.closers = append(b.closers, func() error { consumers.Close(); return nil })
+	return nil
+}
+
+// newReceiver is the idempotent receiver on the store, its outcomes
+// counted on the registry; in transaction mode its unit of work is a
+// PostgreSQL transaction.
+func (b *assembly) newReceiver(context.Context) error {
+	observer, err := middleware.NewPrometheusObserver(b.reg)
+	if err != nil {
+		return err
+	}
+	var transactor middleware.Transactor
+	if b.cfg.DedupMode == "transaction" {
+		transactor = pgTransactor{pool: b.pool, store: b.store.pg}
+	}
+	b.receiver, err = middleware.NewReceiver(middleware.Config{
+		Store:        b.store,
+		Transactor:   transactor,
+		Lease:        b.cfg.DedupLease,
+		TTL:          b.cfg.DedupTTL,
+		OnInProgress: middleware.InProgressPolicy(b.cfg.DedupOnInProgress),
+		Wait:         b.cfg.DedupWait,
+		OnStoreError: middleware.StoreErrorPolicy(b.cfg.DedupOnStoreError),
+		Observer:     observer,
+		Logger:       b.logger,
+	})
+	return err
+}
+
+// newRoutes builds the example's ledger, with the fault switches (CHAOS_*)
+// and the tests' seam around it, and the message handlers' routes on it,
+// checked before anything is subscribed.
+func (b *assembly) newRoutes(context.Context) error {
+	b.ledger = withChaos(newLedger(b.pool), b.cfg)
+	if b.seams.ledger != nil {
+		b.ledger = b.seams.ledger(b.ledger)
+	}
+	b.routes = handlers.NewMessageHandlers(b.ledger, b.logger).Routes()
+	return checkRoutes(b.routes)
+}
+
+// newRouter assembles the Watermill router with the routes and the poison
+// topic's reader.
+func (b *assembly) newRouter(context.Context) error {
+	poison, err := newPoisonLog(b.reg, b.logger)
+	if err != nil {
+		return err
+	}
+	b.router, err = newRouter(b.cfg, b.transport, b.receiver, b.outbox, b.routes, poison, b.logger)
+	return err
+}
+
+// newHTTP builds the HTTP server and binds its listener, so that Addr is
+// known before Run.
+func (b *assembly) newHTTP(context.Context) (err error) {
+	api := handlers.NewHTTP(b.ledger, b.api, b.logger)
+	b.server, err = newHTTPServer(b.cfg, api, b.receiver, b.router, b.store, b.transport.Readiness(), b.reg, b.logger)
+	if err != nil {
+		return err
+	}
+	if b.listener, err = net.Listen("tcp", b.cfg.HTTPAddr); err != nil {
+		return fmt.Errorf("HTTP_ADDR=%q: %w", b.cfg.HTTPAddr, err)
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The kinds of transport [Config.Kind] names.
+const (
+	// GoChannel is the in-process transport: nothing to install, messages
+	// live in the process.
+	GoChannel = "gochannel"
+	// Kafka is watermill-kafka on sarama.
+	Kafka = "kafka"
+	// AMQP is watermill-amqp on RabbitMQ.
+	AMQP = "amqp"
+	// SQL is watermill-sql on PostgreSQL through pgx.
+	SQL = "sql"
+)
+
+// Defaults that [Config] fills in for zero fields.
+const (
+	DefaultKafkaPartitions    = 4
+	DefaultKafkaKeyMetadata   = "idempotency_key"
+	DefaultAMQPConnectTimeout = 30 * time.Second
+	DefaultSQLPollInterval    = 100 * time.Millisecond
+	DefaultResendInterval     = time.Second
+	DefaultAckDeadline        = 30 * time.Second
+)
+
+// Config selects and tunes a transport. The zero value is the in-process
+// transport; [New] fills the other zero fields with the defaults above and
+// then checks what the chosen kind needs.
+type Config struct {
+	// Kind is GoChannel (the default when empty), Kafka, AMQP or SQL.
+	Kind string
+	// ServiceName names the consumer groups and queues (see
+	// [ConsumerGroup]) and the Kafka client. Required by every kind but
+	// GoChannel.
+	ServiceName string
+	// TopicPrefix is prepended to every topic on the broker and to the
+	// consumer groups, so that environments and test runs can share one
+	// broker. Callers keep using the plain topic names.
+	TopicPrefix string
+	// Topics are created at start-up on Kafka (with TopicPrefix), so that a
+	// message published before its consumer group exists is kept. Other
+	// kinds create their topics on first use.
+	Topics []string
+
+	// KafkaBrokers are the seed brokers, host:port. Required by Kafka.
+	KafkaBrokers []string
+	// KafkaPartitions is the partition count of the topics created.
+	KafkaPartitions int
+	// KafkaKeyMetadata is the metadata entry that keys a Kafka message, so
+	// that the messages of one key keep their order in one partition. A
+	// message without it is keyed by its UUID.
+	KafkaKeyMetadata string
+
+	// AMQPURL is RabbitMQ, e.g. amqp://guest:guest@127.0.0.1:5672/.
+	// Required by AMQP.
+	AMQPURL string
+	// AMQPConnectTimeout is how long [New] keeps retrying the first
+	// connection to RabbitMQ.
+	AMQPConnectTimeout time.Duration
+
+	// Pool is the PostgreSQL pool the SQL transport publishes through; its
+	// subscribers open a pool of their own on its settings. Required by SQL.
+	Pool *pgxpool.Pool
+	// SQLPollInterval is the pause after a read that found no message.
+	SQLPollInterval time.Duration
+	// ResendInterval is the pause before the SQL transport hands out a
+	// nacked message again (holding up its consumer group meanwhile).
+	ResendInterval time.Duration
+	// AckDeadline is how long the SQL transport waits for a delivered
+	// message's ack before it reads the message again. It should outlast
+	// everything a consumer does with one delivery, retries included.
+	AckDeadline time.Duration
+
+	// Logger receives the brokers' logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// withDefaults returns c with its zero fields filled.
+func (c Config) withDefaults() Config {
+	if c.Kind == "" {
+		c.Kind = GoChannel
+	}
+	if c.KafkaPartitions == 0 {
+		c.KafkaPartitions = DefaultKafkaPartitions
+	}
+	if c.KafkaKeyMetadata == "" {
+		c.KafkaKeyMetadata = DefaultKafkaKeyMetadata
+	}
+	if c.AMQPConnectTimeout == 0 {
+		c.AMQPConnectTimeout = DefaultAMQPConnectTimeout
+	}
+	if c.SQLPollInterval == 0 {
+		c.SQLPollInterval = DefaultSQLPollInterval
+	}
+	if c.ResendInterval == 0 {
+		c.ResendInterval = DefaultResendInterval
+	}
+	if c.AckDeadline == 0 {
+		c.AckDeadline = DefaultAckDeadline
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate checks that c, its defaults filled, has what its kind needs.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	need := func(ok bool, what string) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("the %s transport needs %s", c.Kind, what))
+		}
+	}
+	switch c.Kind {
+	case GoChannel:
+		return nil
+	case Kafka:
+		need(len(c.KafkaBrokers) > 0, "brokers")
+		need(c.KafkaPartitions > 0, "a positive partition count")
+	case AMQP:
+		need(c.AMQPURL != "", "a URL")
+		need(c.AMQPConnectTimeout > 0, "a positive connect timeout")
+	case SQL:
+		need(c.Pool != nil, "a PostgreSQL pool")
+		need(c.SQLPollInterval > 0 && c.ResendInterval > 0 && c.AckDeadline > 0,
+			"a positive poll interval, resend interval and ack deadline")
+	default:
+		return fmt.Errorf("unknown transport %q: use %s, %s, %s or %s", c.Kind, GoChannel, Kafka, AMQP, SQL)
+	}
+	need(c.ServiceName != "", "a service name")
+	return errors.Join(errs...)
+}

@@ -1,0 +1,10 @@
+package transport
+
+// ConsumerGroup names the consumer group (Kafka, SQL) or queue (AMQP) of a
+// handler: TopicPrefix, ServiceName, "." and the handler's name. Every
+// replica of the service shares it, so they split the handler's work, while
+// each handler consumes every message of its topic; environments that share
+// a broker under different prefixes never join each other's groups.
+func (c Config) ConsumerGroup(handler string) string {
+	return c.TopicPrefix + c.ServiceName + "." + handler
+}
