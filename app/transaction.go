@@ -7,7 +7,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
@@ -37,11 +36,6 @@ func (t pgTransactor) Begin(ctx context.Context) (middleware.Unit, error) {
 		return nil, err
 	}
 	return u, nil
-}
-
-// ledgerTx is postgres.TxFromContext for handlers.WithTxFromContext.
-func ledgerTx(ctx context.Context) (handlers.Querier, bool) {
-	return postgres.TxFromContext(ctx)
 }
 
 // consumerTx returns the pgx transaction in which the sql transport
