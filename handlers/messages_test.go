@@ -78,10 +78,9 @@ func TestChargePayment(t *testing.T) {
 	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 2})
 }
 
-func TestNotifyCustomer(t *testing.T) {
-	t.Parallel()
-	ledger := memory.NewLedger()
-	h := handlers.NewMessageHandlers(ledger, nil)
+// paymentChargedMessage is the PaymentCharged of payment pay-1.
+func paymentChargedMessage(t *testing.T) *message.Message {
+	t.Helper()
 	msg, err := handlers.PaymentCharged{
 		PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1250, Currency: "EUR",
 		ChargeID: "ch-1", ChargedAt: time.Now().UTC(),
@@ -89,7 +88,14 @@ func TestNotifyCustomer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.NotifyCustomer(msg); err != nil {
+	return msg
+}
+
+func TestNotifyCustomer(t *testing.T) {
+	t.Parallel()
+	ledger := memory.NewLedger()
+	h := handlers.NewMessageHandlers(ledger, nil)
+	if err := h.NotifyCustomer(paymentChargedMessage(t)); err != nil {
 		t.Fatal(err)
 	}
 	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusNotified, Notifications: 1})
@@ -99,13 +105,7 @@ func TestIssueReceipt(t *testing.T) {
 	t.Parallel()
 	ledger := memory.NewLedger()
 	h := handlers.NewMessageHandlers(ledger, nil)
-	msg, err := handlers.PaymentCharged{
-		PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1250, Currency: "EUR",
-		ChargeID: "ch-1", ChargedAt: time.Now().UTC(),
-	}.Message()
-	if err != nil {
-		t.Fatal(err)
-	}
+	msg := paymentChargedMessage(t)
 	if err := h.IssueReceipt(msg); err != nil {
 		t.Fatal(err)
 	}

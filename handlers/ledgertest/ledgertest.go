@@ -56,24 +56,20 @@ func Run(t *testing.T, newLedger func(t *testing.T) handlers.Ledger) {
 
 	t.Run("every charge appends a row", func(t *testing.T) {
 		t.Parallel()
-		l := newLedger(t)
-		MustRecord(t, l, p)
-		Must(t, l.AppendCharge(ctx, p, "ch-1"))
-		AssertState(t, l, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: 1})
-		Must(t, l.AppendCharge(ctx, p, "ch-1"))
-		AssertState(t, l, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: 2})
-		AssertSummary(t, l, handlers.Summary{Payments: 1, Charges: 2})
+		appendsRows(t, newLedger(t), p, func(l handlers.Ledger) error { return l.AppendCharge(ctx, p, "ch-1") },
+			func(n int64) (handlers.PaymentState, handlers.Summary) {
+				return handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: n},
+					handlers.Summary{Payments: 1, Charges: n}
+			})
 	})
 
 	t.Run("every receipt appends a row", func(t *testing.T) {
 		t.Parallel()
-		l := newLedger(t)
-		MustRecord(t, l, p)
-		Must(t, l.AppendReceipt(ctx, p, "ch-1"))
-		AssertState(t, l, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Receipts: 1})
-		Must(t, l.AppendReceipt(ctx, p, "ch-1"))
-		AssertState(t, l, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Receipts: 2})
-		AssertSummary(t, l, handlers.Summary{Receipts: 2})
+		appendsRows(t, newLedger(t), p, func(l handlers.Ledger) error { return l.AppendReceipt(ctx, p, "ch-1") },
+			func(n int64) (handlers.PaymentState, handlers.Summary) {
+				return handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Receipts: n},
+					handlers.Summary{Receipts: n}
+			})
 	})
 
 	t.Run("status only moves forward", func(t *testing.T) {
@@ -177,6 +173,21 @@ func MustRecord(t *testing.T, l handlers.Ledger, p handlers.Payment) time.Time {
 		t.Fatalf("RecordPayment(%s) returned no acceptance time", p.ID)
 	}
 	return at
+}
+
+// appendsRows records p, then appends to it twice with appendOnce, checking
+// after each call n that l holds the state and summary rows(n) gives: one
+// more row each time, the same details notwithstanding.
+func appendsRows(t *testing.T, l handlers.Ledger, p handlers.Payment, appendOnce func(handlers.Ledger) error,
+	rows func(n int64) (handlers.PaymentState, handlers.Summary)) {
+	t.Helper()
+	MustRecord(t, l, p)
+	for n := int64(1); n <= 2; n++ {
+		Must(t, appendOnce(l))
+		state, summary := rows(n)
+		AssertState(t, l, state)
+		AssertSummary(t, l, summary)
+	}
 }
 
 // Must fails the test at once if err is not nil.

@@ -93,15 +93,20 @@ func (l *Ledger) RecordPayment(ctx context.Context, p handlers.Payment) (time.Ti
 	return acceptedAt.UTC(), nil
 }
 
-// appendChargeSQL records the payment if absent, advances an accepted one
-// to charged, and adds the charge row, in one statement.
-const appendChargeSQL = `
+// chargedPaymentSQL records the payment if absent and advances an accepted
+// one to charged: the first part of a statement that adds a row of a side
+// effect that follows a charge.
+const chargedPaymentSQL = `
 WITH payment AS (
     INSERT INTO payments (payment_id, customer_id, amount_cents, currency, status)
     VALUES ($1, $2, $3, $4, 'charged')
     ON CONFLICT (payment_id) DO UPDATE SET status = 'charged', updated_at = now()
     WHERE payments.status = 'accepted'
-)
+)`
+
+// appendChargeSQL adds the charge row, in one statement with
+// chargedPaymentSQL.
+const appendChargeSQL = chargedPaymentSQL + `
 INSERT INTO charges (payment_id, amount_cents, currency, charge_id)
 VALUES ($1, $3, $4, $5)`
 
@@ -127,15 +132,9 @@ func (l *Ledger) AppendNotification(ctx context.Context, p handlers.Payment, cha
 	return l.append(ctx, "notification", appendNotificationSQL, p, chargeID)
 }
 
-// appendReceiptSQL records the payment if absent, advances an accepted one
-// to charged, and adds the receipt row, in one statement.
-const appendReceiptSQL = `
-WITH payment AS (
-    INSERT INTO payments (payment_id, customer_id, amount_cents, currency, status)
-    VALUES ($1, $2, $3, $4, 'charged')
-    ON CONFLICT (payment_id) DO UPDATE SET status = 'charged', updated_at = now()
-    WHERE payments.status = 'accepted'
-)
+// appendReceiptSQL adds the receipt row, in one statement with
+// chargedPaymentSQL.
+const appendReceiptSQL = chargedPaymentSQL + `
 INSERT INTO receipts (payment_id, customer_id, amount_cents, currency, charge_id)
 VALUES ($1, $2, $3, $4, $5)`
 
