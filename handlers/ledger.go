@@ -36,9 +36,9 @@ type Ledger interface {
 	// status to notified. A payment not yet recorded is recorded from p.
 	AppendNotification(ctx context.Context, p Payment, chargeID string) error
 
-	// AppendReceipt adds one receipt row for p's charge chargeID and moves
-	// its status to charged unless it is further. A payment not yet
-	// recorded is recorded from p.
+	// AppendReceipt adds one receipt row for p's charge chargeID and
+	// leaves the status of a recorded payment as it is. A payment not yet
+	// recorded is recorded from p, as charged.
 	AppendReceipt(ctx context.Context, p Payment, chargeID string) error
 
 	// Payment returns the state of the payment id, or ErrNotFound.

@@ -67,7 +67,7 @@ func Run(t *testing.T, newLedger func(t *testing.T) handlers.Ledger) {
 		t.Parallel()
 		appendsRows(t, newLedger(t), p, func(l handlers.Ledger) error { return l.AppendReceipt(ctx, p, "ch-1") },
 			func(n int64) (handlers.PaymentState, handlers.Summary) {
-				return handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Receipts: n},
+				return handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusAccepted, Receipts: n},
 					handlers.Summary{Receipts: n}
 			})
 	})

@@ -60,6 +60,9 @@ func (l *Ledger) RecordPayment(ctx context.Context, p handlers.Payment) (time.Ti
 // AppendCharge implements [handlers.Ledger].
 func (l *Ledger) AppendCharge(ctx context.Context, p handlers.Payment, chargeID string) error {
 	return l.append(ctx, "charge", p, func(mp *payment) {
+		if mp.status == handlers.StatusAccepted {
+			mp.status = handlers.StatusCharged
+		}
 		if mp.charges == 0 {
 			l.charged++
 		}
@@ -86,8 +89,7 @@ func (l *Ledger) AppendReceipt(ctx context.Context, p handlers.Payment, chargeID
 }
 
 // append adds the side effect what to the record of p under l.mu: it
-// records p as charged if absent, advances an accepted p to charged, then
-// calls add.
+// records p as charged if absent, then calls add.
 func (l *Ledger) append(ctx context.Context, what string, p handlers.Payment, add func(*payment)) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("appending %s for payment %q: %w", what, p.ID, err)
@@ -98,9 +100,6 @@ func (l *Ledger) append(ctx context.Context, what string, p handlers.Payment, ad
 	if !ok {
 		mp = &payment{Payment: p, status: handlers.StatusCharged}
 		l.payments[p.ID] = mp
-	}
-	if mp.status == handlers.StatusAccepted {
-		mp.status = handlers.StatusCharged
 	}
 	add(mp)
 	return nil

@@ -93,20 +93,15 @@ func (l *Ledger) RecordPayment(ctx context.Context, p handlers.Payment) (time.Ti
 	return acceptedAt.UTC(), nil
 }
 
-// chargedPaymentSQL records the payment if absent and advances an accepted
-// one to charged: the first part of a statement that adds a row of a side
-// effect that follows a charge.
-const chargedPaymentSQL = `
+// appendChargeSQL records the payment if absent, advances an accepted one
+// to charged, and adds the charge row, in one statement.
+const appendChargeSQL = `
 WITH payment AS (
     INSERT INTO payments (payment_id, customer_id, amount_cents, currency, status)
     VALUES ($1, $2, $3, $4, 'charged')
     ON CONFLICT (payment_id) DO UPDATE SET status = 'charged', updated_at = now()
     WHERE payments.status = 'accepted'
-)`
-
-// appendChargeSQL adds the charge row, in one statement with
-// chargedPaymentSQL.
-const appendChargeSQL = chargedPaymentSQL + `
+)
 INSERT INTO charges (payment_id, amount_cents, currency, charge_id)
 VALUES ($1, $3, $4, $5)`
 
@@ -132,9 +127,19 @@ func (l *Ledger) AppendNotification(ctx context.Context, p handlers.Payment, cha
 	return l.append(ctx, "notification", appendNotificationSQL, p, chargeID)
 }
 
-// appendReceiptSQL adds the receipt row, in one statement with
-// chargedPaymentSQL.
-const appendReceiptSQL = chargedPaymentSQL + `
+// appendReceiptSQL records the payment if absent and adds the receipt row,
+// in one statement. It leaves an existing payment row alone, not even
+// meeting it as a conflict: notify_customer updates that row at the same
+// time, and on the sql transport in transaction mode, whose consumer
+// transaction keeps its first snapshot across retries, a statement that
+// conflicts with the newer row fails to serialise on every retry.
+const appendReceiptSQL = `
+WITH payment AS (
+    INSERT INTO payments (payment_id, customer_id, amount_cents, currency, status)
+    SELECT $1, $2, $3, $4, 'charged'
+    WHERE NOT EXISTS (SELECT FROM payments WHERE payment_id = $1)
+    ON CONFLICT (payment_id) DO NOTHING
+)
 INSERT INTO receipts (payment_id, customer_id, amount_cents, currency, charge_id)
 VALUES ($1, $2, $3, $4, $5)`
 
