@@ -18,6 +18,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -315,14 +316,12 @@ func amqpAppEnv(t *testing.T) (env []string, url, prefix string) {
 // durable and would outlive the test on the shared broker.
 func deleteServiceAMQPOnCleanup(t *testing.T, url, prefix, service string) {
 	cfg := Config{TopicPrefix: prefix, ServiceName: service}
+	routes := append(handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes(),
+		handlers.Route{Name: poisonLogHandler, Consumes: PoisonTopic})
 	var exchanges, queues []string
-	for topic, handler := range map[string]string{
-		handlers.TopicPaymentRequested: handlers.ChargePaymentHandler,
-		handlers.TopicPaymentCharged:   handlers.NotifyCustomerHandler,
-		PoisonTopic:                    poisonLogHandler,
-	} {
-		exchanges = append(exchanges, prefix+topic)
-		queues = append(queues, prefix+topic+"_"+consumerGroup(cfg, handler))
+	for _, r := range routes {
+		exchanges = append(exchanges, prefix+r.Consumes)
+		queues = append(queues, prefix+r.Consumes+"_"+consumerGroup(cfg, r.Name))
 	}
 	deleteAMQPOnCleanup(t, url, exchanges, queues)
 }
