@@ -17,6 +17,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/internal/transport"
 )
@@ -183,14 +184,14 @@ func amqpAppEnv(t *testing.T) (env []string, url, prefix string) {
 // durable and would outlive the test on the shared broker.
 func deleteServiceAMQPOnCleanup(t *testing.T, url, prefix, service string) {
 	cfg := transport.Config{TopicPrefix: prefix, ServiceName: service}
+	routes := append(handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes(),
+		handlers.Route{Name: poisonLogHandler, Consumes: PoisonTopic})
 	var exchanges, queues []string
-	for topic, handler := range map[string]string{
-		handlers.TopicPaymentRequested: handlers.ChargePaymentHandler,
-		handlers.TopicPaymentCharged:   handlers.NotifyCustomerHandler,
-		PoisonTopic:                    poisonLogHandler,
-	} {
+	for _, topic := range routes.Topics() {
 		exchanges = append(exchanges, prefix+topic)
-		queues = append(queues, prefix+topic+"_"+cfg.ConsumerGroup(handler))
+	}
+	for _, r := range routes {
+		queues = append(queues, prefix+r.Consumes+"_"+cfg.ConsumerGroup(r.Name))
 	}
 	testenv.DeleteAMQPOnCleanup(t, url, exchanges, queues)
 }

@@ -50,13 +50,7 @@ func TestDuplicatesChargeOnce(t *testing.T) {
 			}
 			wg.Wait()
 
-			waitFor(t, "every copy handled", func() bool {
-				return a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler,
-					"outcome", "processed") == payments &&
-					a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler,
-						"outcome", "duplicate") == payments*(copies-1) &&
-					a.summary(t).Notifications == payments
-			})
+			waitForCopies(t, a, payments, copies)
 			if got, want := a.summary(t), (summary{payments, payments, payments}); got != want {
 				t.Errorf("summary = %+v, want %+v", got, want)
 			}

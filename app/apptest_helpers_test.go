@@ -131,6 +131,20 @@ func (r *running) summary(t *testing.T) summary {
 	return s
 }
 
+// receipts is the receipts count of GET /v1/ledger/summary. It is apart
+// from summary, whose comparisons are about the charges and notifications
+// that the tests wait for.
+func (r *running) receipts(t *testing.T) int {
+	t.Helper()
+	var s struct {
+		Receipts int `json:"receipts"`
+	}
+	if code := r.get(t, "/v1/ledger/summary", &s); code != http.StatusOK {
+		t.Fatalf("summary: status %d", code)
+	}
+	return s.Receipts
+}
+
 // metric returns the sum of the counter or gauge name over the series whose
 // labels include every pair in labels.
 func (r *running) metric(t *testing.T, name string, labels ...string) float64 {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -29,7 +30,7 @@ func TestChaosLedgerSwitches(t *testing.T) {
 		{"fail after", 0, 1, true, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			real := handlers.NewMemoryLedger()
+			real := memory.NewLedger()
 			l := withChaos(real, Config{ChaosFailBefore: tc.before, ChaosFailAfter: tc.after})
 			errC := l.AppendCharge(ctx, p, "ch-1")
 			errN := l.AppendNotification(ctx, p, "ch-1")
@@ -47,7 +48,7 @@ func TestChaosLedgerSwitches(t *testing.T) {
 			}
 		})
 	}
-	if l := withChaos(handlers.NewMemoryLedger(), Config{}); l == nil {
+	if l := withChaos(memory.NewLedger(), Config{}); l == nil {
 		t.Fatal("withChaos returned nil")
 	} else if _, wrapped := l.(chaosLedger); wrapped {
 		t.Error("withChaos wrapped the ledger with every switch off")
@@ -56,7 +57,7 @@ func TestChaosLedgerSwitches(t *testing.T) {
 
 // CHAOS_DELAY sleeps before the write and gives up with the context.
 func TestChaosLedgerDelay(t *testing.T) {
-	real := handlers.NewMemoryLedger()
+	real := memory.NewLedger()
 	l := withChaos(real, Config{ChaosDelay: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()

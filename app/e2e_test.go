@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -134,9 +135,11 @@ func runCell(t *testing.T, cell e2eCell, payments int) time.Duration {
 	wg.Wait()
 
 	// Every copy ends acked as processed or duplicate: 3N for charge_payment,
-	// and as many PaymentCharged for notify_customer (each duplicate replays
-	// its stored event) in lease mode; in transaction mode a duplicate
-	// replays nothing, its event committed with its record, so N.
+	// and as many PaymentCharged for each route that consumes it (each
+	// duplicate replays its stored event) in lease mode; in transaction mode
+	// a duplicate replays nothing, its event committed with its record, so
+	// N. Every route is waited for, so that none is cut mid-attempt when the
+	// cell stops.
 	handled := func(handler string) float64 {
 		var n float64
 		for _, a := range instances {
@@ -149,8 +152,18 @@ func runCell(t *testing.T, cell e2eCell, payments int) time.Duration {
 	if cell.mode == "transaction" {
 		wantNotify = float64(payments)
 	}
+	routes := handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes()
 	waitForWithin(t, 5*time.Minute, "every copy handled", func() bool {
-		return handled(handlers.ChargePaymentHandler) >= want && handled(handlers.NotifyCustomerHandler) >= wantNotify
+		for _, r := range routes {
+			n := wantNotify
+			if r.Consumes == handlers.TopicPaymentRequested {
+				n = want
+			}
+			if handled(r.Name) < n {
+				return false
+			}
+		}
+		return true
 	})
 	elapsed := time.Since(start)
 

@@ -35,9 +35,9 @@ func (l *failOnceAfterCharge) AppendCharge(ctx context.Context, p handlers.Payme
 }
 
 // chargesAfterInjectedFailure runs an App in the given mode with the fault
-// injected, sends one payment, waits until it is notified (the handler's
-// retry redelivered it and its event went through) and returns how many
-// charges the ledger holds.
+// injected, sends one payment, waits until it is notified and given a
+// receipt (the handler's retry redelivered it and its event went through)
+// and returns how many charges the ledger holds.
 func chargesAfterInjectedFailure(t *testing.T, environ ...string) int {
 	t.Helper()
 	ledger := &failOnceAfterCharge{}
@@ -46,7 +46,11 @@ func chargesAfterInjectedFailure(t *testing.T, environ ...string) int {
 	if code := a.post(t, "/v1/payments", paymentBody(uuid.NewString())); code != http.StatusAccepted {
 		t.Fatalf("POST /v1/payments: status %d, want 202", code)
 	}
-	waitFor(t, "the payment notified", func() bool { return a.summary(t).Notifications == 1 })
+	// Every route done, not only notify_customer: stopping the App while
+	// another consumer of the event is still in an attempt would cut it.
+	waitFor(t, "the payment notified and given a receipt", func() bool {
+		return a.summary(t).Notifications == 1 && a.receipts(t) == 1
+	})
 	if !ledger.fired.Load() {
 		t.Fatal("the fault was never injected")
 	}

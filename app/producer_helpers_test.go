@@ -9,6 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/memory"
 )
 
 // publishPlainPayments is the message contract as another team's producer
@@ -63,24 +64,35 @@ func malformedIsPoisoned(t *testing.T, a *running, payload string) {
 	})
 }
 
-// waitForCopies waits until both handlers of a have seen every copy of
-// every payment: one processed, the rest recognised as duplicates (the
-// charge handler replays its PaymentCharged for each duplicate).
+// waitForCopies waits until every route of the payments domain has seen
+// every copy of every payment on a: one processed, the rest recognised as
+// duplicates (the charge handler replays its PaymentCharged for each
+// duplicate, so the handlers of payments.charged see as many copies). The
+// routes are looped over, not named: a handler added to
+// [handlers.MessageHandlers.Routes] is checked on every transport whose
+// test calls this, with no edit here. It then checks the ledger holds one
+// receipt per payment, the side effect of the one handler that app knows
+// nothing of. a's ledger must hold these payments only.
 func waitForCopies(t *testing.T, a *running, payments, copies int) {
 	t.Helper()
+	routes := handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes()
 	waitFor(t, "every copy handled", func() bool {
-		for _, h := range []string{handlers.ChargePaymentHandler, handlers.NotifyCustomerHandler} {
-			if a.metric(t, "onceflow_receiver_outcomes_total", "scope", h, "outcome", "processed") != float64(payments) ||
-				a.metric(t, "onceflow_receiver_outcomes_total", "scope", h, "outcome", "duplicate") != float64(payments*(copies-1)) {
+		for _, r := range routes {
+			if a.metric(t, "onceflow_receiver_outcomes_total", "scope", r.Name, "outcome", "processed") != float64(payments) ||
+				a.metric(t, "onceflow_receiver_outcomes_total", "scope", r.Name, "outcome", "duplicate") != float64(payments*(copies-1)) {
 				return false
 			}
 		}
 		return true
 	})
+	if got := a.receipts(t); got != payments {
+		t.Errorf("ledger holds %d receipts, want one for each of %d payments", got, payments)
+	}
 }
 
 // postThriceChargesOnce sends payment id three times through a's API and
-// checks that it is charged and notified exactly once.
+// checks that every route handles it exactly once: it is charged, notified
+// and given a receipt once.
 func postThriceChargesOnce(t *testing.T, a *running, id string) {
 	t.Helper()
 	for range 3 {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores/postgres"
@@ -36,9 +35,4 @@ func (t pgTransactor) Begin(ctx context.Context) (middleware.Unit, error) {
 		return nil, err
 	}
 	return u, nil
-}
-
-// ledgerTx is postgres.TxFromContext for handlers.WithTxFromContext.
-func ledgerTx(ctx context.Context) (handlers.Querier, bool) {
-	return postgres.TxFromContext(ctx)
 }

@@ -1,23 +1,33 @@
 // Package handlers is the example payments domain: the events, the message
-// handlers that charge a payment and notify its customer, the HTTP API that
-// accepts payments, and the ledger those handlers write to.
+// handlers that charge a payment, notify its customer and issue its receipt,
+// the HTTP API that accepts payments, and the [Ledger] those handlers write
+// to. The ledger's implementations live in packages named after what they
+// keep it in: handlers/postgres (pgx) and handlers/memory.
 //
-// The flow:
+// The flow, each step with its side effect:
 //
-//	POST /v1/payments ──PaymentRequested──▶ charge_payment ──PaymentCharged──▶ notify_customer
-//	   (ledger: accepted)   payments.requested  (ledger: charge row)  payments.charged  (ledger: notification row)
+//	POST /v1/payments           ledger: the payment, accepted
+//	   │ PaymentRequested on payments.requested
+//	   ▼
+//	charge_payment              ledger: a charge row
+//	   │ PaymentCharged on payments.charged
+//	   ├──▶ notify_customer     ledger: a notification row
+//	   └──▶ issue_receipt       ledger: a receipt row
 //
 // [MessageHandlers.Routes] lists the message handlers with the topics they
 // consume and produce: the application loops over that list to subscribe
 // them on the configured broker behind the idempotent receiver, so adding a
-// handler touches this package only.
+// handler touches this package only (a new kind of side effect adds a
+// [Ledger] method to handlers/postgres, handlers/memory and a migration);
+// the README's "Add your own handler in 5 minutes" walks through it.
 //
 // The package knows nothing of brokers or idempotency stores. Message
 // handlers are plain Watermill handler functions and do their side effects
-// naively — a charge row per execution — because the idempotent receiver
-// that the application wraps around them is what makes each side effect
-// happen once. Every message they produce, and every PaymentRequested the
-// HTTP API publishes, carries the payment id as metadata IdempotencyKeyMetadata.
+// naively — a charge, notification or receipt row per execution — because
+// the idempotent receiver that the application wraps around them is what
+// makes each side effect happen once. Every message they produce, and every
+// PaymentRequested the HTTP API publishes, carries the payment id as
+// metadata IdempotencyKeyMetadata.
 //
 // Malformed input is never retried: decoding errors match ErrMalformed, so the
 // router can send such a message straight to the poison queue with the reason.
@@ -32,6 +42,9 @@ const (
 	ChargePaymentHandler = "charge_payment"
 	// NotifyCustomerHandler consumes TopicPaymentCharged.
 	NotifyCustomerHandler = "notify_customer"
+	// IssueReceiptHandler consumes TopicPaymentCharged too, with a side
+	// effect of its own.
+	IssueReceiptHandler = "issue_receipt"
 )
 
 // Topics of the payments domain.

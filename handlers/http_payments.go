@@ -83,7 +83,7 @@ func (h *HTTP) CreatePayment(w http.ResponseWriter, r *http.Request) {
 }
 
 // GetPayment serves [RouteGetPayment]: 200 with the [PaymentState] as
-// {"payment_id", "status", "charges", "notifications"}, 404 when no payment
+// {"payment_id", "status", "charges", "notifications", "receipts"}, 404 when no payment
 // has the id, 500 when the ledger fails.
 func (h *HTTP) GetPayment(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -104,7 +104,7 @@ func (h *HTTP) GetPayment(w http.ResponseWriter, r *http.Request) {
 }
 
 // LedgerSummary serves [RouteLedgerSummary]: 200 with the [Summary] as
-// {"payments", "charges", "notifications"}, 500 when the ledger fails.
+// {"payments", "charges", "notifications", "receipts"}, 500 when the ledger fails.
 func (h *HTTP) LedgerSummary(w http.ResponseWriter, r *http.Request) {
 	s, err := h.ledger.Summary(r.Context())
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/ledgertest"
+	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/problem"
 )
 
@@ -95,13 +97,13 @@ func TestHTTP(t *testing.T) {
 		{name: "publish fails", method: "POST", path: "/v1/payments", body: validBody, publishErr: errors.New("broker down"), wantStatus: 503},
 
 		{name: "payment found", method: "GET", path: "/v1/payments/pay-9",
-			wantStatus: 200, wantJSON: `{"payment_id":"pay-9","status":"charged","charges":1,"notifications":0}`},
+			wantStatus: 200, wantJSON: `{"payment_id":"pay-9","status":"charged","charges":1,"notifications":0,"receipts":0}`},
 		{name: "payment not found", method: "GET", path: "/v1/payments/pay-1", wantStatus: 404},
 		{name: "malformed payment id", method: "GET", path: "/v1/payments/" + strings.Repeat("a", 129), wantStatus: 404},
 		{name: "ledger down on read", method: "GET", path: "/v1/payments/pay-9", ledgerDown: true, wantStatus: 500},
 
 		{name: "summary", method: "GET", path: "/v1/ledger/summary",
-			wantStatus: 200, wantJSON: `{"payments":1,"charges":1,"notifications":0}`},
+			wantStatus: 200, wantJSON: `{"payments":1,"charges":1,"notifications":0,"receipts":0}`},
 		{name: "ledger down on summary", method: "GET", path: "/v1/ledger/summary", ledgerDown: true, wantStatus: 500},
 	}
 	for _, tt := range tests {
@@ -109,9 +111,9 @@ func TestHTTP(t *testing.T) {
 			t.Parallel()
 			var ledger handlers.Ledger = failingLedger{}
 			if !tt.ledgerDown {
-				mem := handlers.NewMemoryLedger()
-				mustRecord(t, mem, recorded)
-				mustDo(t, mem.AppendCharge(context.Background(), recorded, "ch-9"))
+				mem := memory.NewLedger()
+				ledgertest.MustRecord(t, mem, recorded)
+				ledgertest.Must(t, mem.AppendCharge(context.Background(), recorded, "ch-9"))
 				ledger = mem
 			}
 			pub := &recordingPublisher{err: tt.publishErr}
@@ -179,7 +181,7 @@ func assertProblem(t *testing.T, w *httptest.ResponseRecorder, status int, field
 
 func TestCreatePaymentPublishesPaymentRequested(t *testing.T) {
 	t.Parallel()
-	ledger := handlers.NewMemoryLedger()
+	ledger := memory.NewLedger()
 	pub := &recordingPublisher{}
 	mux := http.NewServeMux()
 	handlers.NewHTTP(ledger, pub, nil).Routes(mux)
@@ -212,7 +214,7 @@ func TestCreatePaymentPublishesPaymentRequested(t *testing.T) {
 	if got := middleware.MessageCorrelationID(msg); got != "corr-42" {
 		t.Errorf("correlation id = %q, want corr-42", got)
 	}
-	assertState(t, ledger, handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusAccepted})
+	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusAccepted})
 
 	// Sending the same payment again publishes the same payload, so the
 	// receiver sees a duplicate, not a key reused for another payload.
@@ -239,7 +241,7 @@ func TestRoutesWrapOnlyUnsafeMethods(t *testing.T) {
 		}
 	}
 	mux := http.NewServeMux()
-	handlers.NewHTTP(handlers.NewMemoryLedger(), &recordingPublisher{}, nil).Routes(mux, wrap("outer"), wrap("inner"))
+	handlers.NewHTTP(memory.NewLedger(), &recordingPublisher{}, nil).Routes(mux, wrap("outer"), wrap("inner"))
 
 	for _, r := range []*http.Request{
 		httptest.NewRequest("POST", "/v1/payments", strings.NewReader(validBody)),

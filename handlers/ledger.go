@@ -7,14 +7,18 @@ import (
 )
 
 // Ledger records payments and the side effects done for them. It is
-// deliberately naive: AppendCharge and AppendNotification add a row on every
-// call, with no deduplication, because they stand for external side effects
-// (charging a card, sending an email) that only the idempotent receiver in
-// front of the handlers keeps from happening twice.
+// deliberately naive: AppendCharge, AppendNotification and AppendReceipt add
+// a row on every call, with no deduplication, because they stand for
+// external side effects (charging a card, sending an email, issuing a
+// receipt) that only the idempotent receiver in front of the handlers keeps
+// from happening twice.
 //
 // Implementations are safe for concurrent use. Each method is atomic: a
-// charge or notification row and the status change it causes are written
-// together or not at all.
+// side effect's row and the status change it causes are written together or
+// not at all. The implementations are in packages named after what they
+// keep the ledger in: [github.com/onceflow/onceflow/handlers/postgres] and
+// [github.com/onceflow/onceflow/handlers/memory]; both pass
+// [github.com/onceflow/onceflow/handlers/ledgertest].
 type Ledger interface {
 	// RecordPayment records p with status accepted and returns when it was
 	// first accepted. Recording the same payment again changes nothing and
@@ -31,6 +35,11 @@ type Ledger interface {
 	// AppendNotification adds one notification row for p and moves its
 	// status to notified. A payment not yet recorded is recorded from p.
 	AppendNotification(ctx context.Context, p Payment, chargeID string) error
+
+	// AppendReceipt adds one receipt row for p's charge chargeID and
+	// leaves the status of a recorded payment as it is. A payment not yet
+	// recorded is recorded from p, as charged.
+	AppendReceipt(ctx context.Context, p Payment, chargeID string) error
 
 	// Payment returns the state of the payment id, or ErrNotFound.
 	Payment(ctx context.Context, id string) (PaymentState, error)
@@ -73,6 +82,7 @@ type PaymentState struct {
 	Status        Status `json:"status"`
 	Charges       int64  `json:"charges"`
 	Notifications int64  `json:"notifications"`
+	Receipts      int64  `json:"receipts"`
 }
 
 // Summary counts the whole ledger.
@@ -84,4 +94,6 @@ type Summary struct {
 	Charges int64 `json:"charges"`
 	// Notifications is the number of notification rows.
 	Notifications int64 `json:"notifications"`
+	// Receipts is the number of receipt rows.
+	Receipts int64 `json:"receipts"`
 }

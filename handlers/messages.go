@@ -82,3 +82,22 @@ func (h *MessageHandlers) NotifyCustomer(msg *message.Message) error {
 		"payment_id", charged.PaymentID, "customer_id", charged.CustomerID, "message_uuid", msg.UUID)
 	return nil
 }
+
+// IssueReceipt is the IssueReceiptHandler: it decodes a PaymentCharged and
+// issues one receipt for the charge. It is the second handler on
+// TopicPaymentCharged: the receiver scopes idempotency keys by handler
+// name, so it and NotifyCustomer each do their side effect once per
+// payment. A malformed message yields an error matching ErrMalformed.
+func (h *MessageHandlers) IssueReceipt(msg *message.Message) error {
+	charged, err := DecodePaymentCharged(msg.Payload)
+	if err != nil {
+		return err
+	}
+	ctx := msg.Context()
+	if err := h.ledger.AppendReceipt(ctx, charged.Payment(), charged.ChargeID); err != nil {
+		return fmt.Errorf("issuing receipt for payment %q: %w", charged.PaymentID, err)
+	}
+	h.logger.InfoContext(ctx, "receipt issued",
+		"payment_id", charged.PaymentID, "charge_id", charged.ChargeID, "message_uuid", msg.UUID)
+	return nil
+}

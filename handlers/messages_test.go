@@ -11,6 +11,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/ledgertest"
+	"github.com/onceflow/onceflow/handlers/memory"
 )
 
 func paymentRequestedMessage(t *testing.T, e handlers.PaymentRequested) *message.Message {
@@ -24,7 +26,7 @@ func paymentRequestedMessage(t *testing.T, e handlers.PaymentRequested) *message
 
 func TestChargePayment(t *testing.T) {
 	t.Parallel()
-	ledger := handlers.NewMemoryLedger()
+	ledger := memory.NewLedger()
 	h := handlers.NewMessageHandlers(ledger, nil)
 	req := handlers.PaymentRequested{PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1250, Currency: "EUR", RequestedAt: time.Now().UTC()}
 	in := paymentRequestedMessage(t, req)
@@ -58,7 +60,7 @@ func TestChargePayment(t *testing.T) {
 	if got := middleware.MessageCorrelationID(msg); got != "corr-1" {
 		t.Errorf("correlation id = %q, want corr-1", got)
 	}
-	assertState(t, ledger, handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 1})
+	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 1})
 
 	// Without the idempotent receiver, a redelivery charges again: the
 	// handler is naive on purpose, with a new charge id each time.
@@ -73,13 +75,12 @@ func TestChargePayment(t *testing.T) {
 	if second.ChargeID == charged.ChargeID {
 		t.Errorf("charge id %q repeated", second.ChargeID)
 	}
-	assertState(t, ledger, handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 2})
+	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 2})
 }
 
-func TestNotifyCustomer(t *testing.T) {
-	t.Parallel()
-	ledger := handlers.NewMemoryLedger()
-	h := handlers.NewMessageHandlers(ledger, nil)
+// paymentChargedMessage is the PaymentCharged of payment pay-1.
+func paymentChargedMessage(t *testing.T) *message.Message {
+	t.Helper()
 	msg, err := handlers.PaymentCharged{
 		PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1250, Currency: "EUR",
 		ChargeID: "ch-1", ChargedAt: time.Now().UTC(),
@@ -87,15 +88,40 @@ func TestNotifyCustomer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.NotifyCustomer(msg); err != nil {
+	return msg
+}
+
+func TestNotifyCustomer(t *testing.T) {
+	t.Parallel()
+	ledger := memory.NewLedger()
+	h := handlers.NewMessageHandlers(ledger, nil)
+	if err := h.NotifyCustomer(paymentChargedMessage(t)); err != nil {
 		t.Fatal(err)
 	}
-	assertState(t, ledger, handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusNotified, Notifications: 1})
+	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusNotified, Notifications: 1})
+}
+
+func TestIssueReceipt(t *testing.T) {
+	t.Parallel()
+	ledger := memory.NewLedger()
+	h := handlers.NewMessageHandlers(ledger, nil)
+	msg := paymentChargedMessage(t)
+	if err := h.IssueReceipt(msg); err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusCharged, Receipts: 1})
+
+	// Naive on purpose: without the idempotent receiver, a redelivery
+	// issues a second receipt.
+	if err := h.IssueReceipt(msg); err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusCharged, Receipts: 2})
 }
 
 func TestMessageHandlersRejectMalformedMessages(t *testing.T) {
 	t.Parallel()
-	ledger := handlers.NewMemoryLedger()
+	ledger := memory.NewLedger()
 	h := handlers.NewMessageHandlers(ledger, nil)
 	payload, err := json.Marshal(map[string]any{"payment_id": "pay-1", "customer_id": "cus-1", "amount_cents": -1, "currency": "EUR", "charge_id": "ch-1"})
 	if err != nil {
@@ -109,7 +135,8 @@ func TestMessageHandlersRejectMalformedMessages(t *testing.T) {
 		t.Errorf("produced %d messages for a malformed one", len(out))
 	}
 	assertMalformed(t, h.NotifyCustomer(msg), "amount_cents")
-	assertSummary(t, ledger, handlers.Summary{})
+	assertMalformed(t, h.IssueReceipt(msg), "amount_cents")
+	ledgertest.AssertSummary(t, ledger, handlers.Summary{})
 }
 
 func TestMessageHandlersReturnLedgerErrorsAsRetryable(t *testing.T) {
@@ -127,11 +154,14 @@ func TestMessageHandlersReturnLedgerErrorsAsRetryable(t *testing.T) {
 	if err := h.NotifyCustomer(charged); !errors.Is(err, errLedgerDown) || errors.Is(err, handlers.ErrMalformed) {
 		t.Errorf("NotifyCustomer: err = %v, want the ledger's error, not ErrMalformed", err)
 	}
+	if err := h.IssueReceipt(charged); !errors.Is(err, errLedgerDown) || errors.Is(err, handlers.ErrMalformed) {
+		t.Errorf("IssueReceipt: err = %v, want the ledger's error, not ErrMalformed", err)
+	}
 }
 
 func TestMessageHandlersUseMessageContext(t *testing.T) {
 	t.Parallel()
-	h := handlers.NewMessageHandlers(handlers.NewMemoryLedger(), nil)
+	h := handlers.NewMessageHandlers(memory.NewLedger(), nil)
 	in := paymentRequestedMessage(t, handlers.PaymentRequested{PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1, Currency: "EUR"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -153,6 +183,9 @@ func (failingLedger) AppendCharge(context.Context, handlers.Payment, string) err
 	return errLedgerDown
 }
 func (failingLedger) AppendNotification(context.Context, handlers.Payment, string) error {
+	return errLedgerDown
+}
+func (failingLedger) AppendReceipt(context.Context, handlers.Payment, string) error {
 	return errLedgerDown
 }
 func (failingLedger) Payment(context.Context, string) (handlers.PaymentState, error) {

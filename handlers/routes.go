@@ -108,5 +108,6 @@ func (h *MessageHandlers) Routes() Routes {
 	return Routes{
 		{Name: ChargePaymentHandler, Consumes: TopicPaymentRequested, Produces: TopicPaymentCharged, Handle: h.ChargePayment},
 		{Name: NotifyCustomerHandler, Consumes: TopicPaymentCharged, Consume: h.NotifyCustomer},
+		{Name: IssueReceiptHandler, Consumes: TopicPaymentCharged, Consume: h.IssueReceipt},
 	}
 }

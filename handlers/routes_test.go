@@ -8,13 +8,14 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/memory"
 )
 
 // The domain's own routes are what the application wires: they must pass
 // the checks it runs at start-up.
 func TestPaymentRoutesAreValid(t *testing.T) {
 	t.Parallel()
-	routes := handlers.NewMessageHandlers(handlers.NewMemoryLedger(), nil).Routes()
+	routes := handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes()
 	if err := routes.Validate(); err != nil {
 		t.Fatal(err)
 	}

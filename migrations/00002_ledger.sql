@@ -1,4 +1,4 @@
--- Ledger of the example payments domain, kept by handlers.PostgresLedger.
+-- Ledger of the example payments domain, kept by handlers/postgres.Ledger.
 --
 -- payments holds one row per payment and its furthest status. charges and
 -- notifications are append-only logs of side effects: charges stands for a

@@ -12,6 +12,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -214,11 +216,11 @@ func tail(path string, n int) string {
 // prefix and service name declares on the shared broker.
 func deleteAMQP(url, prefix, service string) {
 	withAMQPChannel(url, func(ch *amqp091.Channel) {
-		for topic, handler := range map[string]string{
-			"payments.requested": "charge_payment", "payments.charged": "notify_customer", "poison": "poison_log",
-		} {
-			_, _ = ch.QueueDelete(prefix+topic+"_"+prefix+service+"."+handler, false, false, false)
-			_ = ch.ExchangeDelete(prefix+topic, false, false)
+		routes := append(handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes(),
+			handlers.Route{Name: "poison_log", Consumes: "poison"})
+		for _, r := range routes {
+			_, _ = ch.QueueDelete(prefix+r.Consumes+"_"+prefix+service+"."+r.Name, false, false, false)
+			_ = ch.ExchangeDelete(prefix+r.Consumes, false, false)
 		}
 	})
 }

@@ -1,0 +1,107 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/ledgertest"
+	"github.com/onceflow/onceflow/handlers/postgres"
+	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/migrations"
+	storepg "github.com/onceflow/onceflow/stores/postgres"
+)
+
+// postgresPool returns a pool on a fresh schema with every migration applied.
+func postgresPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("PostgreSQL integration test skipped in -short mode")
+	}
+	url := testenv.PostgresSchema(t)
+	ctx := context.Background()
+	if err := migrations.UpURL(ctx, url); err != nil {
+		t.Fatalf("migrating: %v", err)
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatalf("opening pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func TestLedger(t *testing.T) {
+	t.Parallel()
+	ledgertest.Run(t, func(t *testing.T) handlers.Ledger { return postgres.NewLedger(postgresPool(t)) })
+}
+
+// unitContext returns a context carrying tx as a [storepg.Unit]'s context
+// does, by beginning a unit on it: the unit's transaction is a savepoint in
+// tx, which rolls back with it.
+func unitContext(t *testing.T, tx pgx.Tx) context.Context {
+	t.Helper()
+	store, err := storepg.New(tx, storepg.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := store.Begin(context.Background(), tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Context()
+}
+
+// TestLedgerJoinsTransaction checks that the ledger's writes made in a
+// caller's transaction, found in the context or given with With, show only
+// inside it until it ends and vanish when it rolls back.
+func TestLedgerJoinsTransaction(t *testing.T) {
+	t.Parallel()
+	ways := map[string]func(t *testing.T, l *postgres.Ledger, tx pgx.Tx) (handlers.Ledger, context.Context){
+		"WithTxFromContext": func(t *testing.T, l *postgres.Ledger, tx pgx.Tx) (handlers.Ledger, context.Context) {
+			return l, unitContext(t, tx)
+		},
+		"With": func(_ *testing.T, l *postgres.Ledger, tx pgx.Tx) (handlers.Ledger, context.Context) {
+			return l.With(tx), context.Background()
+		},
+	}
+	for name, join := range ways {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			pool := postgresPool(t)
+			l := postgres.NewLedger(pool, postgres.WithTxFromContext(storepg.TxFromContext))
+			ctx := context.Background()
+			p := handlers.Payment{ID: "pay-1", CustomerID: "cus-1", AmountCents: 100, Currency: "EUR"}
+
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tx.Rollback(ctx) }()
+			inTx, txCtx := join(t, l, tx)
+			ledgertest.Must(t, inTx.AppendCharge(txCtx, p, "ch-1"))
+			ledgertest.Must(t, inTx.AppendNotification(txCtx, p, "ch-1"))
+			ledgertest.Must(t, inTx.AppendReceipt(txCtx, p, "ch-1"))
+
+			got, err := inTx.Summary(txCtx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := (handlers.Summary{Payments: 1, Charges: 1, Notifications: 1, Receipts: 1}); got != want {
+				t.Errorf("Summary in transaction = %+v, want %+v", got, want)
+			}
+			ledgertest.AssertSummary(t, l, handlers.Summary{}) // not visible outside yet
+
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ledgertest.AssertSummary(t, l, handlers.Summary{})
+			if _, err := l.Payment(ctx, p.ID); err == nil {
+				t.Error("payment found after its transaction rolled back")
+			}
+		})
+	}
+}
