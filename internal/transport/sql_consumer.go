@@ -24,10 +24,22 @@ func (db sqlConsumerDB) BeginTx(ctx context.Context, opts *stdsql.TxOptions) (ws
 	if err != nil {
 		return nil, err
 	}
-	return sqlConsumerTx{tx}, nil
+	return sqlConsumerTx{Tx: tx, guard: &unitGuard{}}, nil
 }
 
-type sqlConsumerTx struct{ wsql.Tx }
+// sqlConsumerTx is a consumer transaction: its errors reported (see
+// errRows), and its end held back while a unit of work is open in it (see
+// unitGuard).
+type sqlConsumerTx struct {
+	wsql.Tx
+	guard *unitGuard
+}
+
+// Commit commits once no unit of work is open in the transaction.
+func (tx sqlConsumerTx) Commit() error { return tx.guard.finish(tx.Tx.Commit) }
+
+// Rollback rolls back once no unit of work is open in the transaction.
+func (tx sqlConsumerTx) Rollback() error { return tx.guard.finish(tx.Tx.Rollback) }
 
 func (tx sqlConsumerTx) QueryContext(ctx context.Context, query string, args ...any) (wsql.Rows, error) {
 	rows, err := tx.Tx.QueryContext(ctx, query, args...)

@@ -201,3 +201,58 @@ func TestSQLTransportRefusesTooLongTopics(t *testing.T) {
 		t.Errorf("subscribing to %q succeeded, want an error", long)
 	}
 }
+
+// A unit of work open in the consumer transaction when the subscriber
+// closes (an attempt a graceful shutdown lets run to its end) holds the
+// transaction's end back: the subscriber would otherwise commit it at once,
+// on the connection the unit is still using, with the unit half done.
+func TestSQLTransportCloseWaitsForAnOpenUnit(t *testing.T) {
+	tr := newTestSQL(t, testenv.Postgres(t))
+	sub, err := tr.Subscriber("charge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := sub.Subscribe(t.Context(), sqlTestTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, tr, 1)
+	var msg *message.Message
+	select {
+	case msg = <-msgs:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message within 10s")
+	}
+	tx, ok := ConsumerTx(msg.Context())
+	if !ok {
+		t.Fatal("ConsumerTx: no consumer transaction in the message's context")
+	}
+	ctx := t.Context()
+	unit, err := tx.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	closed := make(chan error, 1)
+	go func() { closed <- sub.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("the subscriber closed (%v), ending the consumer transaction, while a unit was open in it", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	var one int
+	if err := unit.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("the open unit's query: %d, %v", one, err)
+	}
+	if err := unit.Commit(ctx); err != nil {
+		t.Fatalf("committing the unit: %v", err)
+	}
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("closing the subscriber: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscriber did not close within 10s of the unit's end")
+	}
+}

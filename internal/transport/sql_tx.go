@@ -14,21 +14,25 @@ import (
 // ConsumerTx returns the transaction in which the SQL transport consumes
 // the message whose context ctx is: work done in it commits with the
 // consumed offset. Watermill SQL does not roll it back on a nack, so a
-// caller that may fail works in a savepoint of it. It reports false for a
-// message of any other transport, or of another subscriber.
+// caller that may fail works in a savepoint of it: its Begin. The consumer
+// transaction does not end while such a savepoint is open, not even when
+// the subscriber closes (see unitGuard), so the caller must commit or roll
+// it back. It reports false for a message of any other transport, or of
+// another subscriber.
 func ConsumerTx(ctx context.Context) (pgx.Tx, bool) {
 	tx, ok := wsql.TxFromContext(ctx)
 	if !ok {
 		return nil, false
 	}
-	if c, ok := tx.(sqlConsumerTx); ok {
-		tx = c.Tx
+	c, ok := tx.(sqlConsumerTx)
+	if !ok {
+		return nil, false
 	}
-	switch t := tx.(type) {
+	switch t := c.Tx.(type) {
 	case *wsql.PgxTx:
-		return t.Tx, true
+		return guardedTx{Tx: t.Tx, guard: c.guard}, true
 	case wsql.PgxTx:
-		return t.Tx, true
+		return guardedTx{Tx: t.Tx, guard: c.guard}, true
 	}
 	return nil, false
 }
