@@ -130,7 +130,7 @@ func TestAMQPFirstConnection(t *testing.T) {
 	}
 
 	t.Run("gives up after the timeout", func(t *testing.T) {
-		addr := closedPort(t)
+		addr := testenv.ClosedAddr(t)
 		took, err := newApp(t, t.Context(), "amqp://guest:s3cret@"+addr+"/", "1s")
 		if err == nil {
 			t.Fatal("New succeeded with nothing listening")
@@ -147,7 +147,7 @@ func TestAMQPFirstConnection(t *testing.T) {
 	t.Run("stops retrying when its context ends", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 		defer cancel()
-		took, err := newApp(t, ctx, "amqp://guest:guest@"+closedPort(t)+"/", "1m")
+		took, err := newApp(t, ctx, "amqp://guest:guest@"+testenv.ClosedAddr(t)+"/", "1m")
 		if !errors.Is(err, context.DeadlineExceeded) || took > 3*time.Second {
 			t.Errorf("New returned %v after %v, want the context's error soon after 300ms", err, took)
 		}
@@ -194,18 +194,6 @@ func deleteServiceAMQPOnCleanup(t *testing.T, url, prefix, service string) {
 		queues = append(queues, prefix+r.Consumes+"_"+cfg.ConsumerGroup(r.Name))
 	}
 	testenv.DeleteAMQPOnCleanup(t, url, exchanges, queues)
-}
-
-// closedPort returns a loopback address where nothing listens.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }
 
 func amqpHostPort(t *testing.T, raw string) string {

@@ -78,7 +78,7 @@ func TestKafkaStartupUnreachable(t *testing.T) {
 		addr   string
 		within time.Duration
 	}{
-		"nothing listening": {closedPort(t), 3 * time.Second},
+		"nothing listening": {testenv.ClosedAddr(t), 3 * time.Second},
 		"no answer":         {silent.Addr().String(), 14 * time.Second},
 	} {
 		t.Run(name, func(t *testing.T) {

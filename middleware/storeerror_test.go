@@ -2,12 +2,12 @@ package middleware_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/middleware"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
@@ -16,12 +16,7 @@ import (
 // and the outage once each: the store says what it alone knows (the
 // operation and the key as stored), the receiver adds nothing it said.
 func TestStoreOutageErrorSaysEachThingOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close() // a port nothing listens on: a Redis that is down
+	addr := testenv.ClosedAddr(t) // a Redis that is down
 	client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
 	r, err := middleware.NewReceiver(middleware.Config{Store: redisstore.New(client, redisstore.Config{})})

@@ -5,38 +5,17 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/ledgertest"
 	"github.com/onceflow/onceflow/handlers/postgres"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/migrations"
 	storepg "github.com/onceflow/onceflow/stores/postgres"
 )
 
-// postgresPool returns a pool on a fresh schema with every migration applied.
-func postgresPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("PostgreSQL integration test skipped in -short mode")
-	}
-	url := testenv.PostgresSchema(t)
-	ctx := context.Background()
-	if err := migrations.UpURL(ctx, url); err != nil {
-		t.Fatalf("migrating: %v", err)
-	}
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatalf("opening pool: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
 func TestLedger(t *testing.T) {
 	t.Parallel()
-	ledgertest.Run(t, func(t *testing.T) handlers.Ledger { return postgres.NewLedger(postgresPool(t)) })
+	ledgertest.Run(t, func(t *testing.T) handlers.Ledger { return postgres.NewLedger(testenv.MigratedPostgres(t)) })
 }
 
 // unitContext returns a context carrying tx as a [storepg.Unit]'s context
@@ -71,7 +50,7 @@ func TestLedgerJoinsTransaction(t *testing.T) {
 	for name, join := range ways {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			pool := postgresPool(t)
+			pool := testenv.MigratedPostgres(t)
 			l := postgres.NewLedger(pool, postgres.WithTxFromContext(storepg.TxFromContext))
 			ctx := context.Background()
 			p := handlers.Payment{ID: "pay-1", CustomerID: "cus-1", AmountCents: 100, Currency: "EUR"}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceflow/onceflow/migrations"
 )
 
 // DefaultPostgresURL is the database tests use unless TEST_DATABASE_URL is set.
@@ -58,7 +60,25 @@ func PostgresSchema(t testing.TB) string {
 // t ends.
 func Postgres(t testing.TB) *pgxpool.Pool {
 	t.Helper()
+	return openPool(t, PostgresSchema(t))
+}
+
+// MigratedPostgres is Postgres with every migration applied to the fresh
+// schema.
+func MigratedPostgres(t testing.TB) *pgxpool.Pool {
+	t.Helper()
 	u := PostgresSchema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := migrations.UpURL(ctx, u); err != nil {
+		t.Fatalf("migrating: %v", err)
+	}
+	return openPool(t, u)
+}
+
+// openPool opens a pool on u, closed when t ends.
+func openPool(t testing.TB, u string) *pgxpool.Pool {
+	t.Helper()
 	pool, err := pgxpool.New(context.Background(), u)
 	if err != nil {
 		t.Fatalf("opening pool: %v", err)

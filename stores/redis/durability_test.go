@@ -131,7 +131,7 @@ func valuesOf(m map[int64]string) []string {
 // error, not an unknown verdict.
 func TestInspectUnreachableIsAnError(t *testing.T) {
 	t.Parallel()
-	c := redis.NewClient(&redis.Options{Addr: closedAddr(t), DialTimeout: time.Second, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), DialTimeout: time.Second, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	_, err := redisstore.Inspect(testCtx(t), c)
 	var refused redis.Error

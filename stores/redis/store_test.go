@@ -1,7 +1,6 @@
 package redisstore_test
 
 import (
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -26,7 +25,7 @@ func TestConformance(t *testing.T) {
 			New: func(t *testing.T) stores.Store { return newStore(t, testenv.Redis(t)) },
 			Unavailable: func(t *testing.T) stores.Store {
 				return unreachable(t, redis.NewClient(&redis.Options{
-					Addr: closedAddr(t), DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1,
+					Addr: testenv.ClosedAddr(t), DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1,
 				}))
 			},
 		})
@@ -39,7 +38,7 @@ func TestConformance(t *testing.T) {
 		storetest.Run(t, storetest.Harness{
 			New: func(t *testing.T) stores.Store { return redisstore.New(master.Client(t), cfg(t)) },
 			Unavailable: func(t *testing.T) stores.Store {
-				c := redis.NewClient(&redis.Options{Addr: closedAddr(t), DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1})
+				c := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1})
 				t.Cleanup(func() { _ = c.Close() })
 				return redisstore.New(c, cfg(t))
 			},
@@ -50,7 +49,7 @@ func TestConformance(t *testing.T) {
 			New: func(t *testing.T) stores.Store { return newStore(t, testenv.RedisCluster(t)) },
 			Unavailable: func(t *testing.T) stores.Store {
 				return unreachable(t, redis.NewClusterClient(&redis.ClusterOptions{
-					Addrs: []string{closedAddr(t)}, DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1,
+					Addrs: []string{testenv.ClosedAddr(t)}, DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1,
 				}))
 			},
 		})
@@ -66,16 +65,4 @@ func newStore(t *testing.T, c redis.UniversalClient) *redisstore.Store {
 func unreachable(t *testing.T, c redis.UniversalClient) *redisstore.Store {
 	t.Cleanup(func() { _ = c.Close() })
 	return redisstore.New(c, redisstore.Config{})
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }
