@@ -13,6 +13,7 @@ import (
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/problem"
 )
 
 // response is what send got back.
@@ -120,7 +121,7 @@ func TestHTTPIdempotencyClientsIsolated(t *testing.T) {
 		a.send(t, c, http.MethodGet, "/v1/ledger/summary", ""),
 	} {
 		if r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") ||
-			r.header.Get("Content-Type") != handlers.ProblemContentType {
+			r.header.Get("Content-Type") != problem.ContentType {
 			t.Errorf("without a valid key: %d %v, want a 401 problem with WWW-Authenticate: Bearer", r.status, r.header)
 		}
 	}
@@ -168,7 +169,7 @@ func TestHTTPIdempotencyProblems(t *testing.T) {
 		if r.status != tc.status {
 			t.Errorf("%s: %d %s, want %d", tc.name, r.status, r.body, tc.status)
 		}
-		if r.status >= 400 && r.header.Get("Content-Type") != handlers.ProblemContentType {
+		if r.status >= 400 && r.header.Get("Content-Type") != problem.ContentType {
 			t.Errorf("%s: Content-Type %q, want a problem", tc.name, r.header.Get("Content-Type"))
 		}
 	}

@@ -155,8 +155,8 @@ func TestHTTP(t *testing.T) {
 // names exactly fields (in any order) when fields are given.
 func assertProblem(t *testing.T, w *httptest.ResponseRecorder, status int, fields []string) {
 	t.Helper()
-	if ct := w.Header().Get("Content-Type"); ct != handlers.ProblemContentType {
-		t.Errorf("Content-Type = %q, want %s", ct, handlers.ProblemContentType)
+	if ct := w.Header().Get("Content-Type"); ct != problem.ContentType {
+		t.Errorf("Content-Type = %q, want %s", ct, problem.ContentType)
 	}
 	var p problem.Details
 	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
