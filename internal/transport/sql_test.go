@@ -31,9 +31,8 @@ func newTestSQL(t *testing.T, pool *pgxpool.Pool) *Transport {
 // delivery is one message handed to the subscriber named sub.
 type delivery struct{ sub, uuid string }
 
-// consume subscribes handler's subscriber of tr to topic and reports every
-// delivery on out before acking it, work after receiving it.
-func consume(t *testing.T, tr *Transport, handler, name string, work time.Duration, out chan<- delivery) {
+// subscribeSQL subscribes handler's subscriber of tr to sqlTestTopic.
+func subscribeSQL(t *testing.T, tr *Transport, handler string) (message.Subscriber, <-chan *message.Message) {
 	t.Helper()
 	sub, err := tr.Subscriber(handler)
 	if err != nil {
@@ -43,6 +42,14 @@ func consume(t *testing.T, tr *Transport, handler, name string, work time.Durati
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sub, msgs
+}
+
+// consume subscribes handler's subscriber of tr to topic and reports every
+// delivery on out before acking it, work after receiving it.
+func consume(t *testing.T, tr *Transport, handler, name string, work time.Duration, out chan<- delivery) {
+	t.Helper()
+	_, msgs := subscribeSQL(t, tr, handler)
 	go func() {
 		for msg := range msgs {
 			time.Sleep(work)
@@ -148,14 +155,7 @@ func TestSQLTransportReplicasShareAGroup(t *testing.T) {
 // delivery within a group is ordered.
 func TestSQLTransportRedeliversNacked(t *testing.T) {
 	tr := newTestSQL(t, testenv.Postgres(t))
-	sub, err := tr.Subscriber("charge")
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := sub.Subscribe(t.Context(), sqlTestTopic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, msgs := subscribeSQL(t, tr, "charge")
 	uuids := publish(t, tr, 2)
 
 	receive := func() *message.Message {
@@ -208,14 +208,7 @@ func TestSQLTransportRefusesTooLongTopics(t *testing.T) {
 // on the connection the unit is still using, with the unit half done.
 func TestSQLTransportCloseWaitsForAnOpenUnit(t *testing.T) {
 	tr := newTestSQL(t, testenv.Postgres(t))
-	sub, err := tr.Subscriber("charge")
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := sub.Subscribe(t.Context(), sqlTestTopic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sub, msgs := subscribeSQL(t, tr, "charge")
 	publish(t, tr, 1)
 	var msg *message.Message
 	select {
