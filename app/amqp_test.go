@@ -17,7 +17,6 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/internal/transport"
 )
@@ -184,14 +183,14 @@ func amqpAppEnv(t *testing.T) (env []string, url, prefix string) {
 // durable and would outlive the test on the shared broker.
 func deleteServiceAMQPOnCleanup(t *testing.T, url, prefix, service string) {
 	cfg := transport.Config{TopicPrefix: prefix, ServiceName: service}
-	routes := append(handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes(),
+	routes := append(paymentRoutes(),
 		handlers.Route{Name: poisonLogHandler, Consumes: PoisonTopic})
 	var exchanges, queues []string
 	for _, topic := range routes.Topics() {
 		exchanges = append(exchanges, prefix+topic)
 	}
 	for _, r := range routes {
-		queues = append(queues, prefix+r.Consumes+"_"+cfg.ConsumerGroup(r.Name))
+		queues = append(queues, cfg.AMQPQueue(r.Consumes, r.Name))
 	}
 	testenv.DeleteAMQPOnCleanup(t, url, exchanges, queues)
 }

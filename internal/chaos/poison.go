@@ -39,11 +39,18 @@ type PoisonReader struct {
 	stop   func()
 }
 
+// poisonTopic is the service's poison topic (app.PoisonTopic), and
+// poisonLog the handler that reads it, as seen from outside the binary.
+const (
+	poisonTopic = "poison"
+	poisonLog   = "poison_log"
+)
+
 // ReadPoison subscribes to the row's poison topic. On amqp only what is
 // published after the call is seen (the reader's queue is bound now); on
 // sql and kafka the whole topic is read. Close it when done.
 func (r *Row) ReadPoison() (*PoisonReader, error) {
-	topic := r.Prefix + "poison"
+	topic := r.Prefix + poisonTopic
 	var (
 		sub  message.Subscriber
 		stop func()

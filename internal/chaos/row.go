@@ -15,6 +15,7 @@ import (
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/transport"
 )
 
 // Services are what the rows of a test run share: the built binary and
@@ -215,11 +216,12 @@ func tail(path string, n int) string {
 // deleteAMQP deletes the durable exchanges and queues a service with this
 // prefix and service name declares on the shared broker.
 func deleteAMQP(url, prefix, service string) {
+	cfg := transport.Config{TopicPrefix: prefix, ServiceName: service}
 	withAMQPChannel(url, func(ch *amqp091.Channel) {
 		routes := append(handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes(),
-			handlers.Route{Name: "poison_log", Consumes: "poison"})
+			handlers.Route{Name: poisonLog, Consumes: poisonTopic})
 		for _, r := range routes {
-			_, _ = ch.QueueDelete(prefix+r.Consumes+"_"+prefix+service+"."+r.Name, false, false, false)
+			_, _ = ch.QueueDelete(cfg.AMQPQueue(r.Consumes, r.Name), false, false, false)
 			_ = ch.ExchangeDelete(prefix+r.Consumes, false, false)
 		}
 	})

@@ -20,7 +20,7 @@ func TestAMQPTransport(t *testing.T) {
 	url := testenv.AMQP(t)
 	prefix, service := testenv.Names()
 	cfg := Config{Kind: AMQP, AMQPURL: url, AMQPConnectTimeout: 5 * time.Second, TopicPrefix: prefix, ServiceName: service}
-	queue := func(topic, handler string) string { return prefix + topic + "_" + cfg.ConsumerGroup(handler) }
+	queue := cfg.AMQPQueue
 	testenv.DeleteAMQPOnCleanup(t, url,
 		[]string{prefix + "fanout", prefix + "shared", prefix + "nack"},
 		[]string{queue("fanout", "a"), queue("fanout", "b"), queue("shared", "r"), queue("nack", "n")})

@@ -8,3 +8,10 @@ package transport
 func (c Config) ConsumerGroup(handler string) string {
 	return c.TopicPrefix + c.ServiceName + "." + handler
 }
+
+// AMQPQueue names the durable queue through which handler consumes topic
+// on RabbitMQ: TopicPrefix, the topic, "_" and the handler's consumer
+// group, as the AMQP transport declares it.
+func (c Config) AMQPQueue(topic, handler string) string {
+	return c.TopicPrefix + topic + "_" + c.ConsumerGroup(handler)
+}
