@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -206,4 +208,11 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// paymentRoutes is the payments domain's routes, for tests that loop over
+// every handler the service runs: a route added to
+// [handlers.MessageHandlers.Routes] is covered without editing them.
+func paymentRoutes() handlers.Routes {
+	return handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes()
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -152,7 +151,7 @@ func runCell(t *testing.T, cell e2eCell, payments int) time.Duration {
 	if cell.mode == "transaction" {
 		wantNotify = float64(payments)
 	}
-	routes := handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes()
+	routes := paymentRoutes()
 	waitForWithin(t, 5*time.Minute, "every copy handled", func() bool {
 		for _, r := range routes {
 			n := wantNotify

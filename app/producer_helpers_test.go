@@ -9,7 +9,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/handlers/memory"
 )
 
 // publishPlainPayments is the message contract as another team's producer
@@ -75,7 +74,7 @@ func malformedIsPoisoned(t *testing.T, a *running, payload string) {
 // nothing of. a's ledger must hold these payments only.
 func waitForCopies(t *testing.T, a *running, payments, copies int) {
 	t.Helper()
-	routes := handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes()
+	routes := paymentRoutes()
 	waitFor(t, "every copy handled", func() bool {
 		for _, r := range routes {
 			if a.metric(t, "onceflow_receiver_outcomes_total", "scope", r.Name, "outcome", "processed") != float64(payments) ||

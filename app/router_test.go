@@ -11,7 +11,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 
 	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/handlers/memory"
 )
 
 // A handler in flight when the router closes runs to its end on a live
@@ -72,7 +71,7 @@ func TestCheckRoutesRefusesTheServicesOwnNames(t *testing.T) {
 			t.Errorf("checkRoutes(route %q) = %v, want it refused", name, err)
 		}
 	}
-	if err := checkRoutes(handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes()); err != nil {
+	if err := checkRoutes(paymentRoutes()); err != nil {
 		t.Errorf("checkRoutes(the payments routes) = %v", err)
 	}
 }
