@@ -1,21 +1,10 @@
 package main
 
 import (
-	"net"
 	"net/http"
 	"testing"
 	"time"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 func waitReady(t *testing.T, url string) {
 	t.Helper()

@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // The README's tour, run as a user would: serve on a free port, publish
 // three payments with one duplicate each, and read one charge per payment.
 func TestTour(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testenv.ClosedAddr(t)
 	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn"}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -62,7 +64,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		want          string
 	}{
 		{[]string{"frobnicate"}, nil, `unknown command "frobnicate": use serve, publish or healthcheck`},
-		{[]string{"healthcheck"}, []string{"HTTP_ADDR=" + freeAddr(t)}, "/readyz: "},
+		{[]string{"healthcheck"}, []string{"HTTP_ADDR=" + testenv.ClosedAddr(t)}, "/readyz: "},
 		{[]string{"serve"}, []string{"STORE=mongo"}, `STORE="mongo" is not allowed`},
 		{[]string{"publish", "--count", "0"}, nil, "--count must be at least 1"},
 	} {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // Instance is one onceflow process (`onceflow serve`) that can be killed,
@@ -36,7 +37,7 @@ type Instance struct {
 // this process's PATH and HOME) on a free loopback port, logging in JSON
 // to logPath. It does not start it.
 func NewInstance(name, bin, logPath string, env []string) (*Instance, error) {
-	addr, err := freeAddr()
+	addr, err := testenv.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -210,14 +211,4 @@ func vmHWM(pid int) (int64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// freeAddr returns a loopback address with a port nothing listens on now.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // postgresBin is where the PostgreSQL server binaries of this machine live.
@@ -43,7 +45,7 @@ func NewPostgresServer() (*PostgresServer, error) {
 	}
 	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
 	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-	addr, err := freeAddr()
+	addr, err := testenv.FreeAddr()
 	if err != nil {
 		return nil, err
 	}

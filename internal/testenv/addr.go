@@ -5,15 +5,24 @@ import (
 	"testing"
 )
 
-// ClosedAddr returns a loopback host:port that nothing listens on now: a
-// service that is down, or a free port for a server the test starts.
+// FreeAddr returns a loopback host:port that nothing listens on now: a
+// service that is down, or a port for a server about to start. Another
+// process may take the port before it is used.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// ClosedAddr is FreeAddr for a test, which fails when there is no port.
 func ClosedAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
 	return addr
 }
