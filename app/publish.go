@@ -1,15 +1,9 @@
 package app
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"sync"
-	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
@@ -61,32 +55,15 @@ func Publish(ctx context.Context, environ []string, opts PublishOptions, out io.
 	if err != nil {
 		return err
 	}
-	client := &http.Client{Timeout: 10 * time.Second}
-	var (
-		mu       sync.Mutex
-		statuses = map[int]int{}
-	)
-	run, err := sendCopies(ctx, opts, func(ctx context.Context, p handlers.Payment) error {
-		body, _ := json.Marshal(map[string]any{
-			"payment_id": p.ID, "customer_id": p.CustomerID,
-			"amount_cents": p.AmountCents, "currency": p.Currency,
-		})
-		code, err := post(ctx, client, base+"/v1/payments", body, cfg.PublishAPIKey)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		statuses[code]++
-		mu.Unlock()
-		return nil
-	})
+	api := newServiceClient(base, cfg.PublishAPIKey, 0)
+	run, err := sendCopies(ctx, opts, api.createPayment)
 	if err != nil {
 		return err
 	}
 	sent := opts.Count * (1 + opts.Duplicates)
 	fmt.Fprintf(out, "sent %d messages: %d payments (pay-%s-1 .. pay-%s-%d) x %d copies, through %s\n",
 		sent, opts.Count, run, run, opts.Count, 1+opts.Duplicates, base)
-	fmt.Fprintf(out, "responses by status: %v\n", statuses)
+	fmt.Fprintf(out, "responses by status: %v\n", api.statuses())
 	fmt.Fprintf(out, "expect %d charges: see %s/v1/ledger/summary\n", opts.Count, base)
 	return nil
 }
@@ -95,14 +72,11 @@ func Publish(ctx context.Context, environ []string, opts PublishOptions, out io.
 // sent 1+Duplicates times, at most Concurrency at once, through send. It
 // returns the run id that names the payments pay-<run>-1 .. pay-<run>-Count.
 func sendCopies(ctx context.Context, opts PublishOptions, send func(context.Context, handlers.Payment) error) (string, error) {
-	run := uuid.NewString()[:8]
+	run := newRunID()
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Concurrency)
 	for i := range opts.Count {
-		p := handlers.Payment{
-			ID: fmt.Sprintf("pay-%s-%d", run, i+1), CustomerID: fmt.Sprintf("cust-%d", i%10+1),
-			AmountCents: int64(1000 + i), Currency: "EUR",
-		}
+		p := demoPayment(run, i)
 		for range 1 + opts.Duplicates {
 			g.Go(func() error {
 				if err := send(ctx, p); err != nil {
@@ -115,36 +89,17 @@ func sendCopies(ctx context.Context, opts PublishOptions, send func(context.Cont
 	return run, g.Wait()
 }
 
-func post(ctx context.Context, client *http.Client, url string, body []byte, apiKey string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", uuid.NewString())
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode >= 300 {
-		return resp.StatusCode, fmt.Errorf("status %s", resp.Status)
-	}
-	return resp.StatusCode, nil
-}
+// newRunID names a run of generated payments, so that runs never share a
+// payment id.
+func newRunID() string { return uuid.NewString()[:8] }
 
-// serviceURL turns a listen address such as ":8080" into a URL to reach it.
-func serviceURL(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("HTTP_ADDR=%q: %w", addr, err)
+// demoPayment is the i-th (from 0) generated payment of run: id
+// pay-<run>-<i+1>, one of ten customers, an amount that differs per payment.
+// The same run and i always give the same payment, so every copy of it
+// carries the same payload.
+func demoPayment(run string, i int) handlers.Payment {
+	return handlers.Payment{
+		ID: fmt.Sprintf("pay-%s-%d", run, i+1), CustomerID: fmt.Sprintf("cust-%d", i%10+1),
+		AmountCents: int64(1000 + i), Currency: "EUR",
 	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	return "http://" + net.JoinHostPort(host, port), nil
 }

@@ -1,5 +1,6 @@
 // Command onceflow runs the service (onceflow serve, the default), sends the
-// duplicate demo to a running one (onceflow publish), or checks that one is
+// duplicate demo to a running one (onceflow publish), loads one with
+// payments and checks its ledger (onceflow load), or checks that one is
 // ready (onceflow healthcheck, the container image's health check).
 //
 // Configuration comes from the environment; see the README.
@@ -46,9 +47,11 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 			return err
 		}
 		return app.Publish(ctx, environ, opts, stdout)
+	case "load":
+		return load(ctx, args, environ, stdout, stderr)
 	case "healthcheck":
 		return app.Healthcheck(ctx, environ)
 	default:
-		return fmt.Errorf("unknown command %q: use serve, publish or healthcheck", cmd)
+		return fmt.Errorf("unknown command %q: use serve, publish, load or healthcheck", cmd)
 	}
 }

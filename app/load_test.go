@@ -1,0 +1,151 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+// Load through the HTTP API of a service on the in-process transport: a
+// quarter of the sends are copies, every copy reaches the receiver, and
+// the ledger check finds every payment charged once.
+func TestLoadThroughHTTPChargesOnce(t *testing.T) {
+	a := startApp(t)
+	var out bytes.Buffer
+	res, err := Load(context.Background(), []string{"HTTP_ADDR=" + a.Addr()}, LoadOptions{
+		Duration: 20 * time.Second, Count: 100, Concurrency: 8, DupRatio: 0.25,
+		Check: true, CheckTimeout: 20 * time.Second,
+	}, &out)
+	if err != nil {
+		t.Fatalf("Load: %v\n%s", err, out.String())
+	}
+	if res.Sent != 100 || res.Unique != 75 || res.Duplicates != 25 || res.Errors != 0 {
+		t.Errorf("sent %d, unique %d, duplicates %d, errors %d; want 100, 75, 25, 0",
+			res.Sent, res.Unique, res.Duplicates, res.Errors)
+	}
+	if res.Ledger == nil || !res.Ledger.OK() || res.Ledger.Gained.Charges != 75 {
+		t.Errorf("ledger check = %+v, want 75 payments charged once", res.Ledger)
+	}
+	if got := a.summary(t); got != (summary{75, 75, 75}) {
+		t.Errorf("summary = %+v, want 75 payments, charges and notifications", got)
+	}
+	handled := a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "processed") +
+		a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "duplicate")
+	if handled != 100 {
+		t.Errorf("charge_payment handled %v messages, want every one of the 100 sent", handled)
+	}
+	if res.P50 <= 0 || res.P99 < res.P50 || res.Max < res.P99 || res.Rate <= 0 {
+		t.Errorf("p50 %v, p99 %v, max %v, rate %v: want 0 < p50 <= p99 <= max and a rate", res.P50, res.P99, res.Max, res.Rate)
+	}
+	for _, want := range []string{
+		"sent 100 messages in ", "through http://" + a.Addr() + ": 75 unique payments, 25 duplicates, 0 errors",
+		"publish latency: p50 ", "+75 payments, +75 charges", "every one of the 75 payments sent charged once",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// --rate holds the sends to the rate (one limiter for all workers, which
+// starts with one send's worth), and a terminal gets a progress bar.
+func TestLoadKeepsToTheRate(t *testing.T) {
+	a := startApp(t)
+	var out, progress bytes.Buffer
+	res, err := Load(context.Background(), []string{"HTTP_ADDR=" + a.Addr()}, LoadOptions{
+		Rate: 40, Duration: time.Second, Concurrency: 8, Progress: &progress, ProgressBar: true,
+	}, &out)
+	if err != nil {
+		t.Fatalf("Load: %v\n%s", err, out.String())
+	}
+	if res.Sent < 10 || res.Sent > 41 {
+		t.Errorf("sent %d in 1s at --rate 40, want at most 41 (and not nearly none)", res.Sent)
+	}
+	if res.Ledger != nil || strings.Contains(out.String(), "ledger") {
+		t.Errorf("checked the ledger without Check:\n%s", out.String())
+	}
+	if !strings.Contains(progress.String(), "sent ") || !strings.Contains(progress.String(), "errors") {
+		t.Errorf("progress bar = %q, want the running counts", progress.String())
+	}
+}
+
+// Load straight to RabbitMQ, as another team's producer would: half the
+// sends are copies, and the service charges each payment once. Checked
+// against a service that did not receive the messages, the ledger check
+// fails.
+func TestLoadToBrokerChargesOnce(t *testing.T) {
+	env, _, prefix := amqpAppEnv(t)
+	a := startApp(t, env...)
+	// --transport, not TRANSPORT, chooses the broker.
+	loadEnv := append(slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, "TRANSPORT=")
+	}), "HTTP_ADDR="+a.Addr())
+	opts := LoadOptions{
+		Transport: "amqp", Duration: 20 * time.Second, Count: 200, Concurrency: 8, DupRatio: 0.5,
+		Check: true, CheckTimeout: 20 * time.Second,
+	}
+	var out bytes.Buffer
+	res, err := Load(context.Background(), loadEnv, opts, &out)
+	if err != nil {
+		t.Fatalf("Load: %v\n%s", err, out.String())
+	}
+	if res.Sent != 200 || res.Unique != 100 || res.Duplicates != 100 || res.Errors != 0 {
+		t.Errorf("sent %d, unique %d, duplicates %d, errors %d; want 200, 100, 100, 0",
+			res.Sent, res.Unique, res.Duplicates, res.Errors)
+	}
+	if res.Ledger == nil || !res.Ledger.OK() {
+		t.Errorf("ledger check = %+v, want every payment charged once", res.Ledger)
+	}
+	if got := a.summary(t); got.Payments != 100 || got.Charges != 100 {
+		t.Errorf("summary = %+v, want 100 payments and charges", got)
+	}
+	if want := "to amqp topic " + prefix + handlers.TopicPaymentRequested + ": 100 unique payments"; !strings.Contains(out.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, out.String())
+	}
+
+	elsewhere := startApp(t)
+	out.Reset()
+	opts.Count, opts.DupRatio, opts.CheckTimeout = 20, 0, 300*time.Millisecond
+	res, err = Load(context.Background(), append(loadEnv, "HTTP_ADDR="+elsewhere.Addr()), opts, &out)
+	if err == nil || !strings.Contains(err.Error(), "ledger mismatch: 20 payments sent, the ledger gained 0 charged payments and 0 charges") ||
+		!strings.Contains(err.Error(), "20 never charged") {
+		t.Errorf("Load checked against a service that received nothing: %v, want a ledger mismatch\n%s", err, out.String())
+	}
+	if res.Sent != 20 || res.Ledger == nil || res.Ledger.OK() {
+		t.Errorf("sent %d, ledger check %+v; want 20 sent and a failed check", res.Sent, res.Ledger)
+	}
+}
+
+func TestLoadRejectsBadOptions(t *testing.T) {
+	ok := LoadOptions{Duration: time.Second, Concurrency: 1}
+	with := func(f func(*LoadOptions)) LoadOptions { o := ok; f(&o); return o }
+	for _, tc := range []struct {
+		opts    LoadOptions
+		environ []string
+		want    string
+	}{
+		{with(func(o *LoadOptions) { o.Rate = -1 }), nil, "--rate=-1 is not allowed: use 0 (as fast as possible) or a positive number"},
+		{with(func(o *LoadOptions) { o.Duration = 0 }), nil, "--duration=0s is not allowed: use a positive duration"},
+		{with(func(o *LoadOptions) { o.Count = -5 }), nil, "--count=-5 is not allowed"},
+		{with(func(o *LoadOptions) { o.Concurrency = 0 }), nil, "--concurrency=0 is not allowed: use 1 or more"},
+		{with(func(o *LoadOptions) { o.DupRatio = 1 }), nil, "--dup-ratio=1 is not allowed: use a fraction from 0 up to, not including, 1"},
+		{with(func(o *LoadOptions) { o.DupRatio = -0.1 }), nil, "--dup-ratio=-0.1 is not allowed"},
+		{with(func(o *LoadOptions) { o.Transport = "nats" }), nil, `--transport="nats" is not allowed: use one of gochannel, kafka, amqp, sql`},
+		{with(func(o *LoadOptions) { o.CheckTimeout = -time.Second }), nil, "--check-timeout=-1s is not allowed"},
+		{with(func(o *LoadOptions) { o.ServiceURL = "localhost:8080" }), nil, `--service-url="localhost:8080" is not allowed: use an http:// or https:// URL`},
+		{with(func(o *LoadOptions) { o.Transport = "kafka" }), nil, "KAFKA_BROKERS is required"},
+		{with(func(o *LoadOptions) { o.Check = true }), []string{"HTTP_ADDR=" + testenv.ClosedAddr(t)},
+			"reading the ledger before sending (--check; start the service, point --service-url at it, or pass --check=false)"},
+	} {
+		_, err := Load(context.Background(), tc.environ, tc.opts, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Load(%+v) = %v, want an error containing %q", tc.opts, err, tc.want)
+		}
+	}
+}
