@@ -59,6 +59,19 @@ chaos: ## the fault suite at full size against this machine's services; writes d
 		$(GO) test -count=1 -timeout 60m -v -run '$(or $(CHAOS_RUN),TestChaos)' ./internal/chaos/
 	@cat $(CHAOS_REPORT)
 
+# make load: what to send and where. LOAD_TRANSPORT=gochannel goes through the
+# HTTP API of `make run`; kafka, amqp and sql publish to the compose stack's
+# broker on its host address (`docker compose --profile <transport> up`).
+LOAD_TRANSPORT ?= gochannel
+LOAD_ARGS ?= --rate 200 --duration 30s --concurrency 16 --dup-ratio 0.2
+
+.PHONY: load
+load: build ## load the service on :8080 (make run; compose stack: LOAD_TRANSPORT=kafka|amqp|sql) with LOAD_ARGS, then check every payment was charged once
+	KAFKA_BROKERS=$${KAFKA_BROKERS:-127.0.0.1:9092} \
+	AMQP_URL=$${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/} \
+	DATABASE_URL="$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}" \
+		./bin/onceflow load --transport $(LOAD_TRANSPORT) $(LOAD_ARGS)
+
 vet: ## go vet
 	$(GO) vet $(PKGS)
 

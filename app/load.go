@@ -156,6 +156,9 @@ func Load(ctx context.Context, environ []string, opts LoadOptions, out io.Writer
 	}
 
 	if opts.Check {
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "waiting up to %v for the service to charge %d payments...\n", opts.CheckTimeout, res.Unique)
+		}
 		c := awaitLedger(ctx, api, before, res.Unique, uncertain, opts.CheckTimeout)
 		res.Ledger = &c
 		if err := ctx.Err(); err != nil {

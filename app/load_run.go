@@ -20,15 +20,18 @@ type loadCounters struct {
 
 // runLoad sends tr's traffic through send with opts.Concurrency workers,
 // paced by one limiter at opts.Rate, until opts.Duration has passed, tr
-// runs out (opts.Count) or ctx ends. A send that has begun is never cut
-// short by the end of the duration. It fills in the counts, rate and
-// latency of the result.
+// runs out (opts.Count) or ctx ends. The limiter's burst is the
+// concurrency: after a stall in which every worker waited on a slow send,
+// up to that many sends catch up on the lost time, so the run keeps to its
+// rate; it never exceeds Concurrency + Rate x Duration sends. A send that
+// has begun is never cut short by the end of the duration. It fills in the
+// counts, rate and latency of the result.
 func runLoad(ctx context.Context, opts LoadOptions, tr *traffic, send func(context.Context, handlers.Payment) error) LoadResult {
 	limit := rate.Inf
 	if opts.Rate > 0 {
 		limit = rate.Limit(opts.Rate)
 	}
-	limiter := rate.NewLimiter(limit, 1)
+	limiter := rate.NewLimiter(limit, opts.Concurrency)
 	run := newRunID()
 	var (
 		counters loadCounters

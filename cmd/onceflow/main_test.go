@@ -56,6 +56,16 @@ func TestTour(t *testing.T) {
 	if got.Payments != 3 || got.Charges != 3 || got.Notifications != 3 {
 		t.Fatalf("summary after 6 sends of 3 payments = %+v, want 3 of each", got)
 	}
+
+	out.Reset()
+	if err := run(context.Background(), []string{"load", "--count", "40", "--dup-ratio", "0.5", "--rate", "0"}, environ, &out, &out); err != nil {
+		t.Fatalf("load: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{": 20 unique payments, 20 duplicates, 0 errors", "every one of the 20 payments sent charged once"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("load printed %q, want %q in it", out.String(), want)
+		}
+	}
 }
 
 func TestRunRejectsBadInput(t *testing.T) {
@@ -63,10 +73,15 @@ func TestRunRejectsBadInput(t *testing.T) {
 		args, environ []string
 		want          string
 	}{
-		{[]string{"frobnicate"}, nil, `unknown command "frobnicate": use serve, publish or healthcheck`},
+		{[]string{"frobnicate"}, nil, `unknown command "frobnicate": use serve, publish, load or healthcheck`},
 		{[]string{"healthcheck"}, []string{"HTTP_ADDR=" + testenv.ClosedAddr(t)}, "/readyz: "},
 		{[]string{"serve"}, []string{"STORE=mongo"}, `STORE="mongo" is not allowed`},
 		{[]string{"publish", "--count", "0"}, nil, "--count must be at least 1"},
+		{[]string{"load", "--rate", "fast"}, nil, `invalid value "fast" for flag -rate`},
+		{[]string{"load", "--dup-ratio", "1.5"}, nil, "--dup-ratio=1.5 is not allowed: use a fraction from 0 up to, not including, 1"},
+		{[]string{"load", "--transport", "nats"}, nil, `--transport="nats" is not allowed: use one of gochannel, kafka, amqp, sql`},
+		{[]string{"load", "--duration", "0s"}, nil, "--duration=0s is not allowed"},
+		{[]string{"load", "--check"}, []string{"HTTP_ADDR=" + testenv.ClosedAddr(t)}, "reading the ledger before sending"},
 	} {
 		err := run(context.Background(), tc.args, tc.environ, &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
