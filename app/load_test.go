@@ -53,6 +53,22 @@ func TestLoadThroughHTTPChargesOnce(t *testing.T) {
 	}
 }
 
+// Against a service with API_KEYS, load and its check authenticate with
+// PUBLISH_API_KEY; without it the check cannot read the ledger.
+func TestLoadWithAPIKey(t *testing.T) {
+	a := startApp(t, "API_KEYS=s3cret-key:load")
+	env := []string{"HTTP_ADDR=" + a.Addr()}
+	opts := LoadOptions{Duration: 10 * time.Second, Count: 10, Concurrency: 2, DupRatio: 0.5, Check: true, CheckTimeout: 10 * time.Second}
+	var out bytes.Buffer
+	if _, err := Load(context.Background(), env, opts, &out); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("Load without PUBLISH_API_KEY: %v, want 401", err)
+	}
+	res, err := Load(context.Background(), append(env, "PUBLISH_API_KEY=s3cret-key"), opts, &out)
+	if err != nil || res.Unique != 5 || res.Ledger == nil || !res.Ledger.OK() {
+		t.Errorf("Load with PUBLISH_API_KEY: %v, %d unique, ledger %+v; want 5 payments charged once\n%s", err, res.Unique, res.Ledger, out.String())
+	}
+}
+
 // --rate holds the sends to the rate (one limiter for all workers, whose
 // burst is the concurrency), and a terminal gets a progress bar.
 func TestLoadKeepsToTheRate(t *testing.T) {
