@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
@@ -45,6 +46,8 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*App, error) {
 // fault after a write. The zero value changes nothing.
 type seams struct {
 	ledger func(handlers.Ledger) handlers.Ledger
+	// store wraps the idempotency store, under the local cache.
+	store func(stores.Store) stores.Store
 }
 
 // Addr is the address the HTTP server listens on.

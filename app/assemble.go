@@ -72,7 +72,9 @@ func (b *assembly) openDatabase(ctx context.Context) (err error) {
 }
 
 // openStore opens the idempotency store STORE names: Redis after checking
-// that it keeps records, PostgreSQL with the sweeper of expired ones.
+// that it keeps records, PostgreSQL with the sweeper of expired ones; in
+// lease mode either behind the local cache of completed records
+// (DEDUP_CACHE_SIZE).
 func (b *assembly) openStore(ctx context.Context) (err error) {
 	var rdb redis.UniversalClient
 	if b.cfg.Store == "redis" {
@@ -84,6 +86,14 @@ func (b *assembly) openStore(ctx context.Context) (err error) {
 		return err
 	}
 	b.closers = append(b.closers, b.store.close)
+	if b.seams.store != nil {
+		b.store.Store = b.seams.store(b.store.Store)
+	}
+	if b.cfg.cached() {
+		if b.store.Store, err = withCache(b.store.Store, b.cfg, b.reg); err != nil {
+			return err
+		}
+	}
 	if rdb != nil {
 		if err = checkRedisDurability(ctx, b.cfg, rdb, b.reg, b.logger); err != nil {
 			return err

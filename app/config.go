@@ -87,6 +87,14 @@ type Config struct {
 	// DedupOnStoreError is fail-closed (the broker redelivers) or fail-open
 	// (process unguarded, counted as a risk).
 	DedupOnStoreError string `env:"DEDUP_ON_STORE_ERROR" envDefault:"fail-closed"`
+	// DedupCacheSize is how many completed records a local cache in front
+	// of the redis or postgres store keeps in lease mode, so that a hot
+	// duplicate costs no round trip; 0 turns the cache off.
+	DedupCacheSize int `env:"DEDUP_CACHE_SIZE" envDefault:"10000"`
+	// DedupCacheMaxAge bounds how long a cached record is served: after a
+	// key is removed from the store by another instance (an admin evict),
+	// this instance may still answer it as a duplicate for this long.
+	DedupCacheMaxAge time.Duration `env:"DEDUP_CACHE_MAX_AGE" envDefault:"30s"`
 
 	// APIKeys, when set, requires "Authorization: Bearer <key>" on the API
 	// (/v1/...): comma-separated key:client pairs such as
@@ -186,6 +194,7 @@ func (c Config) Validate() error {
 		{"HANDLER_TIMEOUT", c.HandlerTimeout}, {"RETRY_INTERVAL", c.RetryInterval},
 		{"SHUTDOWN_TIMEOUT", c.ShutdownTimeout}, {"AMQP_CONNECT_TIMEOUT", c.AMQPConnectTimeout},
 		{"SQL_POLL_INTERVAL", c.SQLPollInterval}, {"REDIS_WAIT_TIMEOUT", c.RedisWaitTimeout},
+		{"DEDUP_CACHE_MAX_AGE", c.DedupCacheMaxAge},
 	} {
 		if d.value <= 0 {
 			return fmt.Errorf("%s=%v must be a positive duration such as 30s", d.name, d.value)
@@ -199,6 +208,9 @@ func (c Config) Validate() error {
 	}
 	if c.KafkaPartitions < 1 {
 		return fmt.Errorf("KAFKA_PARTITIONS=%d must be at least 1", c.KafkaPartitions)
+	}
+	if c.DedupCacheSize < 0 {
+		return fmt.Errorf("DEDUP_CACHE_SIZE=%d must be zero (no cache) or more", c.DedupCacheSize)
 	}
 	if c.RetryMax < 0 {
 		return fmt.Errorf("RETRY_MAX=%d must be zero or more", c.RetryMax)
@@ -326,6 +338,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("dedup_on_in_progress", c.DedupOnInProgress),
 		slog.Duration("dedup_wait", c.DedupWait),
 		slog.String("dedup_on_store_error", c.DedupOnStoreError),
+		slog.Int("dedup_cache_size", c.DedupCacheSize),
+		slog.Duration("dedup_cache_max_age", c.DedupCacheMaxAge),
 		slog.Duration("handler_timeout", c.HandlerTimeout),
 		slog.Int("retry_max", c.RetryMax),
 		slog.Duration("retry_interval", c.RetryInterval),
