@@ -92,7 +92,7 @@ func TestCacheConfig(t *testing.T) {
 		{pg, true},
 		{append(pg, "DEDUP_CACHE_SIZE=0"), false},
 		{append(pg, "DEDUP_MODE=transaction"), false}, // the claim is part of the transaction
-		{[]string{"STORE=memory"}, false},            // already local
+		{[]string{"STORE=memory"}, false},             // already local
 	} {
 		cfg, err := LoadConfig(tc.env)
 		if err != nil {
