@@ -36,19 +36,39 @@ func newTally(unique, total int) *tally {
 	return &tally{total: int64(total), executions: make([]atomic.Int32, unique), done: make(chan struct{})}
 }
 
-// count is the outermost middleware: it times and counts the deliveries
-// that the handler chain acks.
+// count is the outermost middleware: it times the deliveries and counts
+// each once the router acks it (after publishing what it produced).
 func (t *tally) count(h message.HandlerFunc) message.HandlerFunc {
 	return func(msg *message.Message) ([]*message.Message, error) {
 		t.first.CompareAndSwap(0, time.Now().UnixNano())
 		out, err := h(msg)
 		if err == nil {
-			t.last.Store(time.Now().UnixNano())
-			if t.delivered.Add(1) >= t.total {
-				t.doneOnce.Do(func() { close(t.done) })
-			}
+			go t.acked(msg)
 		}
 		return out, err
+	}
+}
+
+// acked counts msg once it is acked.
+func (t *tally) acked(msg *message.Message) {
+	select {
+	case <-msg.Acked():
+	case <-msg.Nacked():
+		return
+	}
+	t.finished(time.Now())
+	if t.delivered.Add(1) >= t.total {
+		t.doneOnce.Do(func() { close(t.done) })
+	}
+}
+
+// finished moves the end of the round to at, if later.
+func (t *tally) finished(at time.Time) {
+	for {
+		last := t.last.Load()
+		if at.UnixNano() <= last || t.last.CompareAndSwap(last, at.UnixNano()) {
+			return
+		}
 	}
 }
 

@@ -67,14 +67,16 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 			return nil
 		})
 	}
-	return tl, runRound(ctx, o.Kind, tr.Publisher(), benchTopic, msgs, tl, consume)
+	return tl, runRound(ctx, o.Kind, tr.Publisher(), benchTopic, msgs, tl, consume, nil)
 }
 
 // runRound publishes msgs to topic and consumes them with the routers
-// consume starts until tl has counted every delivery: publishing first,
-// except on gochannel, which keeps no message for a consumer yet to come.
+// consume starts until tl has counted every delivery and settle, when not
+// nil, has returned: publishing first, except on gochannel, which keeps no
+// message for a consumer yet to come. The routers stop after settle, so
+// that the consumers can commit what they acked.
 func runRound(ctx context.Context, kind string, pub message.Publisher, topic string, msgs []*message.Message,
-	tl *tally, consume func() (*routers, error)) (err error) {
+	tl *tally, consume func() (*routers, error), settle func(context.Context) error) (err error) {
 	p := publishingOf(kind)
 	if kind != transport.GoChannel {
 		if err := publishAll(ctx, pub, topic, msgs, p); err != nil {
@@ -94,6 +96,11 @@ func runRound(ctx context.Context, kind string, pub message.Publisher, topic str
 	}
 	if err := tl.wait(ctx); err != nil {
 		return err
+	}
+	if settle != nil {
+		if err := settle(ctx); err != nil {
+			return err
+		}
 	}
 	return <-published
 }
