@@ -22,10 +22,10 @@ import (
 // Latencies are recorded in microseconds from 1 µs to a minute, to three
 // significant digits.
 const (
-	maxLatency        = int64(time.Minute / time.Microsecond)
-	latencyDigits     = 3
-	warmupPerClient   = 5
-	requestTimeout    = 30 * time.Second
+	maxLatency      = int64(time.Minute / time.Microsecond)
+	latencyDigits   = 3
+	warmupPerClient = 5
+	requestTimeout  = 30 * time.Second
 )
 
 // load serves h on a loopback listener and sends it warm-up requests, then

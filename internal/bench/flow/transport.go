@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/onceflow/onceflow/internal/kfakebroker"
 	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/middleware"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
@@ -31,8 +33,9 @@ const recordTTL = 10 * time.Minute
 type TransportOptions struct {
 	// Kind is "kafka", "amqp", "sql" or "gochannel".
 	Kind string
-	// KafkaBrokers are the seed brokers of Kafka (such as the in-process
-	// broker of internal/kfakebroker). Required by kafka.
+	// KafkaBrokers are the seed brokers of Kafka. When empty on kafka, the
+	// bench starts an in-process broker of its own (internal/kfakebroker)
+	// on a free loopback port and stops it on Close.
 	KafkaBrokers []string
 	// AMQPURL is RabbitMQ's URL. Required by amqp.
 	AMQPURL string
@@ -67,10 +70,10 @@ type TransportOptions struct {
 // delivers to a router with a no-op handler, with the idempotent receiver
 // (Redis store) on or off, everything else equal.
 type TransportBench struct {
-	opts   TransportOptions
-	store  *redisstore.Store
-	schema *schema // sql only
-	rounds int
+	opts    TransportOptions
+	store   *redisstore.Store
+	schema  *schema        // sql only
+	cluster *kfake.Cluster // kafka without brokers given only
 }
 
 // NewTransportBench checks opts, fills its defaults and, on sql, creates the
@@ -84,10 +87,16 @@ func NewTransportBench(ctx context.Context, opts TransportOptions) (*TransportBe
 		opts:  opts,
 		store: redisstore.New(opts.Redis, redisstore.Config{KeyPrefix: "bench:flow:" + shortID() + ":"}),
 	}
-	if opts.Kind == transport.SQL {
+	switch {
+	case opts.Kind == transport.SQL:
 		if b.schema, err = openSchema(ctx, opts.PostgresURL, "bench_flow_"); err != nil {
 			return nil, err
 		}
+	case opts.Kind == transport.Kafka && len(opts.KafkaBrokers) == 0:
+		if b.cluster, err = kfakebroker.NewCluster("127.0.0.1:0", "onceflow-bench"); err != nil {
+			return nil, fmt.Errorf("starting the in-process Kafka broker: %w", err)
+		}
+		b.opts.KafkaBrokers = b.cluster.ListenAddrs()
 	}
 	return b, nil
 }
@@ -116,7 +125,6 @@ func (o TransportOptions) withDefaults() (TransportOptions, error) {
 	}
 	switch o.Kind {
 	case transport.Kafka:
-		need(len(o.KafkaBrokers) > 0, "kafka needs brokers")
 	case transport.AMQP:
 		need(o.AMQPURL != "", "amqp needs a URL")
 	case transport.SQL:
@@ -147,9 +155,12 @@ func (b *TransportBench) Round(ctx context.Context, receiver bool) (float64, err
 	return t.rate(), nil
 }
 
-// Close drops the bench's schema, if any. Its records in Redis expire on
-// their own (recordTTL).
+// Close drops the bench's schema and stops its Kafka broker, if any. Its
+// records in Redis expire on their own (recordTTL).
 func (b *TransportBench) Close() error {
+	if b.cluster != nil {
+		b.cluster.Close()
+	}
 	if b.schema != nil {
 		return b.schema.close(context.Background())
 	}

@@ -104,4 +104,3 @@ func runRound(ctx context.Context, kind string, pub message.Publisher, topic str
 	}
 	return <-published
 }
-
