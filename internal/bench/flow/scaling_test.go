@@ -13,7 +13,9 @@ import (
 // parallel, each serially) and RabbitMQ consumers (each one message at a
 // time). With the receiver on, each serial unit waits two Redis round trips
 // per message (see MeasureRedisBound), so the on/off ratio should approach
-// 1 as units multiply only once Redis, not the units, is the limit.
+// 1 as units multiply only once Redis, not the units, is the limit. With
+// the receiver on it also reports the mean Redis command latency seen
+// during the round.
 func BenchmarkTransportScaling(b *testing.B) {
 	type shape struct {
 		kind                  string
@@ -27,7 +29,9 @@ func BenchmarkTransportScaling(b *testing.B) {
 		for _, receiver := range []bool{false, true} {
 			name := fmt.Sprintf("%s/partitions=%d/consumers=%d/receiver=%v", s.kind, s.partitions, s.consumers, receiver)
 			b.Run(name, func(b *testing.B) {
-				o := TransportOptions{Kind: s.kind, Redis: testenv.Redis(b), Partitions: s.partitions, Consumers: s.consumers,
+				client, meter := testenv.Redis(b), &commandMeter{}
+				client.AddHook(meter)
+				o := TransportOptions{Kind: s.kind, Redis: client, Partitions: s.partitions, Consumers: s.consumers,
 					Messages: benchSize(2000, DefaultMessages)}
 				if s.kind == "kafka" {
 					o.KafkaBrokers = testenv.Kafka(b)
@@ -36,7 +40,13 @@ func BenchmarkTransportScaling(b *testing.B) {
 					o.AMQPURL = testenv.AMQP(b)
 				}
 				benchRounds(b, func(ctx context.Context) (*TransportBench, error) { return NewTransportBench(ctx, o) },
-					func(ctx context.Context, t *TransportBench) (float64, error) { return t.Round(ctx, receiver) })
+					func(ctx context.Context, t *TransportBench) (float64, error) {
+						meter.reset()
+						return t.Round(ctx, receiver)
+					})
+				if receiver {
+					b.ReportMetric(float64(meter.mean().Microseconds()), "redis-µs/cmd")
+				}
 			})
 		}
 	}

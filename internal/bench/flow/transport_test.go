@@ -97,3 +97,28 @@ func TestBatchSpreadsCopies(t *testing.T) {
 		t.Errorf("%d copies over %d keys, want 30 over 100", total, len(seen))
 	}
 }
+
+// TestReceiverRoundTripsPerMessage counts the Redis round trips of a round
+// with the receiver on: two per unique message (claim, complete), one per
+// copy (the claim that finds the completed record).
+func TestReceiverRoundTripsPerMessage(t *testing.T) {
+	o := transportOptions(t, "gochannel")
+	client := testenv.Redis(t)
+	meter := &commandMeter{}
+	client.AddHook(meter)
+	o.Redis = client
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := NewTransportBench(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	meter.reset()
+	if _, err := b.round(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := meter.n.Load(), int64(2*o.Messages+o.Duplicates); got != want {
+		t.Errorf("%d Redis round trips for %d messages and %d copies, want %d", got, o.Messages, o.Duplicates, want)
+	}
+}
