@@ -30,11 +30,17 @@ type tally struct {
 	last       atomic.Int64 // unix nanoseconds at which the latest ack came
 	done       chan struct{}
 	doneOnce   sync.Once
+	stop       chan struct{} // closed when the round is over
+	stopOnce   sync.Once
 }
 
 func newTally(unique, total int) *tally {
-	return &tally{total: int64(total), executions: make([]atomic.Int32, unique), done: make(chan struct{})}
+	return &tally{total: int64(total), executions: make([]atomic.Int32, unique),
+		done: make(chan struct{}), stop: make(chan struct{})}
 }
+
+// close ends the waits for acks still pending when the round is over.
+func (t *tally) close() { t.stopOnce.Do(func() { close(t.stop) }) }
 
 // count is the outermost middleware: it times the deliveries and counts
 // each once the router acks it (after publishing what it produced).
@@ -54,6 +60,8 @@ func (t *tally) acked(msg *message.Message) {
 	select {
 	case <-msg.Acked():
 	case <-msg.Nacked():
+		return
+	case <-t.stop:
 		return
 	}
 	t.finished(time.Now())

@@ -77,6 +77,7 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 // that the consumers can commit what they acked.
 func runRound(ctx context.Context, kind string, pub message.Publisher, topic string, msgs []*message.Message,
 	tl *tally, consume func() (*routers, error), settle func(context.Context) error) (err error) {
+	defer tl.close()
 	p := publishingOf(kind)
 	if kind != transport.GoChannel {
 		if err := publishAll(ctx, pub, topic, msgs, p); err != nil {

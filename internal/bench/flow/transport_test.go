@@ -122,3 +122,24 @@ func TestReceiverRoundTripsPerMessage(t *testing.T) {
 		t.Errorf("%d Redis round trips for %d messages and %d copies, want %d", got, o.Messages, o.Duplicates, want)
 	}
 }
+
+// TestTransportOptionsRejectIncomplete checks that a bench missing what
+// its kind needs is refused before it touches a service.
+func TestTransportOptionsRejectIncomplete(t *testing.T) {
+	ctx := context.Background()
+	for name, o := range map[string]TransportOptions{
+		"unknown kind":              {Kind: "nats"},
+		"amqp without URL":          {Kind: "amqp"},
+		"sql without URL":           {Kind: "sql"},
+		"no Redis":                  {Kind: "gochannel"},
+		"two gochannel routers":     {Kind: "gochannel", Consumers: 2},
+		"more copies than messages": {Kind: "gochannel", Messages: 5, Duplicates: 6},
+	} {
+		if _, err := NewTransportBench(ctx, o); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := NewModeBench(ctx, ModeOptions{}); err == nil {
+		t.Error("a mode bench without a PostgreSQL URL was accepted")
+	}
+}
