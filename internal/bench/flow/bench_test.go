@@ -1,0 +1,121 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+// benchSize is the short size, or the full one with BENCH_FULL=1 (-short
+// would skip the services).
+func benchSize(short, full int) int {
+	if testenv.Getenv("BENCH_FULL", "") == "1" {
+		return full
+	}
+	return short
+}
+
+// BenchmarkTransport reports each transport's messages per second with
+// the receiver on and off, one round per iteration. Rounds are small unless
+// BENCH_FULL=1; the figures are then rough.
+func BenchmarkTransport(b *testing.B) {
+	for _, kind := range []string{"gochannel", "sql", "amqp", "kafka"} {
+		for _, receiver := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/receiver=%v", kind, receiver), func(b *testing.B) {
+				o := TransportOptions{Kind: kind, Redis: testenv.Redis(b), Messages: benchSize(2000, DefaultMessages), Partitions: DefaultPartitions}
+				switch kind {
+				case "kafka":
+					o.KafkaBrokers = testenv.Kafka(b)
+					o.Messages = benchSize(5000, DefaultKafkaMessages)
+				case "amqp":
+					o.AMQPURL = testenv.AMQP(b)
+				case "sql":
+					testenv.Postgres(b)
+					o.PostgresURL = testenv.PostgresURL()
+				}
+				benchRounds(b, func(ctx context.Context) (*TransportBench, error) { return NewTransportBench(ctx, o) },
+					func(ctx context.Context, t *TransportBench) (float64, error) { return t.Round(ctx, receiver) })
+			})
+		}
+	}
+}
+
+// BenchmarkMode reports the sql transport's messages per second in lease
+// and in transaction mode.
+func BenchmarkMode(b *testing.B) {
+	for _, mode := range []Mode{LeaseMode, TransactionMode} {
+		b.Run(string(mode), func(b *testing.B) {
+			testenv.Postgres(b)
+			o := ModeOptions{PostgresURL: testenv.PostgresURL(), Messages: benchSize(1000, DefaultMessages)}
+			benchRounds(b, func(ctx context.Context) (*ModeBench, error) { return NewModeBench(ctx, o) },
+				func(ctx context.Context, m *ModeBench) (float64, error) { return m.Round(ctx, mode) })
+		})
+	}
+}
+
+// BenchmarkHTTP reports p50 and p99 of POST /v1/payments per variant.
+func BenchmarkHTTP(b *testing.B) {
+	for _, v := range []Variant{NoMiddleware, MemoryStore, RedisStore} {
+		b.Run(string(v), func(b *testing.B) {
+			ctx := context.Background()
+			h, err := NewHTTPBench(ctx, HTTPOptions{Redis: testenv.Redis(b), Requests: benchSize(2000, DefaultRequests)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var p50, p99 float64
+			for b.Loop() {
+				ps, err := h.RoundPercentiles(ctx, v, 50, 99)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p50, p99 = ps[0], ps[1]
+			}
+			b.ReportMetric(p50, "p50-µs")
+			b.ReportMetric(p99, "p99-µs")
+		})
+	}
+}
+
+// BenchmarkRedisBound reports Redis's round trip, the receiver's
+// Claim+Complete pair and the messages per second that bounds on one
+// serially consumed partition.
+func BenchmarkRedisBound(b *testing.B) {
+	client := testenv.Redis(b)
+	var r RedisBound
+	for b.Loop() {
+		var err error
+		if r, err = MeasureRedisBound(context.Background(), client, 2000); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(r.RTT.Microseconds()), "rtt-µs")
+	b.ReportMetric(float64(r.Pair.Microseconds()), "pair-µs")
+	b.ReportMetric(r.PerPartition, "msgs/s/partition")
+}
+
+// benchRounds builds a bench, runs one round per iteration and reports the
+// last round's messages per second.
+func benchRounds[B interface{ Close() error }](b *testing.B, open func(context.Context) (B, error),
+	round func(context.Context, B) (float64, error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bench, err := open(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := bench.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
+	var rate float64
+	for b.Loop() {
+		if rate, err = round(ctx, bench); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(rate, "msgs/s")
+}

@@ -1,0 +1,155 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/handlers"
+	ledgermemory "github.com/onceflow/onceflow/handlers/memory"
+	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/memory"
+	redisstore "github.com/onceflow/onceflow/stores/redis"
+)
+
+// Variant is what stands in front of the payments handler in an HTTP round.
+type Variant string
+
+const (
+	// NoMiddleware serves POST /v1/payments with no Idempotency-Key
+	// middleware.
+	NoMiddleware Variant = "none"
+	// MemoryStore puts the middleware in front, on the memory store.
+	MemoryStore Variant = "memory"
+	// RedisStore puts the middleware in front, on the Redis store.
+	RedisStore Variant = "redis"
+)
+
+// Defaults of [HTTPOptions].
+const (
+	DefaultRequests = 5000
+	DefaultClients  = 16
+)
+
+// HTTPOptions configures an [HTTPBench]. Zero sizes take the defaults.
+type HTTPOptions struct {
+	// Redis keeps the records of the RedisStore variant; the bench does
+	// not close it. Required by that variant only.
+	Redis redis.UniversalClient
+	// Requests is the number of measured requests per round. Default
+	// DefaultRequests.
+	Requests int
+	// Clients is the number of concurrent workers sending them, each on
+	// a keep-alive connection of its own. Default DefaultClients.
+	Clients int
+	// Logger receives the middleware's warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// HTTPBench measures the latency of POST /v1/payments served by the
+// service's payments handler over a loopback connection, with and without
+// the Idempotency-Key middleware. The ledger is the in-memory one and
+// publishing is discarded, so that the figure is the handler's and the
+// middleware's cost, not the broker's. Every request carries a fresh key
+// and payment id.
+type HTTPBench struct {
+	opts      HTTPOptions
+	keyPrefix string
+}
+
+// NewHTTPBench checks opts and fills its defaults.
+func NewHTTPBench(_ context.Context, opts HTTPOptions) (*HTTPBench, error) {
+	if opts.Requests == 0 {
+		opts.Requests = DefaultRequests
+	}
+	if opts.Clients == 0 {
+		opts.Clients = DefaultClients
+	}
+	if opts.Requests < 0 || opts.Clients < 0 {
+		return nil, errors.New("requests and clients must be positive")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &HTTPBench{opts: opts, keyPrefix: "bench:http:" + shortID() + ":"}, nil
+}
+
+// Round serves a fresh handler of variant v, sends Requests requests from
+// Clients workers, and returns the latency at percentile (0 to 100) in
+// microseconds. It fails if a response is not 2xx.
+func (b *HTTPBench) Round(ctx context.Context, v Variant, percentile float64) (float64, error) {
+	ps, err := b.RoundPercentiles(ctx, v, percentile)
+	if err != nil {
+		return 0, err
+	}
+	return ps[0], nil
+}
+
+// RoundPercentiles is Round returning several percentiles of one round.
+func (b *HTTPBench) RoundPercentiles(ctx context.Context, v Variant, percentiles ...float64) ([]float64, error) {
+	h, stop, err := b.handler(v)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	hist, err := load(ctx, h, b.opts.Requests, b.opts.Clients, shortID())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", v, err)
+	}
+	out := make([]float64, len(percentiles))
+	for i, p := range percentiles {
+		out[i] = float64(hist.ValueAtQuantile(p))
+	}
+	return out, nil
+}
+
+// Close releases nothing today; the Redis records expire on their own
+// (recordTTL). It is there so that every bench closes alike.
+func (b *HTTPBench) Close() error { return nil }
+
+// handler is the service's /v1 API as app builds it, with variant v in
+// front of POST /v1/payments, on a fresh ledger and store; stop releases
+// them.
+func (b *HTTPBench) handler(v Variant) (http.Handler, func(), error) {
+	api := handlers.NewHTTP(ledgermemory.NewLedger(), discardPublisher{}, b.opts.Logger)
+	v1 := http.NewServeMux()
+	var store stores.Store
+	stop := func() {}
+	switch v {
+	case NoMiddleware:
+	case MemoryStore:
+		m := memory.New(memory.Config{})
+		store, stop = m, func() { _ = m.Close() }
+	case RedisStore:
+		if b.opts.Redis == nil {
+			return nil, nil, errors.New("the redis variant needs a Redis client")
+		}
+		store = redisstore.New(b.opts.Redis, redisstore.Config{KeyPrefix: b.keyPrefix})
+	default:
+		return nil, nil, fmt.Errorf("unknown variant %q: use %s, %s or %s", v, NoMiddleware, MemoryStore, RedisStore)
+	}
+	if store == nil {
+		api.Routes(v1)
+	} else {
+		rec, err := middleware.NewReceiver(middleware.Config{Store: store, TTL: recordTTL, Logger: b.opts.Logger})
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		api.Routes(v1, rec.HTTP(middleware.WithMaxRequestBody(handlers.MaxRequestBody)))
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", v1)
+	return mux, stop, nil
+}
+
+// discardPublisher accepts every message and keeps none.
+type discardPublisher struct{}
+
+func (discardPublisher) Publish(string, ...*message.Message) error { return nil }

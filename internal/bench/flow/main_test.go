@@ -1,0 +1,16 @@
+package flow
+
+import (
+	"os"
+	"testing"
+
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+// TestMain stops the Kafka broker the tests started in process once every
+// test has run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.StopKafka()
+	os.Exit(code)
+}

@@ -1,0 +1,131 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+// indexMetadata carries a message's index in its round, which the handler
+// counts its executions by.
+const indexMetadata = "bench_index"
+
+// stallTimeout is how long a round may go without a delivery before it
+// fails: a message lost, or a broker that stopped answering.
+const stallTimeout = 60 * time.Second
+
+// tally counts what the routers of one round did: every delivery that was
+// acked (duplicates included) and every execution of the handler per
+// message index.
+type tally struct {
+	total      int64 // the deliveries that end the round
+	delivered  atomic.Int64
+	executions []atomic.Int32
+	first      atomic.Int64 // unix nanoseconds at which the first delivery began
+	last       atomic.Int64 // unix nanoseconds at which the latest ack came
+	done       chan struct{}
+	doneOnce   sync.Once
+	stop       chan struct{} // closed when the round is over
+	stopOnce   sync.Once
+}
+
+func newTally(unique, total int) *tally {
+	return &tally{total: int64(total), executions: make([]atomic.Int32, unique),
+		done: make(chan struct{}), stop: make(chan struct{})}
+}
+
+// close ends the waits for acks still pending when the round is over.
+func (t *tally) close() { t.stopOnce.Do(func() { close(t.stop) }) }
+
+// count is the outermost middleware: it times the deliveries and counts
+// each once the router acks it (after publishing what it produced).
+func (t *tally) count(h message.HandlerFunc) message.HandlerFunc {
+	return func(msg *message.Message) ([]*message.Message, error) {
+		t.first.CompareAndSwap(0, time.Now().UnixNano())
+		out, err := h(msg)
+		if err == nil {
+			go t.acked(msg)
+		}
+		return out, err
+	}
+}
+
+// acked counts msg once it is acked.
+func (t *tally) acked(msg *message.Message) {
+	select {
+	case <-msg.Acked():
+	case <-msg.Nacked():
+		return
+	case <-t.stop:
+		return
+	}
+	t.finished(time.Now())
+	if t.delivered.Add(1) >= t.total {
+		t.doneOnce.Do(func() { close(t.done) })
+	}
+}
+
+// finished moves the end of the round to at, if later.
+func (t *tally) finished(at time.Time) {
+	for {
+		last := t.last.Load()
+		if at.UnixNano() <= last || t.last.CompareAndSwap(last, at.UnixNano()) {
+			return
+		}
+	}
+}
+
+// execute records one execution of the handler for msg's index.
+func (t *tally) execute(msg *message.Message) error {
+	i, err := strconv.Atoi(msg.Metadata.Get(indexMetadata))
+	if err != nil || i < 0 || i >= len(t.executions) {
+		return fmt.Errorf("message %s has no valid %s", msg.UUID, indexMetadata)
+	}
+	t.executions[i].Add(1)
+	return nil
+}
+
+// wait returns once every delivery was acked, or an error when ctx ends or
+// no delivery was acked for stallTimeout.
+func (t *tally) wait(ctx context.Context) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	seen, since := int64(-1), time.Now()
+	for {
+		select {
+		case <-t.done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("round ended after %d of %d deliveries: %w", t.delivered.Load(), t.total, context.Cause(ctx))
+		case now := <-tick.C:
+			if n := t.delivered.Load(); n != seen {
+				seen, since = n, now
+			} else if now.Sub(since) > stallTimeout {
+				return fmt.Errorf("round stalled at %d of %d deliveries for %v", n, t.total, stallTimeout)
+			}
+		}
+	}
+}
+
+// rate is the deliveries per second from the first delivery to the last ack.
+func (t *tally) rate() float64 {
+	elapsed := time.Duration(t.last.Load() - t.first.Load())
+	if elapsed <= 0 {
+		return 0
+	}
+	return float64(t.delivered.Load()) / elapsed.Seconds()
+}
+
+// executionCounts returns the handler's executions per message index.
+func (t *tally) executionCounts() []int {
+	out := make([]int, len(t.executions))
+	for i := range t.executions {
+		out[i] = int(t.executions[i].Load())
+	}
+	return out
+}

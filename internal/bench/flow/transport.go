@@ -1,0 +1,174 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/onceflow/onceflow/internal/kfakebroker"
+	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/middleware"
+	redisstore "github.com/onceflow/onceflow/stores/redis"
+)
+
+// Default sizes of a transport round: Kafka needs about 20,000 messages for
+// a stable figure; RabbitMQ and PostgreSQL are slower per message.
+const (
+	DefaultKafkaMessages = 20000
+	DefaultMessages      = 5000
+	DefaultPartitions    = transport.DefaultKafkaPartitions
+)
+
+// recordTTL is how long a round's idempotency records stay in Redis: long
+// enough for any round, short enough not to fill a shared server.
+const recordTTL = 10 * time.Minute
+
+// TransportOptions selects the transport a [TransportBench] measures and
+// the size of its rounds. Zero sizes take the defaults above.
+type TransportOptions struct {
+	// Kind is "kafka", "amqp", "sql" or "gochannel".
+	Kind string
+	// KafkaBrokers are the seed brokers of Kafka. When empty on kafka, the
+	// bench starts an in-process broker of its own (internal/kfakebroker)
+	// on a free loopback port and stops it on Close.
+	KafkaBrokers []string
+	// AMQPURL is RabbitMQ's URL. Required by amqp.
+	AMQPURL string
+	// PostgresURL is a postgres:// URL; the bench works in a schema of its
+	// own there. Required by sql.
+	PostgresURL string
+	// Redis keeps the receiver's records (the Redis store). Required; the
+	// bench does not close it.
+	Redis redis.UniversalClient
+	// Messages is the number of unique messages per round. Default
+	// DefaultKafkaMessages on kafka, DefaultMessages on the others.
+	Messages int
+	// Duplicates is the number of extra copies of those messages per round
+	// (at most Messages), each published copyLag messages after its
+	// original. Default 0.
+	Duplicates int
+	// Partitions is the partition count of each Kafka topic, the unit of
+	// parallel consumption there. Default DefaultPartitions. Ignored by
+	// the other kinds.
+	Partitions int
+	// Consumers is the number of routers consuming in one consumer group,
+	// as replicas of the service would (on RabbitMQ each takes one message
+	// at a time; on sql they take turns; on Kafka they split the
+	// partitions, after a rebalance). Default 1; gochannel allows only 1,
+	// as its subscribers each receive every message.
+	Consumers int
+	// Logger receives the transport's and routers' logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// TransportBench measures how many messages per second a transport
+// delivers to a router with a no-op handler, with the idempotent receiver
+// (Redis store) on or off, everything else equal.
+type TransportBench struct {
+	opts    TransportOptions
+	store   *redisstore.Store
+	schema  *schema        // sql only
+	cluster *kfake.Cluster // kafka without brokers given only
+}
+
+// NewTransportBench checks opts, fills its defaults and, on sql, creates the
+// bench's schema. The caller closes the bench.
+func NewTransportBench(ctx context.Context, opts TransportOptions) (*TransportBench, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	b := &TransportBench{
+		opts:  opts,
+		store: redisstore.New(opts.Redis, redisstore.Config{KeyPrefix: "bench:flow:" + shortID() + ":"}),
+	}
+	switch {
+	case opts.Kind == transport.SQL:
+		if b.schema, err = openSchema(ctx, opts.PostgresURL, "bench_flow_"); err != nil {
+			return nil, err
+		}
+	case opts.Kind == transport.Kafka && len(opts.KafkaBrokers) == 0:
+		if b.cluster, err = kfakebroker.NewCluster("127.0.0.1:0", "onceflow-bench"); err != nil {
+			return nil, fmt.Errorf("starting the in-process Kafka broker: %w", err)
+		}
+		b.opts.KafkaBrokers = b.cluster.ListenAddrs()
+	}
+	return b, nil
+}
+
+func (o TransportOptions) withDefaults() (TransportOptions, error) {
+	if o.Messages == 0 {
+		o.Messages = DefaultMessages
+		if o.Kind == transport.Kafka {
+			o.Messages = DefaultKafkaMessages
+		}
+	}
+	if o.Partitions == 0 {
+		o.Partitions = DefaultPartitions
+	}
+	if o.Consumers == 0 {
+		o.Consumers = 1
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	var errs []error
+	need := func(ok bool, what string) {
+		if !ok {
+			errs = append(errs, errors.New(what))
+		}
+	}
+	switch o.Kind {
+	case transport.Kafka:
+	case transport.AMQP:
+		need(o.AMQPURL != "", "amqp needs a URL")
+	case transport.SQL:
+		need(o.PostgresURL != "", "sql needs a PostgreSQL URL")
+	case transport.GoChannel:
+		need(o.Consumers == 1, "gochannel allows one consumer")
+	default:
+		return o, fmt.Errorf("unknown transport %q: use kafka, amqp, sql or gochannel", o.Kind)
+	}
+	need(o.Redis != nil, "missing Redis client")
+	need(o.Messages > 0 && o.Partitions > 0 && o.Consumers > 0, "sizes must be positive")
+	need(o.Duplicates >= 0 && o.Duplicates <= o.Messages, "duplicates must be between 0 and the number of messages")
+	return o, errors.Join(errs...)
+}
+
+// Round publishes Messages plus Duplicates messages to a fresh topic and
+// consumes them through Consumers routers whose handler does nothing, with
+// the receiver on or off. It returns the messages acked per second from the
+// first delivery to the last ack (copies included), and fails if a delivery
+// stalls for a minute. Publishing precedes consuming on every kind but
+// gochannel, which holds no messages: there the publishers run with the
+// consumers, as the transport's backpressure wants.
+func (b *TransportBench) Round(ctx context.Context, receiver bool) (float64, error) {
+	t, err := b.round(ctx, receiver)
+	if err != nil {
+		return 0, err
+	}
+	return t.rate(), nil
+}
+
+// Close drops the bench's schema and stops its Kafka broker, if any. Its
+// records in Redis expire on their own (recordTTL).
+func (b *TransportBench) Close() error {
+	if b.cluster != nil {
+		b.cluster.Close()
+	}
+	if b.schema != nil {
+		return b.schema.close(context.Background())
+	}
+	return nil
+}
+
+// newReceiver is the receiver of the bench's rounds: the Redis store,
+// defaults otherwise.
+func (b *TransportBench) newReceiver() (*middleware.Receiver, error) {
+	return middleware.NewReceiver(middleware.Config{Store: b.store, TTL: recordTTL, Logger: b.opts.Logger})
+}

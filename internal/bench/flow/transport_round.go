@@ -1,0 +1,107 @@
+package flow
+
+import (
+	"context"
+	"errors"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/onceflow/onceflow/internal/transport"
+)
+
+// The handler and topic of every round, under the round's topic prefix.
+const (
+	benchHandler = "bench"
+	benchTopic   = "bench"
+)
+
+// round runs one round of the transport bench (see Round) and returns its
+// tally.
+func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, err error) {
+	o := b.opts
+	id := shortID()
+	cfg := transport.Config{
+		Kind:            o.Kind,
+		ServiceName:     "bench",
+		TopicPrefix:     "bf" + id + ".",
+		Topics:          []string{benchTopic},
+		KafkaBrokers:    o.KafkaBrokers,
+		KafkaPartitions: o.Partitions,
+		AMQPURL:         o.AMQPURL,
+		Logger:          o.Logger,
+	}
+	if b.schema != nil {
+		cfg.Pool = b.schema.pool
+	}
+	if o.Kind == transport.AMQP {
+		topo := amqpTopology{url: o.AMQPURL, exchange: cfg.TopicPrefix + benchTopic, queue: cfg.AMQPQueue(benchTopic, benchHandler)}
+		if err := topo.declare(); err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, topo.remove()) }()
+	}
+	tr, err := transport.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, tr.Close()) }()
+
+	var mw []message.HandlerMiddleware
+	if receiver {
+		rec, err := b.newReceiver()
+		if err != nil {
+			return nil, err
+		}
+		mw = append(mw, rec.Middleware())
+	}
+	msgs, _ := batch(id, o.Messages, o.Duplicates)
+	tl := newTally(o.Messages, len(msgs))
+	consume := func() (*routers, error) {
+		return startRouters(ctx, o.Consumers, o.Logger, func(r *message.Router) error {
+			sub, err := tr.Subscriber(benchHandler)
+			if err != nil {
+				return err
+			}
+			r.AddMiddleware(append([]message.HandlerMiddleware{tl.count}, mw...)...)
+			r.AddConsumerHandler(benchHandler, benchTopic, sub, tl.execute)
+			return nil
+		})
+	}
+	return tl, runRound(ctx, o.Kind, tr.Publisher(), benchTopic, msgs, tl, consume, nil)
+}
+
+// runRound publishes msgs to topic and consumes them with the routers
+// consume starts until tl has counted every delivery and settle, when not
+// nil, has returned: publishing first, except on gochannel, which keeps no
+// message for a consumer yet to come. The routers stop after settle, so
+// that the consumers can commit what they acked.
+func runRound(ctx context.Context, kind string, pub message.Publisher, topic string, msgs []*message.Message,
+	tl *tally, consume func() (*routers, error), settle func(context.Context) error) (err error) {
+	defer tl.close()
+	p := publishingOf(kind)
+	if kind != transport.GoChannel {
+		if err := publishAll(ctx, pub, topic, msgs, p); err != nil {
+			return err
+		}
+	}
+	rs, err := consume()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, rs.close()) }()
+	published := make(chan error, 1)
+	if kind == transport.GoChannel {
+		go func() { published <- publishAll(ctx, pub, topic, msgs, p) }()
+	} else {
+		published <- nil
+	}
+	if err := tl.wait(ctx); err != nil {
+		return err
+	}
+	if settle != nil {
+		if err := settle(ctx); err != nil {
+			return err
+		}
+	}
+	return <-published
+}

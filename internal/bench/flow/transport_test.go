@@ -1,0 +1,145 @@
+package flow
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+// transportOptions are small rounds of kind on the services of the test
+// environment.
+func transportOptions(t *testing.T, kind string) TransportOptions {
+	o := TransportOptions{Kind: kind, Redis: testenv.Redis(t), Messages: 300, Duplicates: 60, Partitions: 4, Consumers: 1}
+	switch kind {
+	case "kafka":
+		o.KafkaBrokers = testenv.Kafka(t)
+	case "amqp":
+		o.AMQPURL = testenv.AMQP(t)
+	case "sql":
+		o.PostgresURL = testenv.PostgresURL()
+		testenv.Postgres(t) // skips when PostgreSQL is unreachable
+	}
+	return o
+}
+
+// TestTransportRoundsDeliverEveryMessage runs a round with the receiver on
+// and one with it off on every transport: with it on, the handler runs
+// exactly once per message and the copies are acked without running it;
+// with it off, it runs once per delivery, copies included.
+func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
+	for _, kind := range []string{"gochannel", "sql", "amqp", "kafka"} {
+		t.Run(kind, func(t *testing.T) {
+			testenv.Integration(t)
+			o := transportOptions(t, kind)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			b, err := NewTransportBench(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := b.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
+			_, copies := batch("x", o.Messages, o.Duplicates)
+			for _, receiver := range []bool{true, false} {
+				tl, err := b.round(ctx, receiver)
+				if err != nil {
+					t.Fatalf("receiver %v: %v", receiver, err)
+				}
+				if got, want := tl.delivered.Load(), int64(o.Messages+o.Duplicates); got < want {
+					t.Errorf("receiver %v: %d deliveries acked, want %d", receiver, got, want)
+				}
+				for i, n := range tl.executionCounts() {
+					want := 1
+					if !receiver {
+						want += copies[i]
+					}
+					if n != want {
+						t.Errorf("receiver %v: message %d handled %d times, want %d", receiver, i, n, want)
+						break
+					}
+				}
+				if tl.rate() <= 0 {
+					t.Errorf("receiver %v: rate %v, want positive", receiver, tl.rate())
+				}
+			}
+		})
+	}
+}
+
+// TestBatchSpreadsCopies checks the publishing order: every original once,
+// the copies spread over the originals, each after its original.
+func TestBatchSpreadsCopies(t *testing.T) {
+	msgs, copies := batch("r", 100, 30)
+	if len(msgs) != 130 {
+		t.Fatalf("%d messages, want 130", len(msgs))
+	}
+	seen := map[string]int{}
+	for _, m := range msgs {
+		k := m.Metadata.Get("idempotency_key")
+		if seen[k] == 0 && m.Metadata.Get(indexMetadata) == "" {
+			t.Fatal("message without index")
+		}
+		seen[k]++
+	}
+	total := 0
+	for i, c := range copies {
+		total += c
+		if c > 1 {
+			t.Errorf("message %d has %d copies; 30 copies of 100 should spread one each", i, c)
+		}
+	}
+	if total != 30 || len(seen) != 100 {
+		t.Errorf("%d copies over %d keys, want 30 over 100", total, len(seen))
+	}
+}
+
+// TestReceiverRoundTripsPerMessage counts the Redis round trips of a round
+// with the receiver on: two per unique message (claim, complete), one per
+// copy (the claim that finds the completed record).
+func TestReceiverRoundTripsPerMessage(t *testing.T) {
+	o := transportOptions(t, "gochannel")
+	client := testenv.Redis(t)
+	meter := &commandMeter{}
+	client.AddHook(meter)
+	o.Redis = client
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := NewTransportBench(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	meter.reset()
+	if _, err := b.round(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := meter.n.Load(), int64(2*o.Messages+o.Duplicates); got != want {
+		t.Errorf("%d Redis round trips for %d messages and %d copies, want %d", got, o.Messages, o.Duplicates, want)
+	}
+}
+
+// TestTransportOptionsRejectIncomplete checks that a bench missing what
+// its kind needs is refused before it touches a service.
+func TestTransportOptionsRejectIncomplete(t *testing.T) {
+	ctx := context.Background()
+	for name, o := range map[string]TransportOptions{
+		"unknown kind":              {Kind: "nats"},
+		"amqp without URL":          {Kind: "amqp"},
+		"sql without URL":           {Kind: "sql"},
+		"no Redis":                  {Kind: "gochannel"},
+		"two gochannel routers":     {Kind: "gochannel", Consumers: 2},
+		"more copies than messages": {Kind: "gochannel", Messages: 5, Duplicates: 6},
+	} {
+		if _, err := NewTransportBench(ctx, o); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := NewModeBench(ctx, ModeOptions{}); err == nil {
+		t.Error("a mode bench without a PostgreSQL URL was accepted")
+	}
+}
