@@ -1,0 +1,224 @@
+// Package batch coalesces concurrent calls into batches: natural batching,
+// where a batch never waits to fill up.
+//
+// A call that arrives while fewer than Config.Workers batches are in flight
+// runs at once, alone, on the caller's goroutine: an idle or lightly loaded
+// store adds no wait and no goroutine hop. A call that arrives while every
+// worker is busy queues; when a worker finishes its batch it takes up to
+// Config.MaxSize queued calls as the next batch. Batches therefore grow with
+// the load and stay at one call without it.
+//
+// The wait a call adds is the time it spends queued: at most the duration
+// of the batch in flight ahead of it, and never more than Config.Timeout
+// (when set) before its batch is sent, because a call still queued after
+// Timeout starts an extra worker that sends the queue at once.
+package batch
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Result is the outcome of one call of a batch.
+type Result[Resp any] struct {
+	Resp Resp
+	Err  error
+}
+
+// Func runs one batch: it fills res[i] with the outcome of reqs[i]. It is
+// called with len(reqs) >= 1 and len(res) == len(reqs).
+//
+// A batch of one that runs on its caller's goroutine gets that caller's
+// context. A batch of queued calls gets a context that carries the first
+// call's values, is never cancelled by a caller giving up (the others still
+// want their answers), and has the latest of the callers' deadlines when
+// every caller has one.
+type Func[Req, Resp any] func(ctx context.Context, reqs []Req, res []Result[Resp])
+
+// Config bounds a Batcher.
+type Config struct {
+	// MaxSize is the most calls one batch carries. Values below 1 mean 1.
+	MaxSize int
+	// Workers is how many batches may be in flight at once before calls
+	// queue. Values below 1 mean 1.
+	Workers int
+	// Timeout, when positive, bounds how long a call stays queued: after
+	// it, the call starts an extra worker that sends the queue. Zero lets
+	// calls wait for a worker to finish.
+	Timeout time.Duration
+}
+
+// Batcher coalesces concurrent calls of one Func. It is safe for concurrent
+// use. It starts goroutines only while calls are queued and keeps none when
+// idle, so it needs no Close.
+type Batcher[Req, Resp any] struct {
+	fn  Func[Req, Resp]
+	cfg Config
+
+	mu      sync.Mutex
+	queue   []*call[Req, Resp]
+	running int // batches in flight, inline ones included
+}
+
+// call states.
+const (
+	waiting int32 = iota
+	taken
+	abandoned
+)
+
+type call[Req, Resp any] struct {
+	ctx   context.Context
+	req   Req
+	state atomic.Int32
+	res   Result[Resp]
+	done  chan struct{}
+}
+
+// New returns a Batcher that runs batches with fn.
+func New[Req, Resp any](fn Func[Req, Resp], cfg Config) *Batcher[Req, Resp] {
+	cfg.MaxSize = max(cfg.MaxSize, 1)
+	cfg.Workers = max(cfg.Workers, 1)
+	return &Batcher[Req, Resp]{fn: fn, cfg: cfg}
+}
+
+// Do runs req in a batch and returns its outcome.
+//
+// A context that is done before Do starts yields its error and runs
+// nothing. One that ends while req is queued yields its error, and req is
+// dropped from the queue without running. One that ends while req's batch is
+// in flight yields its error at once; the batch runs on for the other calls,
+// so req may or may not have taken effect.
+func (b *Batcher[Req, Resp]) Do(ctx context.Context, req Req) (Resp, error) {
+	if err := ctx.Err(); err != nil {
+		var zero Resp
+		return zero, err
+	}
+	b.mu.Lock()
+	if b.running < b.cfg.Workers && len(b.queue) == 0 {
+		b.running++
+		b.mu.Unlock()
+		return b.inline(ctx, req)
+	}
+	c := &call[Req, Resp]{ctx: ctx, req: req, done: make(chan struct{})}
+	b.queue = append(b.queue, c)
+	b.spawnLocked(false)
+	b.mu.Unlock()
+	return b.wait(ctx, c)
+}
+
+// inline runs req alone on the caller's goroutine.
+func (b *Batcher[Req, Resp]) inline(ctx context.Context, req Req) (Resp, error) {
+	var res [1]Result[Resp]
+	defer b.finished()
+	b.fn(ctx, []Req{req}, res[:])
+	return res[0].Resp, res[0].Err
+}
+
+// finished ends a batch and hands the queue, if any, to a worker.
+func (b *Batcher[Req, Resp]) finished() {
+	b.mu.Lock()
+	b.running--
+	b.spawnLocked(false)
+	b.mu.Unlock()
+}
+
+// spawnLocked starts a worker when calls are queued and a worker is free,
+// or regardless when extra is set (a queued call waited past Timeout).
+func (b *Batcher[Req, Resp]) spawnLocked(extra bool) {
+	if len(b.queue) == 0 || (!extra && b.running >= b.cfg.Workers) {
+		return
+	}
+	b.running++
+	go b.work()
+}
+
+func (b *Batcher[Req, Resp]) wait(ctx context.Context, c *call[Req, Resp]) (Resp, error) {
+	var expired <-chan time.Time
+	if b.cfg.Timeout > 0 {
+		t := time.NewTimer(b.cfg.Timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	for {
+		select {
+		case <-c.done:
+			return c.res.Resp, c.res.Err
+		case <-expired:
+			expired = nil
+			if c.state.Load() == waiting {
+				b.mu.Lock()
+				b.spawnLocked(true)
+				b.mu.Unlock()
+			}
+		case <-ctx.Done():
+			// Queued: dropped unrun. Taken: in flight, outcome unknown.
+			c.state.CompareAndSwap(waiting, abandoned)
+			var zero Resp
+			return zero, ctx.Err()
+		}
+	}
+}
+
+// work sends batches from the queue until it is empty.
+func (b *Batcher[Req, Resp]) work() {
+	var (
+		calls []*call[Req, Resp]
+		reqs  []Req
+		res   []Result[Resp]
+	)
+	for {
+		b.mu.Lock()
+		if len(b.queue) == 0 {
+			b.running--
+			b.mu.Unlock()
+			return
+		}
+		n := min(len(b.queue), b.cfg.MaxSize)
+		calls = append(calls[:0], b.queue[:n]...)
+		clear(b.queue[:n])
+		b.queue = b.queue[n:]
+		if len(b.queue) == 0 {
+			b.queue = nil // let the backing array go
+		}
+		b.mu.Unlock()
+
+		reqs, res = reqs[:0], res[:0]
+		live := calls[:0]
+		for _, c := range calls {
+			if c.state.CompareAndSwap(waiting, taken) {
+				live = append(live, c)
+				reqs = append(reqs, c.req)
+			}
+		}
+		if len(live) == 0 {
+			continue
+		}
+		res = append(res, make([]Result[Resp], len(live))...)
+		ctx, cancel := batchContext(live)
+		b.fn(ctx, reqs, res)
+		cancel()
+		for i, c := range live {
+			c.res = res[i]
+			close(c.done)
+		}
+		clear(calls)
+	}
+}
+
+// batchContext is the context of a batch of queued calls (see Func).
+func batchContext[Req, Resp any](calls []*call[Req, Resp]) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, c := range calls {
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			return context.WithoutCancel(calls[0].ctx), func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.WithoutCancel(calls[0].ctx), latest)
+}

@@ -1,0 +1,255 @@
+package batch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/stores/internal/batch"
+)
+
+// recorder is a Func that answers each request with itself doubled, fails
+// odd requests when asked, and records the batches it ran.
+type recorder struct {
+	mu      sync.Mutex
+	batches [][]int
+	started chan struct{} // told when the first batch starts
+	gate    chan struct{} // the first batch waits until it is closed
+	failOdd bool
+	once    sync.Once
+}
+
+func (r *recorder) run(ctx context.Context, reqs []int, res []batch.Result[int]) {
+	r.once.Do(func() {
+		close(r.started)
+		<-r.gate
+	})
+	r.mu.Lock()
+	r.batches = append(r.batches, append([]int(nil), reqs...))
+	r.mu.Unlock()
+	for i, q := range reqs {
+		if r.failOdd && q%2 == 1 {
+			res[i].Err = fmt.Errorf("request %d failed", q)
+			continue
+		}
+		res[i].Resp = 2 * q
+	}
+}
+
+func (r *recorder) sizes() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var s []int
+	for _, b := range r.batches {
+		s = append(s, len(b))
+	}
+	return s
+}
+
+func TestIdleCallRunsInlineWithCallersContext(t *testing.T) {
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "mine")
+	var sameGoroutineCtx bool
+	b := batch.New(func(got context.Context, reqs []int, res []batch.Result[int]) {
+		sameGoroutineCtx = got == ctx
+		res[0].Resp = reqs[0] + 1
+	}, batch.Config{MaxSize: 8, Workers: 1})
+	got, err := b.Do(ctx, 41)
+	if err != nil || got != 42 {
+		t.Fatalf("Do = %d, %v, want 42", got, err)
+	}
+	// Written without synchronisation: the race detector fails the test
+	// if the batch ran on another goroutine.
+	if !sameGoroutineCtx {
+		t.Fatal("an idle call did not run with the caller's own context")
+	}
+}
+
+// queueBehind occupies the only worker with a batch blocked on gate, then
+// queues n calls behind it and returns their outcomes once all are done.
+func queueBehind(t *testing.T, b *batch.Batcher[int, int], r *recorder, n int, ctxFor func(i int) context.Context) ([]int, []error) {
+	t.Helper()
+	first := make(chan struct{})
+	go func() { defer close(first); _, _ = b.Do(context.Background(), 1000) }()
+	<-r.started
+	got, errs := make([]int, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { got[i], errs[i] = b.Do(ctxFor(i), i) })
+	}
+	// Let the calls reach the queue, then release every batch.
+	time.Sleep(50 * time.Millisecond)
+	close(r.gate)
+	wg.Wait()
+	<-first
+	return got, errs
+}
+
+func TestQueuedCallsGetTheirOwnResultsAndErrors(t *testing.T) {
+	r := &recorder{started: make(chan struct{}), gate: make(chan struct{}), failOdd: true}
+	b := batch.New(r.run, batch.Config{MaxSize: 100, Workers: 1})
+	const n = 40
+	got, errs := queueBehind(t, b, r, n, func(int) context.Context { return context.Background() })
+	for i := range n {
+		if i%2 == 1 {
+			if errs[i] == nil || errs[i].Error() != fmt.Sprintf("request %d failed", i) {
+				t.Fatalf("call %d: error %v, want its own failure", i, errs[i])
+			}
+			continue
+		}
+		if errs[i] != nil || got[i] != 2*i {
+			t.Fatalf("call %d = %d, %v, want %d", i, got[i], errs[i], 2*i)
+		}
+	}
+	// The blocked batch of one, then the queue in as few batches as the
+	// size allows: here one.
+	if s := r.sizes(); len(s) != 2 || s[0] != 1 || s[1] != n {
+		t.Fatalf("batch sizes %v, want [1 %d]", s, n)
+	}
+}
+
+func TestBatchesRespectMaxSize(t *testing.T) {
+	r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
+	b := batch.New(r.run, batch.Config{MaxSize: 7, Workers: 1})
+	const n = 30
+	_, errs := queueBehind(t, b, r, n, func(int) context.Context { return context.Background() })
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, s := range r.sizes()[1:] {
+		if s > 7 {
+			t.Fatalf("batch of %d exceeds MaxSize 7: %v", s, r.sizes())
+		}
+		total += s
+	}
+	if total != n || len(r.sizes()) != 1+5 {
+		t.Fatalf("batch sizes %v, want 1 then %d calls in 5 batches", r.sizes(), n)
+	}
+}
+
+func TestCancelledQueuedCallIsDroppedOthersAnswered(t *testing.T) {
+	r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
+	b := batch.New(r.run, batch.Config{MaxSize: 100, Workers: 1})
+	cancelled, cancel := context.WithCancel(context.Background())
+	const n, victim = 10, 3
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	got, errs := queueBehind(t, b, r, n, func(i int) context.Context {
+		if i == victim {
+			return cancelled
+		}
+		return context.Background()
+	})
+	for i := range n {
+		if i == victim {
+			if !errors.Is(errs[i], context.Canceled) {
+				t.Fatalf("cancelled call: error %v, want context.Canceled", errs[i])
+			}
+			continue
+		}
+		if errs[i] != nil || got[i] != 2*i {
+			t.Fatalf("call %d = %d, %v", i, got[i], errs[i])
+		}
+	}
+	for _, bt := range r.batches {
+		for _, q := range bt {
+			if q == victim {
+				t.Fatal("the call cancelled while queued was run")
+			}
+		}
+	}
+}
+
+func TestDoneContextRunsNothing(t *testing.T) {
+	var runs atomic.Int32
+	b := batch.New(func(context.Context, []int, []batch.Result[int]) { runs.Add(1) }, batch.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Do(ctx, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do = %v, want context.Canceled", err)
+	}
+	if runs.Load() != 0 {
+		t.Fatal("a call with a done context ran")
+	}
+}
+
+func TestTimeoutStartsAnExtraWorker(t *testing.T) {
+	started, gate := make(chan struct{}), make(chan struct{})
+	defer close(gate)
+	b := batch.New(func(ctx context.Context, reqs []int, res []batch.Result[int]) {
+		if reqs[0] == 1000 {
+			close(started)
+			<-gate
+		}
+	}, batch.Config{MaxSize: 100, Workers: 1, Timeout: 5 * time.Millisecond})
+	go func() { _, _ = b.Do(context.Background(), 1000) }()
+	<-started
+	// The only worker stays blocked: the queued call is sent only if its
+	// timeout starts an extra worker.
+	done := make(chan error, 1)
+	go func() { _, err := b.Do(context.Background(), 7); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a queued call was not sent although its timeout passed")
+	}
+}
+
+func TestWithoutTimeoutQueuedCallWaitsForAWorker(t *testing.T) {
+	started, gate := make(chan struct{}), make(chan struct{})
+	b := batch.New(func(ctx context.Context, reqs []int, res []batch.Result[int]) {
+		if reqs[0] == 1000 {
+			close(started)
+			<-gate
+		}
+	}, batch.Config{MaxSize: 100, Workers: 1})
+	go func() { _, _ = b.Do(context.Background(), 1000) }()
+	<-started
+	done := make(chan error, 1)
+	go func() { _, err := b.Do(context.Background(), 7); done <- err }()
+	select {
+	case <-done:
+		t.Fatal("a queued call ran while the only worker was busy")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestQueuedBatchOutlivesACallersDeadline(t *testing.T) {
+	var deadline time.Time
+	var hasDeadline bool
+	gate := make(chan struct{})
+	b := batch.New(func(ctx context.Context, reqs []int, res []batch.Result[int]) {
+		if reqs[0] == 1000 {
+			<-gate
+			return
+		}
+		deadline, hasDeadline = ctx.Deadline()
+	}, batch.Config{MaxSize: 10, Workers: 1})
+	go func() { _, _ = b.Do(context.Background(), 1000) }()
+	time.Sleep(20 * time.Millisecond)
+	short, cancel1 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel1()
+	long, cancel2 := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel2()
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = b.Do(short, 1) })
+	wg.Go(func() { _, _ = b.Do(long, 2) })
+	time.Sleep(20 * time.Millisecond)
+	close(gate)
+	wg.Wait()
+	want, _ := long.Deadline()
+	if !hasDeadline || !deadline.Equal(want) {
+		t.Fatalf("batch deadline %v (%v), want the latest caller's %v", deadline, hasDeadline, want)
+	}
+}
