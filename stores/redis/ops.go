@@ -18,7 +18,7 @@ func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease
 		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", shown(key), err)
 	}
 	token := stores.NewToken()
-	reply, err := s.run(ctx, "claim", claimScript, k, string(token), fingerprint, stores.Micros(lease))
+	reply, err := s.runClaim(ctx, k, string(token), fingerprint, stores.Micros(lease))
 	if err != nil {
 		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", k, err)
 	}
@@ -47,13 +47,7 @@ func (s *Store) Complete(ctx context.Context, key string, token stores.Token, re
 	if err != nil {
 		return fmt.Errorf("completing key %q: %w", shown(key), err)
 	}
-	args := []any{string(token), result, stores.Micros(ttl)}
-	var reply any
-	if s.waitReplicas > 0 {
-		reply, err = s.runReplicated(ctx, "complete", completeScript, k, args...)
-	} else {
-		reply, err = s.run(ctx, "complete", completeScript, k, args...)
-	}
+	reply, err := s.runComplete(ctx, k, string(token), result, stores.Micros(ttl))
 	if err == nil {
 		err = wantOwned(reply)
 	}

@@ -62,6 +62,24 @@ type Config struct {
 	// WaitTimeout bounds the WAIT. Default DefaultWaitTimeout. The client's
 	// read timeout must exceed it, or the client gives up first.
 	WaitTimeout time.Duration
+
+	// BatchSize, when 2 or more, coalesces concurrent Claims, and
+	// concurrent Completes, into pipelines of at most that many scripts:
+	// one round trip for the lot (on a Cluster, one per node, sent
+	// concurrently). 0 or 1 (the default) sends each call alone. Every
+	// call keeps its own script, reply and error, so the contract holds
+	// call by call. A call runs at once, alone, while fewer than
+	// BatchWorkers batches are in flight, so an idle store adds no wait;
+	// otherwise it joins the next batch, and waits at most BatchTimeout
+	// before that batch is sent. Complete with WaitReplicas set is never
+	// batched.
+	BatchSize int
+	// BatchWorkers is how many batches may be in flight at once. Default
+	// DefaultBatchWorkers.
+	BatchWorkers int
+	// BatchTimeout bounds how long a call waits to be sent. Default
+	// DefaultBatchTimeout.
+	BatchTimeout time.Duration
 }
 
 // Store keeps idempotency records in Redis. It is safe for concurrent use by
@@ -73,13 +91,14 @@ type Store struct {
 	prefix       string
 	waitReplicas int
 	waitTimeout  time.Duration
+	batch        *batchers // nil when batching is off
 }
 
 var _ stores.Store = (*Store)(nil)
 
 // New returns a Store on client, which may be a *redis.Client, a
 // *redis.ClusterClient or any other UniversalClient. It panics if client is
-// nil or cfg.WaitReplicas or cfg.WaitTimeout is negative.
+// nil or a numeric setting of cfg is negative.
 func New(client redis.UniversalClient, cfg Config) *Store {
 	if client == nil {
 		panic("redisstore: New called with a nil client")
@@ -87,11 +106,24 @@ func New(client redis.UniversalClient, cfg Config) *Store {
 	if cfg.WaitReplicas < 0 || cfg.WaitTimeout < 0 {
 		panic("redisstore: New called with a negative WaitReplicas or WaitTimeout")
 	}
+	if cfg.BatchSize < 0 || cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 {
+		panic("redisstore: New called with a negative BatchSize, BatchWorkers or BatchTimeout")
+	}
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = DefaultKeyPrefix
 	}
 	if cfg.WaitTimeout == 0 {
 		cfg.WaitTimeout = DefaultWaitTimeout
 	}
-	return &Store{client: client, prefix: cfg.KeyPrefix, waitReplicas: cfg.WaitReplicas, waitTimeout: cfg.WaitTimeout}
+	s := &Store{client: client, prefix: cfg.KeyPrefix, waitReplicas: cfg.WaitReplicas, waitTimeout: cfg.WaitTimeout}
+	if cfg.BatchSize > 1 {
+		if cfg.BatchWorkers == 0 {
+			cfg.BatchWorkers = DefaultBatchWorkers
+		}
+		if cfg.BatchTimeout == 0 {
+			cfg.BatchTimeout = DefaultBatchTimeout
+		}
+		s.batch = newBatchers(s, cfg)
+	}
+	return s
 }

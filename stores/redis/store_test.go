@@ -44,6 +44,28 @@ func TestConformance(t *testing.T) {
 			},
 		})
 	})
+	t.Run("single node, batched", func(t *testing.T) {
+		storetest.Run(t, storetest.Harness{
+			New: func(t *testing.T) stores.Store { return redisstore.New(testenv.Redis(t), batched(t)) },
+			Unavailable: func(t *testing.T) stores.Store {
+				c := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1})
+				t.Cleanup(func() { _ = c.Close() })
+				return redisstore.New(c, batched(t))
+			},
+		})
+	})
+	t.Run("cluster, batched", func(t *testing.T) {
+		storetest.Run(t, storetest.Harness{
+			New: func(t *testing.T) stores.Store { return redisstore.New(testenv.RedisCluster(t), batched(t)) },
+			Unavailable: func(t *testing.T) stores.Store {
+				c := redis.NewClusterClient(&redis.ClusterOptions{
+					Addrs: []string{testenv.ClosedAddr(t)}, DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1,
+				})
+				t.Cleanup(func() { _ = c.Close() })
+				return redisstore.New(c, batched(t))
+			},
+		})
+	})
 	t.Run("cluster", func(t *testing.T) {
 		storetest.Run(t, storetest.Harness{
 			New: func(t *testing.T) stores.Store { return newStore(t, testenv.RedisCluster(t)) },
@@ -59,6 +81,13 @@ func TestConformance(t *testing.T) {
 // newStore returns a store on c whose keys no other test uses.
 func newStore(t *testing.T, c redis.UniversalClient) *redisstore.Store {
 	return redisstore.New(c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t)})
+}
+
+// batched is the configuration of a batching store whose keys no other test
+// uses. One worker makes concurrent calls queue, so the suite's concurrent
+// cases run in real batches, duplicates of one key included.
+func batched(t *testing.T) redisstore.Config {
+	return redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: 16, BatchWorkers: 1}
 }
 
 // unreachable returns a store on c, a client of a server that is down.

@@ -1,0 +1,116 @@
+package redisstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/stores/internal/batch"
+)
+
+// Defaults of the batching settings, applied when Config.BatchSize is 2 or
+// more and the setting is zero.
+const (
+	DefaultBatchWorkers = 4
+	DefaultBatchTimeout = 500 * time.Microsecond
+)
+
+// evalReq is one script run of a batch: the storage key and the script's
+// arguments.
+type evalReq struct {
+	key  string
+	args []any
+}
+
+// batchers coalesce concurrent Claims and Completes (see Config.BatchSize).
+type batchers struct {
+	claim, complete *batch.Batcher[evalReq, any]
+}
+
+func newBatchers(s *Store, cfg Config) *batchers {
+	bc := batch.Config{MaxSize: cfg.BatchSize, Workers: cfg.BatchWorkers, Timeout: cfg.BatchTimeout}
+	return &batchers{
+		claim:    batch.New(s.pipelined("claim", claimScript), bc),
+		complete: batch.New(s.pipelined("complete", completeScript), bc),
+	}
+}
+
+// pipelined returns the batch function of script: a batch of one runs as an
+// unbatched call does; a larger one is one pipeline of EVALSHA, and the
+// calls the server answered NOSCRIPT are sent again with EVAL in a second
+// pipeline. On a Cluster, go-redis splits a pipeline by the node that owns
+// each key's slot, sends the parts concurrently and follows MOVED and ASK
+// per command; each node runs its part in order, so two calls on one key
+// run one after the other, as unbatched calls would.
+func (s *Store) pipelined(op string, script *redis.Script) batch.Func[evalReq, any] {
+	return func(ctx context.Context, reqs []evalReq, res []batch.Result[any]) {
+		if len(reqs) == 1 {
+			res[0].Resp, res[0].Err = s.run(ctx, op, script, reqs[0].key, reqs[0].args...)
+			return
+		}
+		cmds := s.evalAll(ctx, reqs, nil, script.EvalSha)
+		var retry []int
+		for i, c := range cmds {
+			if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				retry = append(retry, i)
+			}
+		}
+		if len(retry) > 0 {
+			again := s.evalAll(ctx, reqs, retry, script.Eval)
+			for j, i := range retry {
+				cmds[i] = again[j]
+			}
+		}
+		for i, c := range cmds {
+			reply, err := c.Result()
+			if err != nil {
+				res[i].Err = failed(ctx, op, err)
+				continue
+			}
+			res[i].Resp = reply
+		}
+	}
+}
+
+// evalAll runs eval for the requests at indexes only (all when nil) in one
+// pipeline and returns their commands, each holding its own reply or error.
+func (s *Store) evalAll(ctx context.Context, reqs []evalReq, only []int,
+	eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd,
+) []*redis.Cmd {
+	pipe := s.client.Pipeline()
+	n := len(reqs)
+	if only != nil {
+		n = len(only)
+	}
+	cmds := make([]*redis.Cmd, n)
+	for i := range n {
+		r := reqs[i]
+		if only != nil {
+			r = reqs[only[i]]
+		}
+		cmds[i] = eval(ctx, pipe, []string{s.prefix + r.key}, r.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command holds its own error
+	return cmds
+}
+
+// runClaim runs the claim script, batched when batching is on.
+func (s *Store) runClaim(ctx context.Context, k string, args ...any) (any, error) {
+	if s.batch == nil {
+		return s.run(ctx, "claim", claimScript, k, args...)
+	}
+	return s.batch.claim.Do(ctx, evalReq{key: k, args: args})
+}
+
+// runComplete runs the complete script, batched when batching is on and
+// Complete does not wait for replicas.
+func (s *Store) runComplete(ctx context.Context, k string, args ...any) (any, error) {
+	switch {
+	case s.waitReplicas > 0:
+		return s.runReplicated(ctx, "complete", completeScript, k, args...)
+	case s.batch == nil:
+		return s.run(ctx, "complete", completeScript, k, args...)
+	}
+	return s.batch.complete.Do(ctx, evalReq{key: k, args: args})
+}
