@@ -38,7 +38,12 @@ import (
 // exactly-once transactions should use READ COMMITTED, the default.
 const claimSQL = `
 INSERT INTO %[1]s AS r (key, state, token, fingerprint, created_at, expires_at)
-VALUES ($1, 'in_progress', $2, $3, now(), now() + $4::bigint * interval '1 microsecond')
+VALUES ($1, 'in_progress', $2, $3, now(), now() + $4::bigint * interval '1 microsecond')` + claimConflictSQL + `
+RETURNING r.token = $2, r.state, r.fingerprint, r.result, r.created_at, r.completed_at, r.expires_at`
+
+// claimConflictSQL is the ON CONFLICT clause of claimSQL, shared with the
+// batched claim (see claimBatchSQL).
+const claimConflictSQL = `
 ON CONFLICT (key) DO UPDATE SET
 	state        = CASE WHEN r.expires_at > now() THEN r.state        ELSE excluded.state       END,
 	token        = CASE WHEN r.expires_at > now() THEN r.token        ELSE excluded.token       END,
@@ -46,8 +51,7 @@ ON CONFLICT (key) DO UPDATE SET
 	result       = CASE WHEN r.expires_at > now() THEN r.result       ELSE NULL                 END,
 	created_at   = CASE WHEN r.expires_at > now() THEN r.created_at   ELSE excluded.created_at  END,
 	completed_at = CASE WHEN r.expires_at > now() THEN r.completed_at ELSE NULL                 END,
-	expires_at   = CASE WHEN r.expires_at > now() THEN r.expires_at   ELSE excluded.expires_at  END
-RETURNING r.token = $2, r.state, r.fingerprint, r.result, r.created_at, r.completed_at, r.expires_at`
+	expires_at   = CASE WHEN r.expires_at > now() THEN r.expires_at   ELSE excluded.expires_at  END`
 
 // Claim implements stores.Store in one statement (see claimSQL). A nil
 // fingerprint is stored, and returned, as an empty one.
@@ -62,35 +66,69 @@ func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease
 	if fingerprint == nil {
 		fingerprint = []byte{}
 	}
-	token := stores.NewToken()
-
-	var (
-		acquired    bool
-		state       string
-		rec         stores.Record
-		completedAt *time.Time
-		expiresAt   time.Time
-	)
-	err = s.db.QueryRow(ctx, s.sql.claim, k, string(token), fingerprint, stores.Micros(lease)).
-		Scan(&acquired, &state, &rec.Fingerprint, &rec.Result, &rec.CreatedAt, &completedAt, &expiresAt)
-	if err != nil {
-		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", k, translate(ctx, "claim", err))
+	req := claimReq{key: k, token: stores.NewToken(), fingerprint: fingerprint, lease: stores.Micros(lease)}
+	var c stores.Claim
+	if s.batch != nil {
+		c, err = s.batch.claim.Do(ctx, req)
+	} else {
+		c, err = s.claimOne(ctx, req)
 	}
+	if err != nil {
+		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", k, err)
+	}
+	return c, nil
+}
 
+// claimReq is one Claim's arguments, checked.
+type claimReq struct {
+	key         string
+	token       stores.Token
+	fingerprint []byte
+	lease       int64
+}
+
+// claimOne runs claimSQL for one key.
+func (s *Store) claimOne(ctx context.Context, req claimReq) (stores.Claim, error) {
+	var (
+		acquired bool
+		row      claimRow
+	)
+	err := s.db.QueryRow(ctx, s.sql.claim, req.key, string(req.token), req.fingerprint, req.lease).
+		Scan(&acquired, &row.state, &row.rec.Fingerprint, &row.rec.Result, &row.rec.CreatedAt, &row.completedAt, &row.expiresAt)
+	if err != nil {
+		return stores.Claim{}, translate(ctx, "claim", err)
+	}
+	if acquired {
+		row.token = string(req.token)
+	}
+	return row.claim(req.token), nil
+}
+
+// claimRow is the row a claim statement returns.
+type claimRow struct {
+	token       string // the row's token
+	state       string
+	rec         stores.Record
+	completedAt *time.Time
+	expiresAt   time.Time
+}
+
+// claim turns the row into the outcome of a claim that offered token.
+func (r *claimRow) claim(token stores.Token) stores.Claim {
 	switch {
-	case acquired:
-		return stores.Claim{Status: stores.Acquired, Token: token, LeaseUntil: expiresAt}, nil
-	case state == "completed":
-		if completedAt != nil {
-			rec.CompletedAt = *completedAt
+	case r.token == string(token):
+		return stores.Claim{Status: stores.Acquired, Token: token, LeaseUntil: r.expiresAt}
+	case r.state == "completed":
+		if r.completedAt != nil {
+			r.rec.CompletedAt = *r.completedAt
 		}
-		rec.ExpiresAt = expiresAt
-		return stores.Claim{Status: stores.Completed, Record: rec}, nil
+		r.rec.ExpiresAt = r.expiresAt
+		return stores.Claim{Status: stores.Completed, Record: r.rec}
 	default:
 		return stores.Claim{
 			Status:     stores.InProgress,
-			LeaseUntil: expiresAt,
-			Record:     stores.Record{Fingerprint: rec.Fingerprint, CreatedAt: rec.CreatedAt},
-		}, nil
+			LeaseUntil: r.expiresAt,
+			Record:     stores.Record{Fingerprint: r.rec.Fingerprint, CreatedAt: r.rec.CreatedAt},
+		}
 	}
 }

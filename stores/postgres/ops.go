@@ -46,12 +46,34 @@ func (s *Store) Complete(ctx context.Context, key string, token stores.Token, re
 	if err != nil {
 		return fmt.Errorf("completing key %q: %w", key, err)
 	}
-	tag, err := s.db.Exec(ctx, s.sql.complete, k, string(token), result, stores.Micros(ttl))
+	req := completeReq{key: k, token: token, result: result, ttl: stores.Micros(ttl)}
+	if s.batch != nil {
+		_, err = s.batch.complete.Do(ctx, req)
+	} else {
+		err = s.completeOne(ctx, req)
+	}
 	if err != nil {
-		return fmt.Errorf("completing key %q: %w", k, translate(ctx, "complete", err))
+		return fmt.Errorf("completing key %q: %w", k, err)
+	}
+	return nil
+}
+
+// completeReq is one Complete's arguments, checked.
+type completeReq struct {
+	key    string
+	token  stores.Token
+	result []byte
+	ttl    int64
+}
+
+// completeOne runs completeSQL for one key.
+func (s *Store) completeOne(ctx context.Context, req completeReq) error {
+	tag, err := s.db.Exec(ctx, s.sql.complete, req.key, string(req.token), req.result, req.ttl)
+	if err != nil {
+		return translate(ctx, "complete", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("completing key %q: %w", k, stores.ErrLeaseLost)
+		return stores.ErrLeaseLost
 	}
 	return nil
 }

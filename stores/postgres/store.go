@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -61,6 +62,27 @@ type Config struct {
 	// ("schema.table"); it is quoted, not interpolated. An unqualified name
 	// resolves through the connection's search_path. Default DefaultTable.
 	Table string
+
+	// BatchSize, when 2 or more, coalesces concurrent Claims, and
+	// concurrent Completes, into statements over arrays (unnest) of at
+	// most that many keys: one round trip and one commit for the lot.
+	// 0 or 1 (the default) runs each call alone. Every call keeps its own
+	// outcome and error, so the contract holds call by call; two calls on
+	// one key never share a statement, they run one after the other. A
+	// call runs at once, alone, while fewer than BatchWorkers batches are
+	// in flight, so an idle store adds no wait; otherwise it joins the next
+	// batch and waits at most BatchTimeout before that batch is sent.
+	// Batching applies only to a Store on a *pgxpool.Pool, never to one
+	// made by With. The caveat: a batch waits as a whole on a row that an
+	// open transaction holds (an exactly-once claim in flight), so keys in
+	// that batch wait with it.
+	BatchSize int
+	// BatchWorkers is how many batches may be in flight at once, each on
+	// its own connection. Default DefaultBatchWorkers.
+	BatchWorkers int
+	// BatchTimeout bounds how long a call waits to be sent. Default
+	// DefaultBatchTimeout.
+	BatchTimeout time.Duration
 }
 
 // Store is a [stores.Store] on PostgreSQL. It is safe for concurrent use when
@@ -69,13 +91,16 @@ type Config struct {
 type Store struct {
 	db  Querier
 	sql *statements
+	// pool and batch are set when batching is on.
+	pool  *pgxpool.Pool
+	batch *batchers
 }
 
 var _ stores.Store = (*Store)(nil)
 
 // New returns a Store that runs its statements on db, typically a
-// *pgxpool.Pool. It fails only when db is nil or cfg.Table is not "name"
-// or "schema.name".
+// *pgxpool.Pool. It fails only when db is nil, cfg.Table is not "name"
+// or "schema.name", or a batching setting is negative.
 func New(db Querier, cfg Config) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("missing database")
@@ -88,7 +113,21 @@ func New(db Querier, cfg Config) (*Store, error) {
 	if len(parts) > 2 || slices.Contains(parts, "") {
 		return nil, fmt.Errorf("invalid table name %q: want name or schema.name", table)
 	}
-	return &Store{db: db, sql: newStatements(pgx.Identifier(parts).Sanitize())}, nil
+	if cfg.BatchSize < 0 || cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 {
+		return nil, fmt.Errorf("negative batch setting: size %d, workers %d, timeout %v", cfg.BatchSize, cfg.BatchWorkers, cfg.BatchTimeout)
+	}
+	s := &Store{db: db, sql: newStatements(pgx.Identifier(parts).Sanitize())}
+	if pool, ok := db.(*pgxpool.Pool); ok && cfg.BatchSize > 1 {
+		if cfg.BatchWorkers == 0 {
+			cfg.BatchWorkers = DefaultBatchWorkers
+		}
+		if cfg.BatchTimeout == 0 {
+			cfg.BatchTimeout = DefaultBatchTimeout
+		}
+		s.pool = pool
+		s.batch = newBatchers(s, cfg)
+	}
+	return s, nil
 }
 
 // With returns a Store with the same configuration that runs its statements
@@ -103,6 +142,7 @@ func (s *Store) With(q Querier) *Store {
 // statements are the SQL texts of one table, built once by New.
 type statements struct {
 	claim, complete, release, extend, sweep string
+	claimBatch, completeBatch               string
 }
 
 func newStatements(table string) *statements {
@@ -112,5 +152,8 @@ func newStatements(table string) *statements {
 		release:  fmt.Sprintf(releaseSQL, table),
 		extend:   fmt.Sprintf(extendSQL, table),
 		sweep:    fmt.Sprintf(sweepSQL, table),
+
+		claimBatch:    fmt.Sprintf(claimBatchSQL, table),
+		completeBatch: fmt.Sprintf(completeBatchSQL, table),
 	}
 }

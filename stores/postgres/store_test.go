@@ -25,6 +25,23 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceBatched runs the suite on a batching store. One worker
+// makes concurrent calls queue, so the suite's concurrent cases run in real
+// batches, duplicates of one key included.
+func TestConformanceBatched(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		New: func(t *testing.T) stores.Store {
+			return mustNew(t, testenv.MigratedPostgres(t), batched)
+		},
+		Unavailable: func(t *testing.T) stores.Store {
+			return mustNew(t, unreachablePool(t), batched)
+		},
+	})
+}
+
+// batched is the configuration of a batching store under test.
+var batched = postgres.Config{BatchSize: 16, BatchWorkers: 1}
+
 // newStore returns a store on a freshly migrated schema of its own, and the
 // pool it runs on.
 func newStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {

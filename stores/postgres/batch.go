@@ -1,0 +1,173 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/internal/batch"
+)
+
+// Defaults of the batching settings, applied when Config.BatchSize is 2 or
+// more and the setting is zero.
+const (
+	DefaultBatchWorkers = 4
+	DefaultBatchTimeout = 500 * time.Microsecond
+)
+
+// claimBatchSQL claims many distinct keys in one statement: claimSQL over
+// arrays. The rows are inserted, and so locked, in the byte order of their
+// keys (the key column's collation is "C"), so two batches that share keys
+// lock them in the same order and cannot deadlock. It returns the row of
+// every key, as it stands after the statement, with its token: a key was
+// acquired when the token is the one offered.
+const claimBatchSQL = `
+INSERT INTO %[1]s AS r (key, state, token, fingerprint, created_at, expires_at)
+SELECT u.key, 'in_progress', u.token, u.fingerprint, now(), now() + u.lease * interval '1 microsecond'
+FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[]) AS u(key, token, fingerprint, lease)
+ORDER BY u.key COLLATE "C"` + claimConflictSQL + `
+RETURNING r.key, r.token, r.state, r.fingerprint, r.result, r.created_at, r.completed_at, r.expires_at`
+
+// completeBatchSQL completes many distinct keys in one statement: the
+// owned rows are locked first, in key order (as claimBatchSQL locks them),
+// then updated as completeSQL does. It returns the keys it completed.
+const completeBatchSQL = `
+WITH u AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[]) AS u(key, token, result, ttl)
+), locked AS (
+	SELECT r.key FROM %[1]s AS r JOIN u ON r.key = u.key
+	WHERE r.token = u.token AND r.state = 'in_progress' AND r.expires_at > now()
+	ORDER BY r.key
+	FOR UPDATE OF r
+)
+UPDATE %[1]s AS r SET
+	state        = 'completed',
+	result       = u.result,
+	completed_at = now(),
+	expires_at   = now() + u.ttl * interval '1 microsecond'
+FROM u JOIN locked ON locked.key = u.key
+WHERE r.key = u.key AND r.token = u.token AND r.state = 'in_progress' AND r.expires_at > now()
+RETURNING r.key`
+
+// batchers coalesce concurrent Claims and Completes (see Config.BatchSize).
+type batchers struct {
+	claim    *batch.Batcher[claimReq, stores.Claim]
+	complete *batch.Batcher[completeReq, struct{}]
+}
+
+func newBatchers(s *Store, cfg Config) *batchers {
+	bc := batch.Config{MaxSize: cfg.BatchSize, Workers: cfg.BatchWorkers, Timeout: cfg.BatchTimeout}
+	return &batchers{
+		claim:    batch.New(s.claimBatch, bc),
+		complete: batch.New(s.completeBatch, bc),
+	}
+}
+
+// claimBatch claims reqs: a batch of one with claimSQL, as an unbatched
+// Claim does, a larger one with claimBatchSQL per round of distinct keys.
+func (s *Store) claimBatch(ctx context.Context, reqs []claimReq, res []batch.Result[stores.Claim]) {
+	for _, round := range rounds(reqs, func(r claimReq) string { return r.key }) {
+		if len(round) == 1 {
+			i := round[0]
+			res[i].Resp, res[i].Err = s.claimOne(ctx, reqs[i])
+			continue
+		}
+		s.claimMany(ctx, reqs, round, res)
+	}
+}
+
+func (s *Store) claimMany(ctx context.Context, reqs []claimReq, round []int, res []batch.Result[stores.Claim]) {
+	keys, tokens := make([]string, len(round)), make([]string, len(round))
+	fps, leases := make([][]byte, len(round)), make([]int64, len(round))
+	at := make(map[string]int, len(round))
+	for j, i := range round {
+		r := reqs[i]
+		keys[j], tokens[j], fps[j], leases[j] = r.key, string(r.token), r.fingerprint, r.lease
+		at[r.key] = i
+	}
+	rows, err := s.pool.Query(ctx, s.sql.claimBatch, keys, tokens, fps, leases)
+	if err == nil {
+		var row claimRow
+		var key string
+		_, err = pgx.ForEachRow(rows, []any{&key, &row.token, &row.state, &row.rec.Fingerprint, &row.rec.Result,
+			&row.rec.CreatedAt, &row.completedAt, &row.expiresAt}, func() error {
+			i, ok := at[key]
+			if !ok {
+				return fmt.Errorf("batched claim returned key %q, which it was not given", key)
+			}
+			delete(at, key)
+			res[i].Resp = row.claim(reqs[i].token)
+			row = claimRow{}
+			return nil
+		})
+	}
+	if err == nil && len(at) > 0 {
+		err = fmt.Errorf("batched claim returned no row for %d of %d keys", len(at), len(round))
+	}
+	if err != nil {
+		err = translate(ctx, "claim", err)
+		for _, i := range round {
+			res[i] = batch.Result[stores.Claim]{Err: err}
+		}
+	}
+}
+
+// completeBatch completes reqs: a batch of one with completeSQL, a larger
+// one with completeBatchSQL per round of distinct keys.
+func (s *Store) completeBatch(ctx context.Context, reqs []completeReq, res []batch.Result[struct{}]) {
+	for _, round := range rounds(reqs, func(r completeReq) string { return r.key }) {
+		if len(round) == 1 {
+			i := round[0]
+			res[i].Err = s.completeOne(ctx, reqs[i])
+			continue
+		}
+		s.completeMany(ctx, reqs, round, res)
+	}
+}
+
+func (s *Store) completeMany(ctx context.Context, reqs []completeReq, round []int, res []batch.Result[struct{}]) {
+	keys, tokens := make([]string, len(round)), make([]string, len(round))
+	results, ttls := make([][]byte, len(round)), make([]int64, len(round))
+	for j, i := range round {
+		r := reqs[i]
+		keys[j], tokens[j], results[j], ttls[j] = r.key, string(r.token), r.result, r.ttl
+	}
+	rows, err := s.pool.Query(ctx, s.sql.completeBatch, keys, tokens, results, ttls)
+	done := make(map[string]bool, len(round))
+	if err == nil {
+		var key string
+		_, err = pgx.ForEachRow(rows, []any{&key}, func() error {
+			done[key] = true
+			return nil
+		})
+	}
+	for _, i := range round {
+		switch {
+		case err != nil:
+			res[i].Err = translate(ctx, "complete", err)
+		case !done[reqs[i].key]:
+			res[i].Err = stores.ErrLeaseLost
+		}
+	}
+}
+
+// rounds splits the indexes of reqs into rounds in which no key appears
+// twice, keeping the order of each key's calls: round n holds every key's
+// n-th call. Running the rounds one after the other gives duplicates of a
+// key the outcomes of sequential calls.
+func rounds[R any](reqs []R, key func(R) string) [][]int {
+	seen := make(map[string]int, len(reqs))
+	var out [][]int
+	for i, r := range reqs {
+		n := seen[key(r)]
+		seen[key(r)] = n + 1
+		if n == len(out) {
+			out = append(out, make([]int, 0, len(reqs)))
+		}
+		out[n] = append(out[n], i)
+	}
+	return out
+}

@@ -1,0 +1,159 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/postgres"
+)
+
+// statements counts the statements a pool sends: one round trip each.
+type statements struct{ n atomic.Int64 }
+
+func (c *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// tracedStore returns a batching store on a fresh schema whose pool counts
+// its statements. A long BatchTimeout keeps a machine slowed by the race
+// detector from starting extra workers before the racing goroutines queue.
+func tracedStore(t *testing.T) (*postgres.Store, *statements) {
+	t.Helper()
+	cfg := testenv.MigratedPostgres(t).Config()
+	counter := &statements{}
+	cfg.ConnConfig.Tracer = counter
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := mustNew(t, pool, postgres.Config{BatchSize: 64, BatchWorkers: 2, BatchTimeout: time.Second})
+	return s, counter
+}
+
+func batchCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestBatchedClaimsTakeFewerStatements races 400 claims (100 keys, 4
+// claimers each) and checks that they took far fewer statements than
+// calls, with exactly one Acquired per key; then completes every key
+// concurrently, batched too, and reads the results back.
+func TestBatchedClaimsTakeFewerStatements(t *testing.T) {
+	t.Parallel()
+	s, counter := tracedStore(t)
+	const keys, claimers = 100, 4
+
+	var (
+		mu    sync.Mutex
+		got   = map[string][]stores.Claim{}
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+	)
+	for i := range keys * claimers {
+		k := fmt.Sprintf("key-%d", i%keys)
+		wg.Go(func() {
+			<-start
+			c, err := s.Claim(batchCtx(t), k, []byte("fp"), time.Minute)
+			if err != nil {
+				t.Errorf("Claim(%s): %v", k, err)
+				return
+			}
+			mu.Lock()
+			got[k] = append(got[k], c)
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	owners := map[string]stores.Token{}
+	for k, cs := range got {
+		for _, c := range cs {
+			switch c.Status {
+			case stores.Acquired:
+				if _, dup := owners[k]; dup {
+					t.Fatalf("key %s acquired twice", k)
+				}
+				owners[k] = c.Token
+			case stores.InProgress:
+				if string(c.Record.Fingerprint) != "fp" {
+					t.Fatalf("key %s in progress with fingerprint %q", k, c.Record.Fingerprint)
+				}
+			default:
+				t.Fatalf("key %s: claim %v", k, c.Status)
+			}
+		}
+	}
+	if len(owners) != keys {
+		t.Fatalf("%d keys acquired, want %d", len(owners), keys)
+	}
+	if n := counter.n.Load(); n > keys*claimers/4 {
+		t.Fatalf("%d claims took %d statements, want at most a quarter", keys*claimers, n)
+	}
+
+	counter.n.Store(0)
+	for k, token := range owners {
+		wg.Go(func() {
+			if err := s.Complete(batchCtx(t), k, token, []byte(k), time.Minute); err != nil {
+				t.Errorf("Complete(%s): %v", k, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := counter.n.Load(); n >= keys/2 {
+		t.Fatalf("%d completes took %d statements, want fewer than half", keys, n)
+	}
+	for k := range owners {
+		c, err := s.Claim(batchCtx(t), k, []byte("fp"), time.Minute)
+		if err != nil || c.Status != stores.Completed || string(c.Record.Result) != k {
+			t.Fatalf("Claim(%s) after Complete = %v %q, %v", k, c.Status, c.Record.Result, err)
+		}
+	}
+}
+
+// TestBatchedCompleteOfALostLeaseIsLeaseLost mixes owners and strangers in
+// concurrent Completes: each gets its own answer.
+func TestBatchedCompleteOfALostLeaseIsLeaseLost(t *testing.T) {
+	t.Parallel()
+	s, _ := tracedStore(t)
+	const keys = 60
+	tokens := make([]stores.Token, keys)
+	for i := range keys {
+		c, err := s.Claim(batchCtx(t), fmt.Sprint("k", i), nil, time.Minute)
+		if err != nil || c.Status != stores.Acquired {
+			t.Fatalf("Claim = %v, %v", c.Status, err)
+		}
+		tokens[i] = c.Token
+		if i%3 == 0 {
+			tokens[i] = stores.NewToken()
+		}
+	}
+	errs := make([]error, keys)
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Go(func() { errs[i] = s.Complete(batchCtx(t), fmt.Sprint("k", i), tokens[i], nil, time.Minute) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if lost := i%3 == 0; lost != (err != nil) || (lost && !errors.Is(err, stores.ErrLeaseLost)) {
+			t.Fatalf("Complete %d (stranger %v): %v", i, lost, err)
+		}
+	}
+}
