@@ -45,6 +45,13 @@ type Config struct {
 	// RedisWaitTimeout bounds that wait; too few acknowledgements within it
 	// are a store error, and DEDUP_ON_STORE_ERROR applies.
 	RedisWaitTimeout time.Duration `env:"REDIS_WAIT_TIMEOUT" envDefault:"1s"`
+	// StoreBatchSize caps how many concurrent Claims (and Completes) the
+	// redis and postgres stores send in one round trip: a pipeline, or one
+	// statement over arrays. A call waits for a batch only while earlier
+	// batches are in flight, and never more than the stores' batch timeout
+	// (500µs) before its batch is sent. 0 or 1 turns batching off; the
+	// postgres store never batches in DEDUP_MODE=transaction.
+	StoreBatchSize int `env:"STORE_BATCH_SIZE" envDefault:"64"`
 	// KafkaBrokers, comma separated host:port.
 	KafkaBrokers []string `env:"KAFKA_BROKERS" envSeparator:","`
 	// KafkaPartitions is the partition count of topics the service creates.
@@ -218,6 +225,9 @@ func (c Config) Validate() error {
 	if c.RedisWaitReplicas < 0 {
 		return fmt.Errorf("REDIS_WAIT_REPLICAS=%d must be zero (do not wait) or more", c.RedisWaitReplicas)
 	}
+	if c.StoreBatchSize < 0 {
+		return fmt.Errorf("STORE_BATCH_SIZE=%d must be 0 or more (0 or 1 turns batching off)", c.StoreBatchSize)
+	}
 	if c.Store != "redis" && c.RedisRequireDurable {
 		return fmt.Errorf("REDIS_REQUIRE_DURABLE=true applies to STORE=redis only (STORE=%q)", c.Store)
 	}
@@ -324,6 +334,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("redis_require_durable", c.RedisRequireDurable),
 		slog.Int("redis_wait_replicas", c.RedisWaitReplicas),
 		slog.Duration("redis_wait_timeout", c.RedisWaitTimeout),
+		slog.Int("store_batch_size", c.StoreBatchSize),
 		slog.Any("kafka_brokers", c.KafkaBrokers),
 		slog.Int("kafka_partitions", c.KafkaPartitions),
 		slog.String("amqp_url", redact(c.AMQPURL)),

@@ -14,7 +14,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
-	if cfg.Transport != "gochannel" || cfg.Store != "memory" || cfg.DedupLease != 30*time.Second || cfg.HTTPAddr != ":8080" {
+	if cfg.Transport != "gochannel" || cfg.Store != "memory" || cfg.DedupLease != 30*time.Second || cfg.HTTPAddr != ":8080" ||
+		cfg.StoreBatchSize != 64 {
 		t.Fatalf("unexpected defaults: %+v", cfg)
 	}
 }
@@ -45,6 +46,8 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"REDIS_REQUIRE_DURABLE=true"}, `REDIS_REQUIRE_DURABLE=true applies to STORE=redis only (STORE="memory")`},
 		{[]string{"STORE=redis", "REDIS_URL=redis://r:6379/0", "REDIS_WAIT_REPLICAS=-1"}, `REDIS_WAIT_REPLICAS=-1 must be zero (do not wait) or more`},
 		{[]string{"REDIS_WAIT_REPLICAS=1"}, `REDIS_WAIT_REPLICAS=1 applies to STORE=redis only (STORE="memory")`},
+		{[]string{"STORE_BATCH_SIZE=-1"}, `STORE_BATCH_SIZE=-1 must be 0 or more (0 or 1 turns batching off)`},
+		{[]string{"STORE_BATCH_SIZE=lots"}, `STORE_BATCH_SIZE: strconv.ParseInt`},
 		{[]string{"REDIS_WAIT_TIMEOUT=0s"}, `REDIS_WAIT_TIMEOUT=0s must be a positive duration`},
 		{[]string{"CHAOS_FAIL_BEFORE=1.5"}, `CHAOS_FAIL_BEFORE=1.5 must be a probability from 0 to 1`},
 		{[]string{"CHAOS_FAIL_AFTER=-0.1"}, `CHAOS_FAIL_AFTER=-0.1 must be a probability from 0 to 1`},

@@ -29,12 +29,20 @@ func newStore(cfg Config, pool *pgxpool.Pool, rdb redis.UniversalClient) (idempo
 	switch cfg.Store {
 	case "redis":
 		return idempotencyStore{
-			Store: redisstore.New(rdb, redisstore.Config{WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout}),
+			Store: redisstore.New(rdb, redisstore.Config{
+				WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout, BatchSize: cfg.StoreBatchSize,
+			}),
 			ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 			close: rdb.Close,
 		}, nil
 	case "postgres":
-		s, err := postgres.New(pool, postgres.Config{})
+		// Transaction mode keeps every claim of the pool store unbatched:
+		// a batch would wait as a whole on a row an open transaction holds.
+		batch := cfg.StoreBatchSize
+		if cfg.DedupMode == "transaction" {
+			batch = 0
+		}
+		s, err := postgres.New(pool, postgres.Config{BatchSize: batch})
 		if err != nil {
 			return idempotencyStore{}, fmt.Errorf("postgres store: %w", err)
 		}
