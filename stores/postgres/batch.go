@@ -69,6 +69,10 @@ func newBatchers(s *Store, cfg Config) *batchers {
 // claimBatch claims reqs: a batch of one with claimSQL, as an unbatched
 // Claim does, a larger one with claimBatchSQL per round of distinct keys.
 func (s *Store) claimBatch(ctx context.Context, reqs []claimReq, res []batch.Result[stores.Claim]) {
+	if len(reqs) == 1 {
+		res[0].Resp, res[0].Err = s.claimOne(ctx, reqs[0])
+		return
+	}
 	for _, round := range rounds(reqs, func(r claimReq) string { return r.key }) {
 		if len(round) == 1 {
 			i := round[0]
@@ -118,6 +122,10 @@ func (s *Store) claimMany(ctx context.Context, reqs []claimReq, round []int, res
 // completeBatch completes reqs: a batch of one with completeSQL, a larger
 // one with completeBatchSQL per round of distinct keys.
 func (s *Store) completeBatch(ctx context.Context, reqs []completeReq, res []batch.Result[struct{}]) {
+	if len(reqs) == 1 {
+		res[0].Err = s.completeOne(ctx, reqs[0])
+		return
+	}
 	for _, round := range rounds(reqs, func(r completeReq) string { return r.key }) {
 		if len(round) == 1 {
 			i := round[0]
