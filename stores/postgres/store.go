@@ -6,6 +6,10 @@
 // the same statements can also run inside a caller's pgx.Tx (see Store.With),
 // so that the claim, the handler's writes and the result commit or roll back
 // together.
+// With Config.BatchSize set, a Store on a pool claims, and completes, many
+// keys of concurrent callers in one statement over arrays instead (see
+// Config.BatchSize); each key's outcome is the one its own statement would
+// have given.
 //
 // Time is PostgreSQL's: leases and TTLs are computed and judged with now(),
 // never with the Go clock, and durations travel as integer microseconds

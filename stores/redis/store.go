@@ -16,6 +16,11 @@
 //     completed one when its TTL ends, so a key whose lease ended is simply
 //     absent and the next Claim takes it over with a new token.
 //
+// With Config.BatchSize set, concurrent Claims, and concurrent Completes,
+// share a round trip: their scripts go out in one pipeline (see
+// Config.BatchSize). Each script still runs alone and atomically on its one
+// key, so the points above hold call by call.
+//
 // Scripts run with EVALSHA and fall back to EVAL when the server does not
 // know them (after a restart, a failover or SCRIPT FLUSH). Because they read
 // TIME they rely on scripts being replicated by their effects: the default
