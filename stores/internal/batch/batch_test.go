@@ -253,3 +253,23 @@ func TestQueuedBatchOutlivesACallersDeadline(t *testing.T) {
 		t.Fatalf("batch deadline %v (%v), want the latest caller's %v", deadline, hasDeadline, want)
 	}
 }
+
+func TestBatchKeepsArrivalOrder(t *testing.T) {
+	r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
+	b := batch.New(r.run, batch.Config{MaxSize: 100, Workers: 1})
+	go func() { _, _ = b.Do(context.Background(), 1000) }()
+	<-r.started
+	const n = 10
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { _, _ = b.Do(context.Background(), i) })
+		time.Sleep(5 * time.Millisecond) // each call queues before the next
+	}
+	close(r.gate)
+	wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.batches) != 2 || fmt.Sprint(r.batches[1]) != "[0 1 2 3 4 5 6 7 8 9]" {
+		t.Fatalf("batches %v, want the queued calls in arrival order", r.batches)
+	}
+}
