@@ -32,15 +32,8 @@ func (c *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEnd
 // detector from starting extra workers before the racing goroutines queue.
 func tracedStore(t *testing.T) (*postgres.Store, *statements) {
 	t.Helper()
-	cfg := testenv.MigratedPostgres(t).Config()
 	counter := &statements{}
-	cfg.ConnConfig.Tracer = counter
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := smallPool(t, 4, counter)
 	s := mustNew(t, pool, postgres.Config{BatchSize: 64, BatchWorkers: 2, BatchTimeout: time.Second})
 	return s, counter
 }
@@ -156,4 +149,22 @@ func TestBatchedCompleteOfALostLeaseIsLeaseLost(t *testing.T) {
 			t.Fatalf("Complete %d (stranger %v): %v", i, lost, err)
 		}
 	}
+}
+
+// smallPool returns a pool of at most conns connections, traced by tracer
+// when it is not nil, on a freshly migrated schema: the PostgreSQL that the
+// tests share has a limited number of connections.
+func smallPool(t *testing.T, conns int32, tracer pgx.QueryTracer) *pgxpool.Pool {
+	t.Helper()
+	cfg := testenv.MigratedPostgres(t).Config()
+	cfg.MaxConns = conns
+	if tracer != nil {
+		cfg.ConnConfig.Tracer = tracer
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }

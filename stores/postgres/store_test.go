@@ -31,7 +31,7 @@ func TestConformance(t *testing.T) {
 func TestConformanceBatched(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		New: func(t *testing.T) stores.Store {
-			return mustNew(t, testenv.MigratedPostgres(t), batched)
+			return mustNew(t, smallPool(t, 2, nil), batched)
 		},
 		Unavailable: func(t *testing.T) stores.Store {
 			return mustNew(t, unreachablePool(t), batched)
