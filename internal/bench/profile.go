@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+// Profiled is a workload the run profiles for its findings.
+type Profiled struct {
+	Name string
+	// Round runs the workload once; it is repeated for the profile's span.
+	Round func(ctx context.Context) (float64, error)
+}
+
+// Finding is one line of the findings: the functions that take the largest
+// flat share of one profile of one workload.
+type Finding struct {
+	Workload string
+	Profile  string // "cpu" or "alloc_objects"
+	Top      []Share
+}
+
+// Share is one function's flat share of a profile.
+type Share struct {
+	Function string
+	Percent  float64
+}
+
+// String is the finding as a sentence.
+func (f Finding) String() string {
+	parts := make([]string, len(f.Top))
+	for i, s := range f.Top {
+		parts[i] = fmt.Sprintf("%s %.1f%%", s.Function, s.Percent)
+	}
+	return fmt.Sprintf("%s, %s profile, top functions by flat share: %s", f.Workload, f.Profile, strings.Join(parts, ", "))
+}
+
+// ProfileWorkload runs w's rounds for span under the CPU profiler and under
+// a fine allocation profile, and returns the top functions of each.
+func ProfileWorkload(ctx context.Context, w Profiled, span time.Duration, top int) ([]Finding, error) {
+	var cpu bytes.Buffer
+	if err := pprof.StartCPUProfile(&cpu); err != nil {
+		return nil, fmt.Errorf("starting the cpu profile: %w", err)
+	}
+	err := repeat(ctx, w.Round, span)
+	pprof.StopCPUProfile()
+	if err != nil {
+		return nil, err
+	}
+	cpuTop, err := topFlat(cpu.Bytes(), nil, "cpu", top)
+	if err != nil {
+		return nil, err
+	}
+
+	rate := runtime.MemProfileRate
+	runtime.MemProfileRate = 512
+	defer func() { runtime.MemProfileRate = rate }()
+	before, err := heapProfile()
+	if err != nil {
+		return nil, err
+	}
+	if err := repeat(ctx, w.Round, span); err != nil {
+		return nil, err
+	}
+	after, err := heapProfile()
+	if err != nil {
+		return nil, err
+	}
+	allocTop, err := topFlat(after, before, "alloc_objects", top)
+	if err != nil {
+		return nil, err
+	}
+	return []Finding{
+		{Workload: w.Name, Profile: "cpu", Top: cpuTop},
+		{Workload: w.Name, Profile: "alloc_objects", Top: allocTop},
+	}, nil
+}
+
+func repeat(ctx context.Context, round func(context.Context) (float64, error), span time.Duration) error {
+	for start := time.Now(); time.Since(start) < span; {
+		if _, err := round(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func heapProfile() ([]byte, error) {
+	runtime.GC() // the heap profile reports as of the last GC
+	var b bytes.Buffer
+	if err := pprof.Lookup("allocs").WriteTo(&b, 0); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// topFlat returns the n functions with the largest flat share of sample
+// type typ in profile data, less base when given (a profile of the same
+// kind taken earlier).
+func topFlat(data, base []byte, typ string, n int) ([]Share, error) {
+	p, err := profile.Parse(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the %s profile: %w", typ, err)
+	}
+	if base != nil {
+		b, err := profile.Parse(bytes.NewReader(base))
+		if err != nil {
+			return nil, fmt.Errorf("parsing the %s profile: %w", typ, err)
+		}
+		b.Scale(-1)
+		if p, err = profile.Merge([]*profile.Profile{p, b}); err != nil {
+			return nil, fmt.Errorf("subtracting %s profiles: %w", typ, err)
+		}
+	}
+	idx := -1
+	for i, st := range p.SampleType {
+		if st.Type == typ {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return nil, fmt.Errorf("profile has no %s samples", typ)
+	}
+	flat := map[string]int64{}
+	var total int64
+	for _, s := range p.Sample {
+		v := s.Value[idx]
+		total += v
+		if len(s.Location) == 0 || len(s.Location[0].Line) == 0 {
+			continue
+		}
+		// The leaf's innermost inlined function holds the flat value.
+		flat[s.Location[0].Line[0].Function.Name] += v
+	}
+	if total <= 0 {
+		return nil, fmt.Errorf("%s profile is empty", typ)
+	}
+	shares := make([]Share, 0, len(flat))
+	for fn, v := range flat {
+		shares = append(shares, Share{Function: fn, Percent: 100 * float64(v) / float64(total)})
+	}
+	slices.SortFunc(shares, func(a, b Share) int {
+		if a.Percent != b.Percent {
+			if a.Percent > b.Percent {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Function, b.Function)
+	})
+	return shares[:min(n, len(shares))], nil
+}
