@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -80,10 +81,22 @@ func fingerprint(payload []byte) []byte {
 }
 
 // spin runs op on fresh keys from callers goroutines until window has
-// passed, and returns how many ops completed and the time they took.
+// passed, and returns how many ops completed and the time they took. The
+// window starts once every caller has run one op (see below).
 func spin(ctx context.Context, callers int, window time.Duration,
 	op func(ctx context.Context, key string) error) (int64, time.Duration, error) {
 	prefix := nextKeys()
+	// One untimed op per caller first, all at once: the pool opens its
+	// connections before the clock starts, as the reference programs do.
+	var warm sync.WaitGroup
+	warmErrs := make([]error, callers)
+	for i := range callers {
+		warm.Go(func() { warmErrs[i] = op(ctx, prefix+"w"+strconv.Itoa(i)) })
+	}
+	warm.Wait()
+	if err := errors.Join(warmErrs...); err != nil {
+		return 0, 0, err
+	}
 	var (
 		seq, ops atomic.Int64
 		stop     atomic.Bool
