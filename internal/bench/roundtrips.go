@@ -91,4 +91,3 @@ func RoundTrips(env *Env, n int, duplicate bool) func(ctx context.Context) (floa
 		return float64(counter.Count()-before) / float64(n), nil
 	}
 }
-
