@@ -91,7 +91,8 @@ func spin(ctx context.Context, callers int, window time.Duration,
 	var warm sync.WaitGroup
 	warmErrs := make([]error, callers)
 	for i := range callers {
-		warm.Go(func() { warmErrs[i] = op(ctx, prefix+"w"+strconv.Itoa(i)) })
+		// "." never occurs in the base-36 numbers of the timed keys.
+		warm.Go(func() { warmErrs[i] = op(ctx, prefix+"."+strconv.Itoa(i)) })
 	}
 	warm.Wait()
 	if err := errors.Join(warmErrs...); err != nil {
