@@ -32,7 +32,7 @@ type Plan struct {
 const (
 	RouterMemory    = "router-memory"
 	RedisCalls      = "redis-calls"
-	RouterRedis     = "router-redis"
+	RouterRemote    = "router-remote"
 	RedisRoundTrips = "redis-round-trips"
 	PostgresCalls   = "postgres-calls"
 	ReceiverAllocs  = "receiver-allocs"
@@ -70,11 +70,13 @@ func NewPlan(z Size, deps Deps) *Plan {
 		Target{Name: "redis-vs-redis-benchmark", Of: "store", Over: "redis-benchmark", Op: AtLeast, Goal: 0.8},
 	)
 
-	plan.Add(Comparison{Name: RouterRedis, Unit: "msg/s", Contenders: []Contender{
-		{"receiver", RouterRound(p.RemoteMessages, 64, ReceiverOn(env, Redis))},
-		{"seed", RouterRound(p.RemoteMessages, 64, Seed(env))},
+	plan.Add(Comparison{Name: RouterRemote, Unit: "msg/s", Contenders: []Contender{
+		{"none", RouterRound(p.RemoteMessages, 64, NoMiddleware)},
+		{"redis", RouterRound(p.RemoteMessages, 64, ReceiverOn(env, Redis))},
+		{"seed-redis", RouterRound(p.RemoteMessages, 64, Seed(env))},
+		{"postgres", RouterRound(p.RemoteMessages, 64, ReceiverOn(env, Postgres))},
 	}},
-		Target{Name: "redis-receiver-vs-seed", Of: "receiver", Over: "seed", Op: AtLeast, Goal: 1.5},
+		Target{Name: "redis-receiver-vs-seed", Of: "redis", Over: "seed-redis", Op: AtLeast, Goal: 1.5},
 	)
 
 	plan.Add(Comparison{Name: RedisRoundTrips, Unit: "round trips/msg", LowerIsBetter: true,
