@@ -32,6 +32,7 @@ type Plan struct {
 const (
 	RouterMemory    = "router-memory"
 	RedisCalls      = "redis-calls"
+	RedisCallsOne   = "redis-calls-1"
 	RouterRemote    = "router-remote"
 	RedisRoundTrips = "redis-round-trips"
 	PostgresCalls   = "postgres-calls"
@@ -69,6 +70,11 @@ func NewPlan(z Size, deps Deps) *Plan {
 	}},
 		Target{Name: "redis-vs-redis-benchmark", Of: "store", Over: "redis-benchmark", Op: AtLeast, Goal: 0.8},
 	)
+
+	plan.Add(Comparison{Name: RedisCallsOne, Unit: "calls/s", Contenders: []Contender{
+		{"store", StoreCalls(env, Redis, 1, p.Window)},
+		{"redis-benchmark", RedisBenchmark(env, tools, 1, p.Window)},
+	}})
 
 	plan.Add(Comparison{Name: RouterRemote, Unit: "msg/s", Contenders: []Contender{
 		{"none", RouterRound(p.RemoteMessages, 64, NoMiddleware)},

@@ -39,8 +39,9 @@ type EnvConfig struct {
 	PostgresURL string // a database the run may create a schema in
 }
 
-// Env holds the connections a run measures through: a Redis client and a
-// pool on a PostgreSQL schema of its own, migrated, dropped by Close. Keys
+// Env holds the connections a run measures through: a Redis client (up to
+// 300 connections) and a pool (up to 64) on a PostgreSQL schema of its own,
+// migrated, dropped by Close; callers beyond those wait for a connection. Keys
 // and rows are scoped by Prefix, so runs can share servers with tests.
 type Env struct {
 	Redis       *redis.Client
