@@ -65,7 +65,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	defer func() { err = errors.Join(err, env.Close()) }()
 
-	plan := bench.NewPlan(cfg.size, bench.Deps{Env: env, Tools: tools})
+	deps := bench.Deps{Env: env, Tools: tools}
+	plan := bench.NewPlan(cfg.size, deps)
+	if err := extend(plan, deps); err != nil {
+		return err
+	}
 	rep, runErr := plan.Run(ctx, stdout)
 	if cfg.out != "" {
 		if err := writeReport(ctx, cfg, env, rep); err != nil {
