@@ -61,7 +61,7 @@ func RouterRound(n, payload int, mw Middleware) func(ctx context.Context) (float
 
 func routerRound(ctx context.Context, n, payload int, mws []message.HandlerMiddleware) (float64, error) {
 	logger := watermill.NopLogger{}
-	pubSub := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: int64(n)}, logger)
+	pubSub := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: publishWindow}, logger)
 	defer func() { _ = pubSub.Close() }()
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, logger)
 	if err != nil {
@@ -70,7 +70,9 @@ func routerRound(ctx context.Context, n, payload int, mws []message.HandlerMiddl
 	router.AddMiddleware(mws...)
 	var handled atomic.Int64
 	done := make(chan struct{})
+	inFlight := make(chan struct{}, publishWindow)
 	router.AddConsumerHandler("bench", "bench.messages", pubSub, func(*message.Message) error {
+		<-inFlight
 		if handled.Add(1) == int64(n) {
 			close(done)
 		}
@@ -88,16 +90,52 @@ func routerRound(ctx context.Context, n, payload int, mws []message.HandlerMiddl
 	}
 
 	msgs := messages(n, payload)
+	ctx, cancelRound := context.WithTimeout(ctx, roundTimeout)
+	defer cancelRound()
 	start := time.Now()
-	if err := pubSub.Publish("bench.messages", msgs...); err != nil {
-		return 0, err
-	}
+	published := make(chan error, 1)
+	go func() { published <- publish(ctx, pubSub, msgs, inFlight) }()
 	select {
 	case <-done:
+	case err := <-published:
+		if err != nil {
+			return 0, err
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%d of %d messages handled: %w", handled.Load(), n, ctx.Err())
+		}
 	case <-ctx.Done():
 		return 0, fmt.Errorf("%d of %d messages handled: %w", handled.Load(), n, ctx.Err())
 	}
 	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// publishWindow bounds the messages published but not yet handled. GoChannel
+// starts goroutines per published message that wait for the subscriber, so
+// publishing a whole round at once would measure tens of thousands of
+// parked goroutines rather than the handler's path.
+const publishWindow = 256
+
+// roundTimeout bounds a router round: a message the handler never sees
+// would otherwise hang the run.
+const roundTimeout = 2 * time.Minute
+
+// publish publishes msgs one by one, each once inFlight has room; the
+// handler frees a place per message.
+func publish(ctx context.Context, pub message.Publisher, msgs []*message.Message, inFlight chan struct{}) error {
+	for _, m := range msgs {
+		select {
+		case inFlight <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if err := pub.Publish("bench.messages", m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // messages returns n messages with fresh idempotency keys and payloads of
