@@ -64,7 +64,7 @@ func TestTinyRunWritesReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Targets", "## Sweeps", "## Findings", "go run ./cmd/bench -size tiny", "](" + PlotName + ")", "cpu profile"} {
+	for _, want := range []string{"## Targets", "## Sweeps", "## Findings", "go run ./cmd/bench -size tiny", "](" + PlotName + ")", "cpu profile: receiver and store code"} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("report lacks %q", want)
 		}

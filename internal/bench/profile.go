@@ -26,7 +26,15 @@ type Finding struct {
 	Workload string
 	Profile  string // "cpu" or "alloc_objects"
 	Top      []Share
+	// Own is the share of samples with the receiver's or a store's code
+	// (OwnPrefixes) anywhere on their stack: what they account for, callees
+	// included.
+	Own float64
 }
+
+// OwnPrefixes are the prefixes of the receiver's and the stores' function
+// names.
+var OwnPrefixes = []string{"github.com/onceflow/onceflow/middleware.", "github.com/onceflow/onceflow/stores"}
 
 // Share is one function's flat share of a profile.
 type Share struct {
@@ -40,7 +48,8 @@ func (f Finding) String() string {
 	for i, s := range f.Top {
 		parts[i] = fmt.Sprintf("%s %.1f%%", s.Function, s.Percent)
 	}
-	return fmt.Sprintf("%s, %s profile, top functions by flat share: %s", f.Workload, f.Profile, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s, %s profile: receiver and store code on the stack of %.1f%% of samples; top functions by flat share: %s",
+		f.Workload, f.Profile, f.Own, strings.Join(parts, ", "))
 }
 
 // ProfileWorkload runs w's rounds for span under the CPU profiler and under
@@ -55,7 +64,7 @@ func ProfileWorkload(ctx context.Context, w Profiled, span time.Duration, top in
 	if err != nil {
 		return nil, err
 	}
-	cpuTop, err := topFlat(cpu.Bytes(), nil, "cpu", top)
+	cpuTop, cpuOwn, err := topFlat(cpu.Bytes(), nil, "cpu", top)
 	if err != nil {
 		return nil, err
 	}
@@ -74,13 +83,13 @@ func ProfileWorkload(ctx context.Context, w Profiled, span time.Duration, top in
 	if err != nil {
 		return nil, err
 	}
-	allocTop, err := topFlat(after, before, "alloc_objects", top)
+	allocTop, allocOwn, err := topFlat(after, before, "alloc_objects", top)
 	if err != nil {
 		return nil, err
 	}
 	return []Finding{
-		{Workload: w.Name, Profile: "cpu", Top: cpuTop},
-		{Workload: w.Name, Profile: "alloc_objects", Top: allocTop},
+		{Workload: w.Name, Profile: "cpu", Top: cpuTop, Own: cpuOwn},
+		{Workload: w.Name, Profile: "alloc_objects", Top: allocTop, Own: allocOwn},
 	}, nil
 }
 
@@ -104,20 +113,21 @@ func heapProfile() ([]byte, error) {
 
 // topFlat returns the n functions with the largest flat share of sample
 // type typ in profile data, less base when given (a profile of the same
-// kind taken earlier).
-func topFlat(data, base []byte, typ string, n int) ([]Share, error) {
+// kind taken earlier), and the share of samples with OwnPrefixes on the
+// stack.
+func topFlat(data, base []byte, typ string, n int) ([]Share, float64, error) {
 	p, err := profile.Parse(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("parsing the %s profile: %w", typ, err)
+		return nil, 0, fmt.Errorf("parsing the %s profile: %w", typ, err)
 	}
 	if base != nil {
 		b, err := profile.Parse(bytes.NewReader(base))
 		if err != nil {
-			return nil, fmt.Errorf("parsing the %s profile: %w", typ, err)
+			return nil, 0, fmt.Errorf("parsing the %s profile: %w", typ, err)
 		}
 		b.Scale(-1)
 		if p, err = profile.Merge([]*profile.Profile{p, b}); err != nil {
-			return nil, fmt.Errorf("subtracting %s profiles: %w", typ, err)
+			return nil, 0, fmt.Errorf("subtracting %s profiles: %w", typ, err)
 		}
 	}
 	idx := -1
@@ -127,13 +137,16 @@ func topFlat(data, base []byte, typ string, n int) ([]Share, error) {
 		}
 	}
 	if idx < 0 {
-		return nil, fmt.Errorf("profile has no %s samples", typ)
+		return nil, 0, fmt.Errorf("profile has no %s samples", typ)
 	}
 	flat := map[string]int64{}
-	var total int64
+	var total, own int64
 	for _, s := range p.Sample {
 		v := s.Value[idx]
 		total += v
+		if onStack(s, OwnPrefixes) {
+			own += v
+		}
 		if len(s.Location) == 0 || len(s.Location[0].Line) == 0 {
 			continue
 		}
@@ -141,7 +154,7 @@ func topFlat(data, base []byte, typ string, n int) ([]Share, error) {
 		flat[s.Location[0].Line[0].Function.Name] += v
 	}
 	if total <= 0 {
-		return nil, fmt.Errorf("%s profile is empty", typ)
+		return nil, 0, fmt.Errorf("%s profile is empty", typ)
 	}
 	shares := make([]Share, 0, len(flat))
 	for fn, v := range flat {
@@ -156,5 +169,20 @@ func topFlat(data, base []byte, typ string, n int) ([]Share, error) {
 		}
 		return strings.Compare(a.Function, b.Function)
 	})
-	return shares[:min(n, len(shares))], nil
+	return shares[:min(n, len(shares))], 100 * float64(own) / float64(total), nil
+}
+
+// onStack reports whether a function named with one of prefixes is on s's
+// stack.
+func onStack(s *profile.Sample, prefixes []string) bool {
+	for _, loc := range s.Location {
+		for _, line := range loc.Line {
+			for _, p := range prefixes {
+				if line.Function != nil && strings.HasPrefix(line.Function.Name, p) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
