@@ -38,23 +38,29 @@ func (t Tools) Check() error {
 
 // RedisBenchmark measures requests/s of `redis-benchmark -c callers` running
 // SET <key> v NX EX 60 on random keys under the run's prefix: the server's
-// own rate for one unpipelined conditional write per request.
+// own rate for one unpipelined conditional write per request. Each round
+// issues about window's worth of requests at the previous round's rate.
 func RedisBenchmark(env *Env, tools Tools, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
+	var rate float64 // the last round's, to size the next
 	return func(ctx context.Context) (float64, error) {
 		host, port, err := splitHostPort(env.RedisAddr)
 		if err != nil {
 			return 0, err
 		}
-		// About window's worth of requests at the server's rate: it
-		// serves roughly 20k/s per client up to 50k/s on loopback.
-		n := max(1000, int(window.Seconds()*float64(min(50_000, 20_000*callers))))
+		// About window's worth of requests at the last round's rate; a
+		// first round sized for a fast server's 20k/s over a tenth of it.
+		n := max(1000, int(window.Seconds()*20_000/10))
+		if rate > 0 {
+			n = max(1000, int(window.Seconds()*rate))
+		}
 		key := env.Prefix + "rb:" + nextKeys() + "__rand_int__"
 		out, err := run(ctx, tools.redisBenchmark(), "-h", host, "-p", port, "-c", strconv.Itoa(callers),
 			"-n", strconv.Itoa(n), "-r", "1000000000", "--csv", "SET", key, "v", "NX", "EX", "60")
 		if err != nil {
 			return 0, err
 		}
-		return parseRedisBenchmarkCSV(out)
+		rate, err = parseRedisBenchmarkCSV(out)
+		return rate, err
 	}
 }
 
