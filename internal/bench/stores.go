@@ -40,8 +40,9 @@ type EnvConfig struct {
 }
 
 // Env holds the connections a run measures through: a Redis client (up to
-// 300 connections) and a pool (up to 64) on a PostgreSQL schema of its own,
-// migrated, dropped by Close; callers beyond those wait for a connection. Keys
+// 300 connections) and a pool (up to PostgresPoolSize) on a PostgreSQL
+// schema of its own, migrated, dropped by Close; callers beyond those wait
+// for a connection. Keys
 // and rows are scoped by Prefix, so runs can share servers with tests.
 type Env struct {
 	Redis       *redis.Client
@@ -86,12 +87,18 @@ func OpenEnv(ctx context.Context, cfg EnvConfig) (_ *Env, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgresql url: %w", err)
 	}
-	pcfg.MaxConns = 64
+	pcfg.MaxConns = PostgresPoolSize
 	if e.Postgres, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 		return nil, fmt.Errorf("postgresql pool: %w", err)
 	}
 	return e, nil
 }
+
+// PostgresPoolSize bounds the run's PostgreSQL pool: the clients of the
+// pgbench comparison and a few more, so that a run, pgbench beside it and
+// the tests of a shared server stay within max_connections (100 by
+// default).
+const PostgresPoolSize = PostgresClients + 4
 
 // NewRedisClient returns a client of addr sized for the sweeps' callers.
 func NewRedisClient(addr string) *redis.Client {
