@@ -78,7 +78,9 @@ func BenchClaimDuplicate(b *testing.B, newStore func(b *testing.B) stores.Store,
 }
 
 // benchCallers runs op b.N times in all, numbered from 0, over callers
-// goroutines, with the timer and allocation count covering only that.
+// goroutines, with the timer and allocation count covering only that. First,
+// untimed, each caller runs op once (numbered from b.N), so connections are
+// open before the clock starts.
 func benchCallers(b *testing.B, callers int, op func(ctx context.Context, i int64) error) {
 	b.Helper()
 	ctx := b.Context()
@@ -88,6 +90,17 @@ func benchCallers(b *testing.B, callers int, op func(ctx context.Context, i int6
 		once sync.Once
 		ferr error
 	)
+	for k := range callers {
+		wg.Go(func() {
+			if err := op(ctx, int64(b.N+k)); err != nil {
+				once.Do(func() { ferr = err })
+			}
+		})
+	}
+	wg.Wait()
+	if ferr != nil {
+		b.Fatal(ferr)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range callers {
