@@ -100,7 +100,8 @@ func PgbenchScript(table string) (string, error) {
 // PgbenchScript on the run's records table (schema-qualified: pgbench
 // connects to the base URL, as libpq knows no search_path): one claim
 // statement per transaction, about window's worth of them at the previous
-// round's rate (a first round: 2,000/s), connection time excluded.
+// round's rate (a first round: 2,000/s; at least 100 per client),
+// connection time excluded.
 func Pgbench(env *Env, tools Tools, clients int, window time.Duration) func(ctx context.Context) (float64, error) {
 	var rate float64 // the last round's, to size the next
 	return func(ctx context.Context) (float64, error) {
@@ -126,11 +127,14 @@ func Pgbench(env *Env, tools Tools, clients int, window time.Duration) func(ctx 
 		env.Postgres.Reset()
 		// Transactions per client, not a duration: pgbench's -T clock
 		// includes connecting, which on a busy machine can take all of it.
-		perClient := max(10, int(window.Seconds()*2_000/float64(clients)))
+		// At least 100 each: with fewer, the slowest client's last few
+		// transactions set the clock.
+		perClient := max(100, int(window.Seconds()*2_000/float64(clients)))
 		if rate > 0 {
-			perClient = max(10, int(window.Seconds()*rate/float64(clients)))
+			perClient = max(100, int(window.Seconds()*rate/float64(clients)))
 		}
-		out, err := run(ctx, tools.pgbench(), "-n", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(clients, 4)),
+		// Prepared statements, as pgx runs the store's (it caches them).
+		out, err := run(ctx, tools.pgbench(), "-n", "-M", "prepared", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(clients, 4)),
 			"-t", strconv.Itoa(perClient), "-f", f.Name(), env.base)
 		if err != nil {
 			return 0, err
