@@ -49,9 +49,11 @@ func RedisBenchmark(env *Env, tools Tools, callers int, window time.Duration) fu
 		}
 		// About window's worth of requests at the last round's rate; a
 		// first round sized for a fast server's 20k/s over a tenth of it.
-		n := max(1000, int(window.Seconds()*20_000/10))
+		// At least 100 per client, so one slow client does not set the clock.
+		least := max(1000, 100*callers)
+		n := max(least, int(window.Seconds()*20_000/10))
 		if rate > 0 {
-			n = max(1000, int(window.Seconds()*rate))
+			n = max(least, int(window.Seconds()*rate))
 		}
 		key := env.Prefix + "rb:" + nextKeys() + "__rand_int__"
 		out, err := run(ctx, tools.redisBenchmark(), "-h", host, "-p", port, "-c", strconv.Itoa(callers),
