@@ -111,9 +111,9 @@ func (r *Report) FindingLines() []string {
 			if c[0] <= 0 {
 				continue
 			}
-			lines = append(lines, fmt.Sprintf("%s sweep, %s: %s %s at %s %d, %.2fx that at %d %s; highest at %d (%s).",
-				s.Name, be, figure(c[last]), s.Unit, s.Axis, s.Values[last], c[last]/c[0], s.Values[0], s.Axis,
-				s.Values[best], figure(c[best])))
+			lines = append(lines, fmt.Sprintf("%s sweep, %s: %s %s at %s=%d, %.2fx the figure at %s=%d; highest at %s=%d (%s).",
+				s.Name, be, figure(c[last]), s.Unit, s.Axis, s.Values[last], c[last]/c[0], s.Axis, s.Values[0],
+				s.Axis, s.Values[best], figure(c[best])))
 		}
 	}
 	for _, f := range r.Findings {
