@@ -22,7 +22,7 @@ FUZZ_TARGETS = \
 	./handlers:FuzzDecodePaymentRequested \
 	./handlers:FuzzDecodePaymentCharged
 
-.PHONY: help run build test test-short e2e fuzz chaos vet up down clean
+.PHONY: help run build test test-short e2e fuzz chaos bench bench-tools vet up down clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -33,8 +33,9 @@ run: build ## run the service on :8080 (in-process transport, memory store: noth
 build: ## build bin/onceflow
 	$(GO) build -o bin/onceflow ./cmd/onceflow
 
-test: vet ## vet, then every test (unit and integration) with the race detector
+test: vet ## vet, then every test (unit and integration) with the race detector, then every benchmark once
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x $(PKGS)
 
 test-short: ## unit tests only: no services needed
 	$(GO) test -short -count=1 $(PKGS)
@@ -71,6 +72,22 @@ load: build ## load the service on :8080 (make run; compose stack: LOAD_TRANSPOR
 	AMQP_URL=$${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/} \
 	DATABASE_URL="$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}" \
 		./bin/onceflow load --transport $(LOAD_TRANSPORT) $(LOAD_ARGS)
+
+# make bench: the published run. BENCH_SIZE=short takes about a minute.
+BENCH_SIZE ?= full
+
+bench: bench-tools ## onceflow side by side with redis-benchmark, pgbench and its peers; writes docs/PERFORMANCE.md and prints TARGET lines
+	@mkdir -p docs
+	$(GO) run ./cmd/bench -size $(BENCH_SIZE) -out docs/PERFORMANCE.md
+
+bench-tools: ## install redis-benchmark (redis-tools) and pgbench (postgresql-contrib) when missing
+	@missing=""; \
+	redis-benchmark --version >/dev/null 2>&1 || missing="$$missing redis-tools"; \
+	pgbench --version >/dev/null 2>&1 || missing="$$missing postgresql-contrib"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 vet: ## go vet
 	$(GO) vet $(PKGS)

@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Round i starts with contender i mod n, so each contender leads a round
+// in turn; medians are taken per contender.
+func TestComparisonRotatesRoundsAndTakesMedians(t *testing.T) {
+	var order []string
+	values := map[string][]float64{"a": {5, 1, 3}, "b": {10, 30, 20}}
+	contender := func(name string) Contender {
+		return Contender{Name: name, Measure: func(context.Context) (float64, error) {
+			order = append(order, name)
+			v := values[name][0]
+			values[name] = values[name][1:]
+			return v, nil
+		}}
+	}
+	res, err := Comparison{Name: "c", Contenders: []Contender{contender("a"), contender("b")}}.Run(t.Context(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a", "b", "b", "a", "a", "b"}; !slices.Equal(order, want) {
+		t.Errorf("order %v, want %v", order, want)
+	}
+	if m, _ := res.Median("a"); m != 3 {
+		t.Errorf("median of a = %v, want 3", m)
+	}
+	if m, _ := res.Median("b"); m != 20 {
+		t.Errorf("median of b = %v, want 20", m)
+	}
+}
+
+func TestComparisonStopsAtFirstError(t *testing.T) {
+	boom := errors.New("boom")
+	res, err := Comparison{Name: "c", Contenders: []Contender{
+		{Name: "x", Measure: func(context.Context) (float64, error) { return 0, boom }},
+	}}.Run(t.Context(), 5)
+	if !errors.Is(err, boom) || !errors.Is(res.Err, boom) {
+		t.Fatalf("err %v, res.Err %v; want boom", err, res.Err)
+	}
+	if _, ok := res.Median("x"); ok {
+		t.Error("a failed comparison has a median")
+	}
+}
+
+func TestTargetLines(t *testing.T) {
+	results := []Result{{Name: "c", Samples: []Samples{
+		{Contender: "a", Median: 90}, {Contender: "b", Median: 100}, {Contender: "n", Median: 2},
+	}}}
+	for _, tc := range []struct {
+		target Target
+		want   string
+	}{
+		{Target{Name: "ratio", Comparison: "c", Of: "a", Over: "b", Op: AtLeast, Goal: 0.9}, "TARGET ratio ratio=0.900 goal=>=0.9 PASS"},
+		{Target{Name: "ratio-miss", Comparison: "c", Of: "a", Over: "b", Op: AtLeast, Goal: 1}, "TARGET ratio-miss ratio=0.900 goal=>=1 MISS"},
+		{Target{Name: "value", Comparison: "c", Of: "n", Op: AtMost, Goal: 2}, "TARGET value ratio=2.000 goal=<=2 PASS"},
+		{Target{Name: "minus", Comparison: "c", Of: "b", Over: "a", Minus: true, Op: AtMost, Goal: 10}, "TARGET minus ratio=10.000 goal=<=10 PASS"},
+		{Target{Name: "missing", Comparison: "gone", Of: "a", Over: "b", Op: AtLeast, Goal: 0.8}, "TARGET missing ratio=NaN goal=>=0.8 MISS"},
+	} {
+		if got := tc.target.Judge(results).Line(); got != tc.want {
+			t.Errorf("got  %q\nwant %q", got, tc.want)
+		}
+	}
+}
+
+func TestParseReferenceOutputs(t *testing.T) {
+	rps, err := parseRedisBenchmarkCSV([]byte(`"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+"SET k:__rand_int__ v NX EX 60","46511.63","1.0","0.1","0.9","1.5","2.0","3.0"
+`))
+	if err != nil || rps != 46511.63 {
+		t.Errorf("redis-benchmark rps = %v, %v; want 46511.63", rps, err)
+	}
+	if _, err := parseRedisBenchmarkCSV([]byte("ERROR\n")); err == nil {
+		t.Error("no error for output without an rps column")
+	}
+	tps, err := parsePgbenchTPS([]byte("number of failed transactions: 0 (0.000%)\ntps = 7199.470551 (without initial connection time)\n"))
+	if err != nil || math.Abs(tps-7199.470551) > 1e-9 {
+		t.Errorf("pgbench tps = %v, %v; want 7199.470551", tps, err)
+	}
+	if _, err := parsePgbenchTPS([]byte("connection failed\n")); err == nil {
+		t.Error("no error for output without tps")
+	}
+}
+
+// The script runs the store's own statement with every parameter bound to
+// a pgbench expression.
+func TestPgbenchScriptRunsTheClaimStatement(t *testing.T) {
+	script, err := PgbenchScript("s.idempotency_records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`INSERT INTO "s"."idempotency_records"`, "ON CONFLICT (key) DO UPDATE", "('pgbench:' || :k)",
+		"r.token = ('t' || :tok)", `\set k random(1, 1000000000)`} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q:\n%s", want, script)
+		}
+	}
+	if strings.Contains(script, "$") {
+		t.Errorf("script keeps a parameter:\n%s", script)
+	}
+	if !strings.HasSuffix(script, ";\n") {
+		t.Errorf("script does not end its statement:\n%s", script)
+	}
+}

@@ -1,0 +1,188 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+// Profiled is a workload the run profiles for its findings.
+type Profiled struct {
+	Name string
+	// Round runs the workload once; it is repeated for the profile's span.
+	Round func(ctx context.Context) (float64, error)
+}
+
+// Finding is one line of the findings: the functions that take the largest
+// flat share of one profile of one workload.
+type Finding struct {
+	Workload string
+	Profile  string // "cpu" or "alloc_objects"
+	Top      []Share
+	// Own is the share of samples with the receiver's or a store's code
+	// (OwnPrefixes) anywhere on their stack: what they account for, callees
+	// included.
+	Own float64
+}
+
+// OwnPrefixes are the prefixes of the receiver's and the stores' function
+// names.
+var OwnPrefixes = []string{"github.com/onceflow/onceflow/middleware.", "github.com/onceflow/onceflow/stores"}
+
+// Share is one function's flat share of a profile.
+type Share struct {
+	Function string
+	Percent  float64
+}
+
+// String is the finding as a sentence.
+func (f Finding) String() string {
+	parts := make([]string, len(f.Top))
+	for i, s := range f.Top {
+		parts[i] = fmt.Sprintf("%s %.1f%%", s.Function, s.Percent)
+	}
+	return fmt.Sprintf("%s, %s profile: receiver and store code on the stack of %.1f%% of samples; top functions by flat share: %s",
+		f.Workload, f.Profile, f.Own, strings.Join(parts, ", "))
+}
+
+// ProfileWorkload runs w's rounds for span under the CPU profiler and under
+// a fine allocation profile, and returns the top functions of each.
+func ProfileWorkload(ctx context.Context, w Profiled, span time.Duration, top int) ([]Finding, error) {
+	var cpu bytes.Buffer
+	if err := pprof.StartCPUProfile(&cpu); err != nil {
+		return nil, fmt.Errorf("starting the cpu profile: %w", err)
+	}
+	err := repeat(ctx, w.Round, span)
+	pprof.StopCPUProfile()
+	if err != nil {
+		return nil, err
+	}
+	cpuTop, cpuOwn, err := topFlat(cpu.Bytes(), nil, "cpu", top)
+	if err != nil {
+		return nil, err
+	}
+
+	rate := runtime.MemProfileRate
+	runtime.MemProfileRate = 512
+	defer func() { runtime.MemProfileRate = rate }()
+	before, err := heapProfile()
+	if err != nil {
+		return nil, err
+	}
+	if err := repeat(ctx, w.Round, span); err != nil {
+		return nil, err
+	}
+	after, err := heapProfile()
+	if err != nil {
+		return nil, err
+	}
+	allocTop, allocOwn, err := topFlat(after, before, "alloc_objects", top)
+	if err != nil {
+		return nil, err
+	}
+	return []Finding{
+		{Workload: w.Name, Profile: "cpu", Top: cpuTop, Own: cpuOwn},
+		{Workload: w.Name, Profile: "alloc_objects", Top: allocTop, Own: allocOwn},
+	}, nil
+}
+
+func repeat(ctx context.Context, round func(context.Context) (float64, error), span time.Duration) error {
+	for start := time.Now(); time.Since(start) < span; {
+		if _, err := round(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func heapProfile() ([]byte, error) {
+	runtime.GC() // the heap profile reports as of the last GC
+	var b bytes.Buffer
+	if err := pprof.Lookup("allocs").WriteTo(&b, 0); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// topFlat returns the n functions with the largest flat share of sample
+// type typ in profile data, less base when given (a profile of the same
+// kind taken earlier), and the share of samples with OwnPrefixes on the
+// stack.
+func topFlat(data, base []byte, typ string, n int) ([]Share, float64, error) {
+	p, err := profile.Parse(bytes.NewReader(data))
+	if err != nil {
+		return nil, 0, fmt.Errorf("parsing the %s profile: %w", typ, err)
+	}
+	if base != nil {
+		b, err := profile.Parse(bytes.NewReader(base))
+		if err != nil {
+			return nil, 0, fmt.Errorf("parsing the %s profile: %w", typ, err)
+		}
+		b.Scale(-1)
+		if p, err = profile.Merge([]*profile.Profile{p, b}); err != nil {
+			return nil, 0, fmt.Errorf("subtracting %s profiles: %w", typ, err)
+		}
+	}
+	idx := -1
+	for i, st := range p.SampleType {
+		if st.Type == typ {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return nil, 0, fmt.Errorf("profile has no %s samples", typ)
+	}
+	flat := map[string]int64{}
+	var total, own int64
+	for _, s := range p.Sample {
+		v := s.Value[idx]
+		total += v
+		if onStack(s, OwnPrefixes) {
+			own += v
+		}
+		if len(s.Location) == 0 || len(s.Location[0].Line) == 0 {
+			continue
+		}
+		// The leaf's innermost inlined function holds the flat value.
+		flat[s.Location[0].Line[0].Function.Name] += v
+	}
+	if total <= 0 {
+		return nil, 0, fmt.Errorf("%s profile is empty", typ)
+	}
+	shares := make([]Share, 0, len(flat))
+	for fn, v := range flat {
+		shares = append(shares, Share{Function: fn, Percent: 100 * float64(v) / float64(total)})
+	}
+	slices.SortFunc(shares, func(a, b Share) int {
+		if a.Percent != b.Percent {
+			if a.Percent > b.Percent {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Function, b.Function)
+	})
+	return shares[:min(n, len(shares))], 100 * float64(own) / float64(total), nil
+}
+
+// onStack reports whether a function named with one of prefixes is on s's
+// stack.
+func onStack(s *profile.Sample, prefixes []string) bool {
+	for _, loc := range s.Location {
+		for _, line := range loc.Line {
+			for _, p := range prefixes {
+				if line.Function != nil && strings.HasPrefix(line.Function.Name, p) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

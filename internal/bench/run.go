@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Report is what a run measured.
+type Report struct {
+	Size     Size
+	Params   Params
+	Started  time.Time
+	Elapsed  time.Duration
+	Results  []Result
+	Verdicts []Verdict
+	Sweeps   []SweepResult
+	// PlotSweep is the sweep the plan draws; see [WritePlot].
+	PlotSweep string
+	Findings  []Finding
+}
+
+// Sweep returns the result of the sweep named name.
+func (r *Report) Sweep(name string) (SweepResult, bool) {
+	for _, s := range r.Sweeps {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return SweepResult{}, false
+}
+
+// Run measures every comparison, judges every target, runs the sweeps and
+// profiles, and writes progress and each table to log as it goes. A failed
+// comparison or sweep does not stop the others: its targets are judged
+// misses, and the errors are returned together with the report.
+func (p *Plan) Run(ctx context.Context, log io.Writer) (*Report, error) {
+	rep := &Report{Size: p.Size, Params: p.Params, Started: time.Now(), PlotSweep: p.PlotSweep}
+	var errs []error
+	for _, c := range p.Comparisons {
+		fmt.Fprintf(log, "== %s (%d contenders)\n", c.Name, len(c.Contenders))
+		res, err := c.Run(ctx, p.Params.Rounds)
+		rep.Results = append(rep.Results, res)
+		if err != nil {
+			errs = append(errs, err)
+			fmt.Fprintf(log, "error: %v\n", err)
+			continue
+		}
+		writeResult(log, res)
+	}
+	for _, s := range p.Sweeps {
+		fmt.Fprintf(log, "== sweep %s\n", s.Name)
+		res, err := s.Run(ctx)
+		rep.Sweeps = append(rep.Sweeps, res)
+		if err != nil {
+			errs = append(errs, err)
+			fmt.Fprintf(log, "error: %v\n", err)
+			continue
+		}
+		writeSweep(log, res)
+	}
+	for _, w := range p.Profiles {
+		fmt.Fprintf(log, "== profile %s\n", w.Name)
+		fs, err := ProfileWorkload(ctx, w, p.ProfileSpan, 6)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("profiling %s: %w", w.Name, err))
+			fmt.Fprintf(log, "error: %v\n", err)
+			continue
+		}
+		for _, f := range fs {
+			fmt.Fprintln(log, f)
+		}
+		rep.Findings = append(rep.Findings, fs...)
+	}
+	for _, t := range p.Targets {
+		rep.Verdicts = append(rep.Verdicts, t.Judge(rep.Results))
+	}
+	rep.Elapsed = time.Since(rep.Started)
+	return rep, errors.Join(errs...)
+}
+
+// WriteTargets writes one TARGET line per verdict.
+func (r *Report) WriteTargets(w io.Writer) {
+	for _, v := range r.Verdicts {
+		fmt.Fprintln(w, v.Line())
+	}
+}

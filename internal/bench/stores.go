@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/migrations"
+	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/memory"
+	"github.com/onceflow/onceflow/stores/postgres"
+	redisstore "github.com/onceflow/onceflow/stores/redis"
+)
+
+// Backend names a store implementation.
+type Backend string
+
+// The backends.
+const (
+	Memory   Backend = "memory"
+	Redis    Backend = "redis"
+	Postgres Backend = "postgres"
+)
+
+// Backends lists every backend, in the order tables show them.
+var Backends = []Backend{Memory, Redis, Postgres}
+
+// EnvConfig says where the services are.
+type EnvConfig struct {
+	RedisAddr   string // host:port
+	PostgresURL string // a database the run may create a schema in
+}
+
+// Env holds the connections a run measures through: a Redis client (up to
+// 300 connections) and a pool (up to PostgresPoolSize) on a PostgreSQL
+// schema of its own, migrated, dropped by Close; callers beyond those wait
+// for a connection. Keys
+// and rows are scoped by Prefix, so runs can share servers with tests.
+type Env struct {
+	Redis       *redis.Client
+	RedisAddr   string
+	Postgres    *pgxpool.Pool
+	PostgresURL string // the URL of Postgres, search_path included
+	Schema      string // the schema Postgres's records table lives in
+	Prefix      string // unique to the run, for Redis keys
+	base        string
+}
+
+// OpenEnv connects to the services, creates and migrates a schema of the
+// run's own, and checks that both answer.
+func OpenEnv(ctx context.Context, cfg EnvConfig) (_ *Env, err error) {
+	id := randomID()
+	e := &Env{RedisAddr: cfg.RedisAddr, Prefix: "bench:" + id + ":", Schema: "bench_" + id, base: cfg.PostgresURL}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, e.Close())
+		}
+	}()
+	e.Redis = NewRedisClient(cfg.RedisAddr)
+	if err := e.Redis.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("redis at %s: %w", cfg.RedisAddr, err)
+	}
+	conn, err := pgx.Connect(ctx, cfg.PostgresURL)
+	if err != nil {
+		return nil, fmt.Errorf("postgresql: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{e.Schema}.Sanitize()); err != nil {
+		return nil, fmt.Errorf("creating schema %s: %w", e.Schema, err)
+	}
+	e.PostgresURL, err = withSearchPath(cfg.PostgresURL, e.Schema)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrations.UpURL(ctx, e.PostgresURL); err != nil {
+		return nil, fmt.Errorf("migrating %s: %w", e.Schema, err)
+	}
+	pcfg, err := pgxpool.ParseConfig(e.PostgresURL)
+	if err != nil {
+		return nil, fmt.Errorf("postgresql url: %w", err)
+	}
+	pcfg.MaxConns = PostgresPoolSize
+	if e.Postgres, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+		return nil, fmt.Errorf("postgresql pool: %w", err)
+	}
+	return e, nil
+}
+
+// PostgresPoolSize bounds the run's PostgreSQL pool: the clients of the
+// pgbench comparison and a few more, so that a run, pgbench beside it and
+// the tests of a shared server stay within max_connections (100 by
+// default).
+const PostgresPoolSize = PostgresClients + 4
+
+// NewRedisClient returns a client of addr sized for the sweeps' callers.
+func NewRedisClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: 300})
+}
+
+// RecordsTable is the schema-qualified records table of the run.
+func (e *Env) RecordsTable() string { return e.Schema + "." + postgres.DefaultTable }
+
+// NewStore returns a store of backend b and the function that closes it.
+// Every store the plan measures is made here, so switching a backend's
+// options (a cache in front, batching) for the whole run is one edit.
+func (e *Env) NewStore(b Backend) (stores.Store, func(), error) {
+	return e.newStore(b, e.Redis)
+}
+
+// NewStoreOn is NewStore with Redis reached through client (one with a
+// hook that counts round trips, say). Other backends ignore client.
+func (e *Env) NewStoreOn(b Backend, client *redis.Client) (stores.Store, func(), error) {
+	return e.newStore(b, client)
+}
+
+func (e *Env) newStore(b Backend, client *redis.Client) (stores.Store, func(), error) {
+	switch b {
+	case Memory:
+		s := memory.New(memory.Config{MaxEntries: 1 << 20})
+		return s, func() { _ = s.Close() }, nil
+	case Redis:
+		return redisstore.New(client, redisstore.Config{KeyPrefix: e.Prefix + "rec:"}), func() {}, nil
+	case Postgres:
+		s, err := postgres.New(e.Postgres, postgres.Config{Table: e.RecordsTable()})
+		return s, func() {}, err
+	}
+	return nil, nil, fmt.Errorf("unknown backend %q", b)
+}
+
+// Close drops the run's schema and keys and closes the connections.
+func (e *Env) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var errs []error
+	if e.Postgres != nil {
+		e.Postgres.Close()
+	}
+	if e.PostgresURL != "" {
+		if conn, err := pgx.Connect(ctx, e.base); err != nil {
+			errs = append(errs, err)
+		} else {
+			_, err := conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{e.Schema}.Sanitize()+" CASCADE")
+			errs = append(errs, err, conn.Close(ctx))
+		}
+	}
+	if e.Redis != nil {
+		errs = append(errs, e.deleteKeys(ctx), e.Redis.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// deleteKeys unlinks every key under Prefix.
+func (e *Env) deleteKeys(ctx context.Context) error {
+	iter := e.Redis.Scan(ctx, 0, e.Prefix+"*", 1000).Iterator()
+	batch := make([]string, 0, 1000)
+	for iter.Next(ctx) {
+		if batch = append(batch, iter.Val()); len(batch) == cap(batch) {
+			if err := e.Redis.Unlink(ctx, batch...).Err(); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		if err := e.Redis.Unlink(ctx, batch...).Err(); err != nil {
+			return err
+		}
+	}
+	return iter.Err()
+}
+
+func withSearchPath(raw, schema string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("parsing the postgresql url: %w", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+func randomID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
