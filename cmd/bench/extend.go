@@ -1,11 +1,142 @@
 package main
 
-import "github.com/onceflow/onceflow/internal/bench"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
 
-// extend adds to plan the comparisons of packages that build on
-// internal/bench and so cannot be listed by bench.NewPlan itself (an import
-// cycle): each appends with plan.Add(comparison, targets...).
-func extend(plan *bench.Plan, deps bench.Deps) error {
-	_, _ = plan, deps
-	return nil
+	"github.com/onceflow/onceflow/internal/bench"
+	"github.com/onceflow/onceflow/internal/bench/flow"
+)
+
+// flowRounds is how many interleaved rounds each flow comparison runs: a
+// round of these moves thousands of messages through a broker, so they
+// keep to the minimum of five whatever the size.
+const flowRounds = 5
+
+// flowSizes are the messages (or requests) per round of each flow bench.
+type flowSizes struct {
+	kafka, broker, gochannel, mode, requests int
+}
+
+func sizesFor(z bench.Size) flowSizes {
+	switch z {
+	case bench.Tiny:
+		return flowSizes{kafka: 200, broker: 100, gochannel: 200, mode: 30, requests: 200}
+	case bench.Full:
+		return flowSizes{kafka: 10_000, broker: 2_000, gochannel: 5_000, mode: 300, requests: 4_000}
+	default:
+		return flowSizes{kafka: 4_000, broker: 1_000, gochannel: 2_000, mode: 150, requests: 2_000}
+	}
+}
+
+// transportLanes is how many messages each transport's bench has in flight
+// at once: one per Kafka partition, one for a single AMQP consumer, the sql
+// consumer group and gochannel (whose publish waits for the ack).
+var transportLanes = map[string]int{"kafka": flow.DefaultPartitions, "amqp": 1, "sql": 1, "gochannel": 1}
+
+// extend adds the comparisons of whole flows, measured by package flow:
+// every transport with the receiver on and off, lease against transaction
+// mode, and the HTTP middleware's latency. It returns what closes their
+// benches.
+func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, amqpURL string) (func() error, error) {
+	env, z := deps.Env, sizesFor(plan.Size)
+	var closers []func() error
+	closeAll := func() error {
+		var errs []error
+		for _, c := range closers {
+			errs = append(errs, c())
+		}
+		return errors.Join(errs...)
+	}
+
+	for _, kind := range []string{"kafka", "amqp", "sql", "gochannel"} {
+		messages := map[string]int{"kafka": z.kafka, "amqp": z.broker, "sql": z.broker, "gochannel": z.gochannel}[kind]
+		tb, err := flow.NewTransportBench(ctx, flow.TransportOptions{
+			Kind: kind, AMQPURL: amqpURL, PostgresURL: env.PostgresURL, Redis: env.Redis,
+			Messages: messages, Duplicates: messages / 5,
+		})
+		if err != nil {
+			return closeAll, fmt.Errorf("transport %s: %w", kind, err)
+		}
+		closers = append(closers, tb.Close)
+		plan.Add(bench.Comparison{Name: "transport-" + kind, Unit: "msg/s", Rounds: flowRounds, Contenders: []bench.Contender{
+			{Name: "off", Measure: func(ctx context.Context) (float64, error) { return tb.Round(ctx, false) }},
+			{Name: "on", Measure: func(ctx context.Context) (float64, error) { return tb.Round(ctx, true) }},
+		}}, bench.Target{Name: "transport-" + kind, Of: "on", Over: "off", Op: bench.AtLeast, Goal: 0.8})
+	}
+	plan.Notes = append(plan.Notes, transportBound(env))
+
+	mb, err := flow.NewModeBench(ctx, flow.ModeOptions{PostgresURL: env.PostgresURL, Messages: z.mode})
+	if err != nil {
+		return closeAll, fmt.Errorf("mode bench: %w", err)
+	}
+	closers = append(closers, mb.Close)
+	plan.Add(bench.Comparison{Name: "sql-modes", Unit: "msg/s", Rounds: flowRounds, Contenders: []bench.Contender{
+		{Name: "lease", Measure: func(ctx context.Context) (float64, error) { return mb.Round(ctx, flow.LeaseMode) }},
+		{Name: "transaction", Measure: func(ctx context.Context) (float64, error) { return mb.Round(ctx, flow.TransactionMode) }},
+	}})
+
+	hb, err := flow.NewHTTPBench(ctx, flow.HTTPOptions{Redis: env.Redis, Requests: z.requests})
+	if err != nil {
+		return closeAll, fmt.Errorf("http bench: %w", err)
+	}
+	closers = append(closers, hb.Close)
+	for _, p := range []float64{50, 99} {
+		var cs []bench.Contender
+		for _, v := range []flow.Variant{flow.NoMiddleware, flow.MemoryStore, flow.RedisStore} {
+			cs = append(cs, bench.Contender{Name: string(v), Measure: func(ctx context.Context) (float64, error) { return hb.Round(ctx, v, p) }})
+		}
+		name := fmt.Sprintf("http-p%g", p)
+		c := bench.Comparison{Name: name, Unit: "µs", LowerIsBetter: true, Rounds: flowRounds, Contenders: cs}
+		if p == 50 {
+			plan.Add(c, bench.Target{Name: "http-idempotency-p50-memory", Of: string(flow.MemoryStore), Over: string(flow.NoMiddleware), Op: bench.AtMost, Goal: 1.25})
+		} else {
+			plan.Add(c)
+		}
+	}
+	return closeAll, nil
+}
+
+// transportBound states, for each transport whose target was missed, the
+// most its ratio can be with the Redis round trips measured at the end of
+// the run: a lane handles one message at a time and the receiver adds a
+// Claim and a Complete to each, so at off messages/s over lanes the ratio
+// is at most lanes / (lanes + off x pair), whatever the receiver's own
+// code costs.
+func transportBound(env *bench.Env) bench.Note {
+	return func(ctx context.Context, rep *bench.Report) ([]string, error) {
+		var lines []string
+		var bound flow.RedisBound
+		for _, v := range rep.Verdicts {
+			kind, ok := strings.CutPrefix(v.Name, "transport-")
+			if !ok || v.Pass {
+				continue
+			}
+			res, _ := rep.Result(v.Comparison)
+			off, ok := res.Median("off")
+			if !ok {
+				continue
+			}
+			if bound.Pair == 0 {
+				var err error
+				if bound, err = flow.MeasureRedisBound(ctx, env.Redis, 500); err != nil {
+					return nil, err
+				}
+			}
+			lanes := float64(transportLanes[kind])
+			ceiling := lanes / (lanes + off*bound.Pair.Seconds())
+			verdict := "out of reach while each message waits for its own round trips"
+			if ceiling >= v.Goal {
+				verdict = "within reach of the round trips; the rest is the receiver's own cost"
+			}
+			lines = append(lines, fmt.Sprintf("Bound: transport-%s handles %.0f msg/s on %.0f lane(s) with the receiver off; "+
+				"a Claim+Complete pair on Redis takes %s (median of 500; PING %s), so receiver on / off is at most %.3f "+
+				"(measured %.3f, goal %g): %s.",
+				kind, off, lanes, bound.Pair.Round(time.Microsecond), bound.RTT.Round(time.Microsecond), ceiling, v.Value, v.Goal, verdict))
+		}
+		return lines, nil
+	}
 }

@@ -1,12 +1,16 @@
-// Command bench runs the performance plan of internal/bench: onceflow side by
-// side with its references, in one run, medians of interleaved rounds. It
+// Command bench runs the performance plan of internal/bench, and the flow
+// comparisons of internal/bench/flow (every transport with the receiver on
+// and off, lease against transaction mode, the HTTP middleware's latency):
+// onceflow side by side with its references, in one run, medians of
+// interleaved rounds. It
 // prints each table as it goes and one TARGET line per target at the end,
 // and with -out writes the report (and the throughput plot beside it).
 //
 //	go run ./cmd/bench -size short|full [-out docs/PERFORMANCE.md]
 //
-// Services come from TEST_REDIS_ADDR and TEST_DATABASE_URL, defaulting to
-// the loopback ones the tests use. It exits 1 when the run failed and 0
+// Services come from TEST_REDIS_ADDR, TEST_DATABASE_URL and TEST_AMQP_URL,
+// defaulting to the loopback ones the tests use; Kafka is an in-process
+// broker the run starts. It exits 1 when the run failed and 0
 // otherwise, whatever the verdicts: a script reads the TARGET lines.
 package main
 

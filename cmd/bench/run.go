@@ -22,6 +22,7 @@ type config struct {
 	out         string
 	redisAddr   string
 	postgresURL string
+	amqpURL     string
 	command     string
 }
 
@@ -45,6 +46,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		out:         *out,
 		redisAddr:   getenv("TEST_REDIS_ADDR", "127.0.0.1:6379"),
 		postgresURL: getenv("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"),
+		amqpURL:     getenv("TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"),
 		command:     strings.TrimSpace("go run ./cmd/bench " + strings.Join(args, " ")),
 	}, nil
 }
@@ -67,7 +69,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 
 	deps := bench.Deps{Env: env, Tools: tools}
 	plan := bench.NewPlan(cfg.size, deps)
-	if err := extend(plan, deps); err != nil {
+	closeFlows, err := extend(ctx, plan, deps, cfg.amqpURL)
+	defer func() { err = errors.Join(err, closeFlows()) }()
+	if err != nil {
 		return err
 	}
 	rep, runErr := plan.Run(ctx, stdout)
@@ -83,6 +87,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 
 // writeReport writes the markdown report and the plot beside it.
 func writeReport(ctx context.Context, cfg config, env *bench.Env, rep *bench.Report) error {
+	if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
+		return err
+	}
 	meta := bench.Meta{Command: cfg.command, Machine: bench.DescribeMachine(ctx, env)}
 	if s, ok := rep.Sweep(rep.PlotSweep); ok && s.Err == nil {
 		plot := filepath.Join(filepath.Dir(cfg.out), PlotName)

@@ -86,7 +86,7 @@ func (r *Report) WriteMarkdown(w io.Writer, meta Meta) error {
 }
 
 // FindingLines derives the findings from the measurements: missed targets,
-// how the sweeps bend, and the profiles' top functions.
+// how the sweeps bend, the plan's notes, and the profiles' top functions.
 func (r *Report) FindingLines() []string {
 	var lines []string
 	for _, v := range r.Verdicts {
@@ -116,6 +116,7 @@ func (r *Report) FindingLines() []string {
 				s.Axis, s.Values[best], figure(c[best])))
 		}
 	}
+	lines = append(lines, r.Notes...)
 	for _, f := range r.Findings {
 		lines = append(lines, f.String()+".")
 	}
@@ -123,6 +124,9 @@ func (r *Report) FindingLines() []string {
 }
 
 func describe(t Target) string {
+	if t.Scale != 0 {
+		t.Of = fmt.Sprintf("%g x %s", t.Scale, t.Of)
+	}
 	switch {
 	case t.Over == "":
 		return fmt.Sprintf("%s: %s", t.Comparison, t.Of)

@@ -39,17 +39,17 @@ func (c *RoundTripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) r
 }
 
 // RoundTrips measures Redis round trips per message through the receiver
-// on a fresh Redis store: n unique messages, run one after another; with
+// on a fresh store of backend b (Redis or RedisPlain): n unique messages, run one after another; with
 // duplicate, the same n again after the counted unique pass is done, and
 // only the copies are counted. A few messages run first, uncounted, so
 // loading the store's scripts is not charged to a message.
-func RoundTrips(env *Env, n int, duplicate bool) func(ctx context.Context) (float64, error) {
+func RoundTrips(env *Env, b Backend, n int, duplicate bool) func(ctx context.Context) (float64, error) {
 	return func(ctx context.Context) (float64, error) {
 		client := NewRedisClient(env.RedisAddr)
 		defer func() { _ = client.Close() }()
 		counter := &RoundTripCounter{}
 		client.AddHook(counter)
-		s, closeStore, err := env.NewStoreOn(Redis, client)
+		s, closeStore, err := env.NewStoreOn(b, client)
 		if err != nil {
 			return 0, err
 		}

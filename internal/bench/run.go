@@ -20,6 +20,18 @@ type Report struct {
 	// PlotSweep is the sweep the plan draws; see [WritePlot].
 	PlotSweep string
 	Findings  []Finding
+	// Notes are the lines the plan's notes derived.
+	Notes []string
+}
+
+// Result returns the result of the comparison named name.
+func (r *Report) Result(name string) (Result, bool) {
+	for _, res := range r.Results {
+		if res.Name == name {
+			return res, true
+		}
+	}
+	return Result{}, false
 }
 
 // Sweep returns the result of the sweep named name.
@@ -76,6 +88,17 @@ func (p *Plan) Run(ctx context.Context, log io.Writer) (*Report, error) {
 	}
 	for _, t := range p.Targets {
 		rep.Verdicts = append(rep.Verdicts, t.Judge(rep.Results))
+	}
+	for _, note := range p.Notes {
+		lines, err := note(ctx, rep)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("note: %w", err))
+			continue
+		}
+		for _, l := range lines {
+			fmt.Fprintln(log, l)
+		}
+		rep.Notes = append(rep.Notes, lines...)
 	}
 	rep.Elapsed = time.Since(rep.Started)
 	return rep, errors.Join(errs...)

@@ -15,23 +15,39 @@ import (
 
 	"github.com/onceflow/onceflow/migrations"
 	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/cache"
 	"github.com/onceflow/onceflow/stores/memory"
 	"github.com/onceflow/onceflow/stores/postgres"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
 
-// Backend names a store implementation.
+// Backend names a store as the plan measures it.
 type Backend string
 
-// The backends.
+// The backends. Redis and Postgres are set up as the service sets them up
+// by default: the local cache of completed records in front (DEDUP_CACHE_SIZE)
+// and concurrent calls batched (STORE_BATCH_SIZE). RedisPlain and
+// PostgresPlain are the same stores with neither, so a comparison can show
+// what the two add.
 const (
-	Memory   Backend = "memory"
-	Redis    Backend = "redis"
-	Postgres Backend = "postgres"
+	Memory        Backend = "memory"
+	Redis         Backend = "redis"
+	Postgres      Backend = "postgres"
+	RedisPlain    Backend = "redis-plain"
+	PostgresPlain Backend = "postgres-plain"
 )
 
-// Backends lists every backend, in the order tables show them.
+// Backends lists the backends the sweeps cover, in the order tables show
+// them.
 var Backends = []Backend{Memory, Redis, Postgres}
+
+// ServiceBatchSize and ServiceCacheSize are the service's defaults of
+// STORE_BATCH_SIZE and DEDUP_CACHE_SIZE, which Redis and Postgres measure
+// with.
+const (
+	ServiceBatchSize = 64
+	ServiceCacheSize = cache.DefaultSize
+)
 
 // EnvConfig says where the services are.
 type EnvConfig struct {
@@ -122,17 +138,30 @@ func (e *Env) NewStoreOn(b Backend, client *redis.Client) (stores.Store, func(),
 }
 
 func (e *Env) newStore(b Backend, client *redis.Client) (stores.Store, func(), error) {
+	batch, cached := ServiceBatchSize, true
+	if b == RedisPlain || b == PostgresPlain {
+		batch, cached = 0, false
+	}
+	var s stores.Store
 	switch b {
 	case Memory:
-		s := memory.New(memory.Config{MaxEntries: 1 << 20})
-		return s, func() { _ = s.Close() }, nil
-	case Redis:
-		return redisstore.New(client, redisstore.Config{KeyPrefix: e.Prefix + "rec:"}), func() {}, nil
-	case Postgres:
-		s, err := postgres.New(e.Postgres, postgres.Config{Table: e.RecordsTable()})
-		return s, func() {}, err
+		m := memory.New(memory.Config{MaxEntries: 1 << 20})
+		return m, func() { _ = m.Close() }, nil
+	case Redis, RedisPlain:
+		s = redisstore.New(client, redisstore.Config{KeyPrefix: e.Prefix + "rec:", BatchSize: batch})
+	case Postgres, PostgresPlain:
+		p, err := postgres.New(e.Postgres, postgres.Config{Table: e.RecordsTable(), BatchSize: batch})
+		if err != nil {
+			return nil, nil, err
+		}
+		s = p
+	default:
+		return nil, nil, fmt.Errorf("unknown backend %q", b)
 	}
-	return nil, nil, fmt.Errorf("unknown backend %q", b)
+	if cached {
+		s = cache.New(s, cache.Config{Size: ServiceCacheSize})
+	}
+	return s, func() {}, nil
 }
 
 // Close drops the run's schema and keys and closes the connections.
