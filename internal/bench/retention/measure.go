@@ -1,0 +1,155 @@
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/postgres"
+)
+
+// Leases and TTLs of the measured claims: long enough that the sweeper never
+// deletes them during a round.
+const (
+	claimLease = time.Minute
+	claimTTL   = time.Hour
+)
+
+// Measure alternates idle and sweeping windows of claims, then drains the
+// rest of the backlog with no claims running, and checks that no filled
+// record is left.
+func (b *Bench) Measure(ctx context.Context) (Result, error) {
+	res := Result{Options: b.opts}
+	sweeper := postgres.NewSweeper(b.store, postgres.SweeperConfig{
+		Batch: b.opts.Batch, Pause: b.opts.Pause, Logger: slog.New(slog.DiscardHandler),
+	})
+	var idle, sweeping []time.Duration
+	var seq atomic.Int64
+	for range b.opts.Windows {
+		lat, err := b.claimWindow(ctx, &seq)
+		if err != nil {
+			return res, err
+		}
+		idle = append(idle, lat...)
+
+		sctx, stop := context.WithCancel(ctx)
+		swept := make(chan int64, 1)
+		start := time.Now()
+		go func() { swept <- sweepUntilDone(sctx, sweeper) }()
+		lat, err = b.claimWindow(ctx, &seq)
+		stop()
+		res.SweptUnderLoad += <-swept
+		res.SweepTime += time.Since(start)
+		if err != nil {
+			return res, err
+		}
+		sweeping = append(sweeping, lat...)
+	}
+	res.IdleClaims, res.SweepClaims = len(idle), len(sweeping)
+	res.IdleP99, res.SweepP99 = p99(idle), p99(sweeping)
+	if res.IdleP99 > 0 {
+		res.P99Ratio = float64(res.SweepP99) / float64(res.IdleP99)
+	}
+
+	start := time.Now()
+	for {
+		n, err := sweeper.Pass(ctx)
+		res.Drained += n
+		if err != nil {
+			return res, fmt.Errorf("draining: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	res.DrainTime = time.Since(start)
+	var left int64
+	if err := b.pool.QueryRow(ctx,
+		"SELECT count(*) FROM idempotency_records WHERE key LIKE $1 || '%'", filledPrefix).Scan(&left); err != nil {
+		return res, fmt.Errorf("counting what the sweeper left: %w", err)
+	}
+	res.Left = left
+	return res, nil
+}
+
+// sweepUntilDone runs passes back to back until ctx ends, and returns how
+// many records they deleted. A pass that finds nothing waits a little before
+// the next, as a drained backlog leaves nothing to race for.
+func sweepUntilDone(ctx context.Context, w *postgres.Sweeper) int64 {
+	var total int64
+	for ctx.Err() == nil {
+		n, _ := w.Pass(ctx)
+		total += n
+		if n == 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return total
+}
+
+// claimWindow runs opts.Callers goroutines doing Claim+Complete on unique keys
+// for one window and returns the latency of every Claim.
+func (b *Bench) claimWindow(ctx context.Context, seq *atomic.Int64) ([]time.Duration, error) {
+	wctx, cancel := context.WithTimeout(ctx, b.opts.Window)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		all  []time.Duration
+		errs []error
+		wg   sync.WaitGroup
+	)
+	fingerprint := []byte("fingerprint")
+	for range b.opts.Callers {
+		wg.Go(func() {
+			var lat []time.Duration
+			var err error
+			for wctx.Err() == nil {
+				key := fmt.Sprintf("claim-%d", seq.Add(1))
+				start := time.Now()
+				var c stores.Claim
+				// The window's end must not cut a claim short: its latency
+				// would be the deadline's, not the database's.
+				c, err = b.store.Claim(ctx, key, fingerprint, claimLease)
+				if err != nil {
+					break
+				}
+				lat = append(lat, time.Since(start))
+				if c.Status != stores.Acquired {
+					err = fmt.Errorf("claiming unique key %s: got %v, want acquired", key, c.Status)
+					break
+				}
+				if err = b.store.Complete(ctx, key, c.Token, fingerprint, claimTTL); err != nil {
+					break
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			all = append(all, lat...)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		})
+	}
+	wg.Wait()
+	return all, errors.Join(errs...)
+}
+
+// p99 returns the 99th percentile of lat (nearest rank), zero when empty.
+func p99(lat []time.Duration) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	i := (len(s)*99+99)/100 - 1
+	return s[min(i, len(s)-1)]
+}
