@@ -31,6 +31,12 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	})
 	var idle, sweeping []time.Duration
 	var seq atomic.Int64
+	// Rows removed are counted in the table, not added up from passes: a
+	// statement that commits as its window's context ends reports an error.
+	before, err := b.filledLeft(ctx)
+	if err != nil {
+		return res, err
+	}
 	for range b.opts.Windows {
 		lat, err := b.claimWindow(ctx, &seq)
 		if err != nil {
@@ -39,12 +45,12 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 		idle = append(idle, lat...)
 
 		sctx, stop := context.WithCancel(ctx)
-		swept := make(chan int64, 1)
+		swept := make(chan struct{})
 		start := time.Now()
-		go func() { swept <- sweepUntilDone(sctx, sweeper) }()
+		go func() { defer close(swept); sweepUntilDone(sctx, sweeper) }()
 		lat, err = b.claimWindow(ctx, &seq)
 		stop()
-		res.SweptUnderLoad += <-swept
+		<-swept
 		res.SweepTime += time.Since(start)
 		if err != nil {
 			return res, err
@@ -57,10 +63,15 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 		res.P99Ratio = float64(res.SweepP99) / float64(res.IdleP99)
 	}
 
+	afterWindows, err := b.filledLeft(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.SweptUnderLoad = before - afterWindows
+
 	start := time.Now()
 	for {
 		n, err := sweeper.Pass(ctx)
-		res.Drained += n
 		if err != nil {
 			return res, fmt.Errorf("draining: %w", err)
 		}
@@ -69,31 +80,24 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 		}
 	}
 	res.DrainTime = time.Since(start)
-	var left int64
-	if err := b.pool.QueryRow(ctx,
-		"SELECT count(*) FROM idempotency_records WHERE key LIKE $1 || '%'", filledPrefix).Scan(&left); err != nil {
-		return res, fmt.Errorf("counting what the sweeper left: %w", err)
+	if res.Left, err = b.filledLeft(ctx); err != nil {
+		return res, err
 	}
-	res.Left = left
+	res.Drained = afterWindows - res.Left
 	return res, nil
 }
 
-// sweepUntilDone runs passes back to back until ctx ends, and returns how
-// many records they deleted. A pass that finds nothing waits a little before
+// sweepUntilDone runs passes back to back until ctx ends. A pass that finds nothing waits a little before
 // the next, as a drained backlog leaves nothing to race for.
-func sweepUntilDone(ctx context.Context, w *postgres.Sweeper) int64 {
-	var total int64
+func sweepUntilDone(ctx context.Context, w *postgres.Sweeper) {
 	for ctx.Err() == nil {
-		n, _ := w.Pass(ctx)
-		total += n
-		if n == 0 {
+		if n, _ := w.Pass(ctx); n == 0 {
 			select {
 			case <-ctx.Done():
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
 	}
-	return total
 }
 
 // claimWindow runs opts.Callers goroutines doing Claim+Complete on unique keys
