@@ -142,9 +142,9 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 	return res, err
 }
 
-// Contender returns a function that runs one round with opts and returns its
-// P99Ratio, the shape a benchmark harness compares across rounds.
-func Contender(opts Options) func(ctx context.Context) (float64, error) {
+// P99Ratio returns a function that runs one round with opts and returns its
+// Result.P99Ratio: the Measure of a contender in a benchmark harness.
+func P99Ratio(opts Options) func(ctx context.Context) (float64, error) {
 	return func(ctx context.Context) (float64, error) {
 		res, err := Run(ctx, opts)
 		if err != nil {

@@ -51,12 +51,12 @@ func TestRunDrainsEveryFilledRecord(t *testing.T) {
 	}
 }
 
-func TestContenderReturnsTheRatio(t *testing.T) {
+func TestP99RatioRunsARound(t *testing.T) {
 	testenv.Integration(t)
 	testenv.PostgresSchema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ratio, err := retention.Contender(retention.Options{
+	ratio, err := retention.P99Ratio(retention.Options{
 		URL: testenv.PostgresURL(), Rows: 2_000, Callers: 1, Window: 100 * time.Millisecond, Windows: 1,
 	})(ctx)
 	if err != nil || ratio <= 0 {
