@@ -30,6 +30,7 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 		Batch: b.opts.Batch, Pause: b.opts.Pause, Logger: slog.New(slog.DiscardHandler),
 	})
 	var idle, sweeping []time.Duration
+	var ratios []float64
 	var seq atomic.Int64
 	// Rows removed are counted in the table, not added up from passes: a
 	// statement that commits as its window's context ends reports an error.
@@ -43,6 +44,7 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 			return res, err
 		}
 		idle = append(idle, lat...)
+		idleP99 := p99(lat)
 
 		sctx, stop := context.WithCancel(ctx)
 		swept := make(chan struct{})
@@ -56,12 +58,13 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 			return res, err
 		}
 		sweeping = append(sweeping, lat...)
+		if idleP99 > 0 {
+			ratios = append(ratios, float64(p99(lat))/float64(idleP99))
+		}
 	}
 	res.IdleClaims, res.SweepClaims = len(idle), len(sweeping)
 	res.IdleP99, res.SweepP99 = p99(idle), p99(sweeping)
-	if res.IdleP99 > 0 {
-		res.P99Ratio = float64(res.SweepP99) / float64(res.IdleP99)
-	}
+	res.P99Ratio = median(ratios)
 
 	afterWindows, err := b.filledLeft(ctx)
 	if err != nil {
@@ -145,6 +148,19 @@ func (b *Bench) claimWindow(ctx context.Context, seq *atomic.Int64) ([]time.Dura
 	}
 	wg.Wait()
 	return all, errors.Join(errs...)
+}
+
+// median returns the median of v, zero when empty.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // p99 returns the 99th percentile of lat (nearest rank), zero when empty.

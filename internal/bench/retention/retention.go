@@ -32,10 +32,10 @@ type Options struct {
 	Rows int
 	// Callers is how many goroutines claim concurrently. Default 4.
 	Callers int
-	// Window is the length of one measurement window. Default 3s.
+	// Window is the length of one measurement window. Default 2s.
 	Window time.Duration
 	// Windows is how many idle windows, and as many sweeping ones, the
-	// round alternates (idle first). Default 3.
+	// round alternates (idle first). Default 5.
 	Windows int
 	// Batch and Pause configure the sweeper (see postgres.SweeperConfig).
 	// Default postgres.DefaultSweepBatch and no pause.
@@ -54,10 +54,10 @@ func (o Options) withDefaults() Options {
 		o.Callers = 4
 	}
 	if o.Window <= 0 {
-		o.Window = 3 * time.Second
+		o.Window = 2 * time.Second
 	}
 	if o.Windows <= 0 {
-		o.Windows = 3
+		o.Windows = 5
 	}
 	if o.Batch <= 0 {
 		o.Batch = postgres.DefaultSweepBatch
@@ -79,8 +79,11 @@ type Result struct {
 	// SweepClaims are how many claims each was computed from.
 	IdleP99, SweepP99       time.Duration
 	IdleClaims, SweepClaims int
-	// P99Ratio is SweepP99 / IdleP99: 1.2 means sweeping made the slowest
-	// claims 20% slower.
+	// P99Ratio is the median, over the pairs of an idle window and the
+	// sweeping window after it, of the sweeping p99 divided by the idle
+	// one: 1.2 means sweeping made the slowest claims 20% slower. Pairing
+	// adjacent windows keeps a burst of unrelated load on the machine from
+	// deciding the figure.
 	P99Ratio float64
 	// SweptUnderLoad is how many records the sweeper removed during the
 	// sweeping windows, which lasted SweepTime in all.
@@ -111,7 +114,7 @@ func rate(n int64, d time.Duration) float64 {
 // String renders r on a few lines for a log.
 func (r Result) String() string {
 	return fmt.Sprintf("rows %d filled in %s\n"+
-		"claim p99 idle %s (%d claims), sweeping %s (%d claims): ratio %.2fx\n"+
+		"claim p99 idle %s (%d claims), sweeping %s (%d claims); median ratio of window pairs %.2fx\n"+
 		"swept under load %d rows in %s: %.0f rows/s\n"+
 		"drained %d rows in %s: %.0f rows/s; %d left\n"+
 		"callers %d, windows %d x %s, batch %d, pause %s",

@@ -15,8 +15,8 @@ import (
 var (
 	rows    = flag.Int("rows", 1_000_000, "expired records to fill")
 	callers = flag.Int("callers", 4, "concurrent claimers")
-	window  = flag.Duration("window", 3*time.Second, "length of one measurement window")
-	windows = flag.Int("windows", 3, "idle windows, and as many sweeping ones")
+	window  = flag.Duration("window", 2*time.Second, "length of one measurement window")
+	windows = flag.Int("windows", 5, "idle windows, and as many sweeping ones")
 	batch   = flag.Int("batch", 0, "sweeper batch (0: postgres.DefaultSweepBatch)")
 	pause   = flag.Duration("pause", 0, "sweeper pause between batches")
 )
