@@ -98,6 +98,15 @@ type Result struct {
 	Left int64
 }
 
+// ClaimsRatio is SweepClaims / IdleClaims: the claim throughput while
+// sweeping relative to idle, the windows being of equal length.
+func (r Result) ClaimsRatio() float64 {
+	if r.IdleClaims == 0 {
+		return 0
+	}
+	return float64(r.SweepClaims) / float64(r.IdleClaims)
+}
+
 // UnderLoadRate is the records removed per second while claims ran.
 func (r Result) UnderLoadRate() float64 { return rate(r.SweptUnderLoad, r.SweepTime) }
 
@@ -114,12 +123,12 @@ func rate(n int64, d time.Duration) float64 {
 // String renders r on a few lines for a log.
 func (r Result) String() string {
 	return fmt.Sprintf("rows %d filled in %s\n"+
-		"claim p99 idle %s (%d claims), sweeping %s (%d claims); median ratio of window pairs %.2fx\n"+
+		"claim p99 idle %s (%d claims), sweeping %s (%d claims); median ratio of window pairs %.2fx; claims/s sweeping vs idle %.2fx\n"+
 		"swept under load %d rows in %s: %.0f rows/s\n"+
 		"drained %d rows in %s: %.0f rows/s; %d left\n"+
 		"callers %d, windows %d x %s, batch %d, pause %s",
 		r.Options.Rows, r.Fill.Round(time.Millisecond),
-		r.IdleP99.Round(time.Microsecond), r.IdleClaims, r.SweepP99.Round(time.Microsecond), r.SweepClaims, r.P99Ratio,
+		r.IdleP99.Round(time.Microsecond), r.IdleClaims, r.SweepP99.Round(time.Microsecond), r.SweepClaims, r.P99Ratio, r.ClaimsRatio(),
 		r.SweptUnderLoad, r.SweepTime.Round(time.Millisecond), r.UnderLoadRate(),
 		r.Drained, r.DrainTime.Round(time.Millisecond), r.DrainRate(), r.Left,
 		r.Options.Callers, r.Options.Windows, r.Options.Window, r.Options.Batch, r.Options.Pause)
