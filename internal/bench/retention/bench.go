@@ -57,15 +57,39 @@ func Open(ctx context.Context, opts Options) (*Bench, error) {
 	if err != nil {
 		return nil, b.closeWith(fmt.Errorf("parsing database URL: %w", err))
 	}
-	// The callers, the sweeper, and one spare for counting.
+	// The callers, the sweeper, and one spare for counting, all connected
+	// now: on a shared server a connection opened mid-round may be refused.
 	cfg.MaxConns = int32(opts.Callers + 2)
+	cfg.MinConns = cfg.MaxConns
 	if b.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, b.closeWith(fmt.Errorf("opening pool: %w", err))
+	}
+	if err := b.connectAll(ctx); err != nil {
+		b.pool.Close()
+		return nil, b.closeWith(err)
 	}
 	if b.store, err = postgres.New(b.pool, postgres.Config{}); err != nil {
 		return nil, b.closeWith(err)
 	}
 	return b, nil
+}
+
+// connectAll opens every connection of the pool before the round starts.
+func (b *Bench) connectAll(ctx context.Context) error {
+	conns := make([]*pgxpool.Conn, 0, b.pool.Config().MaxConns)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range cap(conns) {
+		c, err := b.pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("connecting: %w", err)
+		}
+		conns = append(conns, c)
+	}
+	return nil
 }
 
 // Fill inserts opts.Rows completed records whose expiries are spread over
@@ -106,12 +130,21 @@ func (b *Bench) Fill(ctx context.Context) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-// Close drops the round's schema and closes the pool.
+// Close drops the round's schema and closes the pool. It drops the schema on
+// a connection the pool already holds, as a shared server may refuse a new
+// one.
 func (b *Bench) Close() error {
-	if b.pool != nil {
-		b.pool.Close()
+	if b.pool == nil {
+		return b.closeWith(nil)
 	}
-	return b.closeWith(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := b.pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{b.schema}.Sanitize()+" CASCADE")
+	b.pool.Close()
+	if err != nil {
+		return b.closeWith(nil)
+	}
+	return nil
 }
 
 // closeWith drops the schema and returns err, or the drop's error when err
