@@ -66,6 +66,13 @@ chaos: ## the fault suite at full size against this machine's services; writes d
 LOAD_TRANSPORT ?= gochannel
 LOAD_ARGS ?= --rate 200 --duration 30s --concurrency 16 --dup-ratio 0.2
 
+# make bench-retention: how many expired records the retention bench fills.
+RETENTION_ROWS ?= 10000000
+
+.PHONY: bench-retention
+bench-retention: ## the PostgreSQL sweeper against RETENTION_ROWS (10M) expired records: rows/s, claim p99 sweeping vs idle
+	$(GO) test -tags bench -count=1 -run TestScale -v -timeout 1h ./internal/bench/retention/ -args -rows=$(RETENTION_ROWS)
+
 .PHONY: load
 load: build ## load the service on :8080 (make run; compose stack: LOAD_TRANSPORT=kafka|amqp|sql) with LOAD_ARGS, then check every payment was charged once
 	KAFKA_BROKERS=$${KAFKA_BROKERS:-127.0.0.1:9092} \

@@ -5,41 +5,89 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// sweepSQL deletes up to $1 expired records, oldest first. Expired records
-// are already absent as far as the contract goes (Claim takes them over,
-// Complete, Release and Extend refuse them), so deleting one changes no
-// outcome; it only reclaims space. An in-progress record whose lease ended
-// goes too: its owner can no longer complete it. SKIP LOCKED leaves rows that
-// a Claim is taking over right now, and lets several sweepers (one per
-// replica) share the work without waiting on each other; the outer WHERE
-// re-checks expiry on the row it deletes.
+// DefaultSweepBatch is the most records one sweep statement deletes unless
+// SweeperConfig.Batch says otherwise.
+const DefaultSweepBatch = 1000
+
+// sweepSQL deletes up to $2 expired records whose expiry is at or after $1,
+// oldest first, and returns how many it deleted and the latest expiry among
+// them (NULL when none).
+//
+// Expired records are already absent as far as the contract goes (Claim takes
+// them over, Complete, Release and Extend refuse them), so deleting one
+// changes no outcome; it only reclaims space. An in-progress record whose
+// lease ended goes too: its owner can no longer complete it.
+//
+// The lower bound $1 is the cursor of a pass: each batch starts where the
+// previous one stopped on the expires_at index, instead of walking again over
+// the index entries of the rows it has just deleted, which stay in the index
+// until vacuum and would make a pass over n rows cost O(n²) index reads. It
+// is inclusive so that records sharing one expiry (rows written in one
+// transaction share now()) are never skipped when a batch ends among them.
+//
+// Rows are deleted by ctid, the physical address the inner scan found, so the
+// delete needs no second index lookup. FOR UPDATE keeps every selected row,
+// and so its ctid, in place until the delete; SKIP LOCKED leaves rows that a
+// Claim is taking over right now, and lets several sweepers (one per replica)
+// share the work without waiting on each other. The outer WHERE re-checks
+// expiry on the row it deletes.
 const sweepSQL = `
-DELETE FROM %[1]s
-WHERE key IN (
-	SELECT key FROM %[1]s
-	WHERE expires_at <= now()
-	ORDER BY expires_at
-	LIMIT $1
-	FOR UPDATE SKIP LOCKED
-) AND expires_at <= now()`
+WITH deleted AS (
+	DELETE FROM %[1]s
+	WHERE ctid IN (
+		SELECT ctid FROM %[1]s
+		WHERE expires_at >= $1 AND expires_at <= now()
+		ORDER BY expires_at
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED
+	) AND expires_at <= now()
+	RETURNING expires_at
+)
+SELECT count(*), max(expires_at) FROM deleted`
 
 // Sweep deletes at most batch expired records in one statement and returns
 // how many it deleted. batch must be positive. Safe to run concurrently with
-// every other method and with other sweepers.
+// every other method and with other sweepers. It is SweepFrom with no lower
+// bound.
 func (s *Store) Sweep(ctx context.Context, batch int) (int64, error) {
+	n, _, err := s.SweepFrom(ctx, time.Time{}, batch)
+	return n, err
+}
+
+// SweepFrom deletes at most batch expired records whose expiry is not before
+// after (the zero time means no bound), oldest first, in one statement. It
+// returns how many it deleted and the latest expiry among them, which is the
+// after of the next batch of the same pass; when it deleted nothing, last is
+// after. batch must be positive. Safe to run concurrently with every other
+// method and with other sweepers.
+//
+// A record that expires before after is left alone, so a pass that resumes
+// from a cursor misses records that expired behind it meanwhile (a Claim
+// rolled back while the pass skipped its locked row); the next pass, which
+// starts with no bound, deletes them.
+func (s *Store) SweepFrom(ctx context.Context, after time.Time, batch int) (n int64, last time.Time, err error) {
 	if batch <= 0 {
-		return 0, fmt.Errorf("sweeping: batch %d must be positive", batch)
+		return 0, after, fmt.Errorf("sweeping: batch %d must be positive", batch)
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("sweeping: %w", err)
+		return 0, after, fmt.Errorf("sweeping: %w", err)
 	}
-	tag, err := s.db.Exec(ctx, s.sql.sweep, batch)
-	if err != nil {
-		return 0, fmt.Errorf("sweeping: %w", translate(ctx, "sweep", err))
+	from := pgtype.Timestamptz{Time: after, Valid: true}
+	if after.IsZero() {
+		from = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	}
-	return tag.RowsAffected(), nil
+	var latest pgtype.Timestamptz
+	if err := s.db.QueryRow(ctx, s.sql.sweep, from, batch).Scan(&n, &latest); err != nil {
+		return 0, after, fmt.Errorf("sweeping: %w", translate(ctx, "sweep", err))
+	}
+	if !latest.Valid {
+		return n, after, nil
+	}
+	return n, latest.Time, nil
 }
 
 // SweeperConfig configures a Sweeper. The zero value is ready to use.
@@ -47,8 +95,12 @@ type SweeperConfig struct {
 	// Interval is the pause between two passes. Default one minute.
 	Interval time.Duration
 	// Batch is the most records one statement deletes, which bounds how
-	// long it holds row locks. Default 1000.
+	// long it holds row locks. Default DefaultSweepBatch.
 	Batch int
+	// Pause is the sleep between two batches of a pass, which yields the
+	// database to claims while a large backlog drains. Default zero: the
+	// next batch starts at once.
+	Pause time.Duration
 	// Logger receives one line per pass that deleted something, and sweep
 	// errors. Default slog.Default().
 	Logger *slog.Logger
@@ -61,17 +113,21 @@ type Sweeper struct {
 	store    *Store
 	interval time.Duration
 	batch    int
+	pause    time.Duration
 	logger   *slog.Logger
 }
 
 // NewSweeper returns a Sweeper of s's table. Run it on a pool-backed store.
 func NewSweeper(s *Store, cfg SweeperConfig) *Sweeper {
-	w := &Sweeper{store: s, interval: cfg.Interval, batch: cfg.Batch, logger: cfg.Logger}
+	w := &Sweeper{store: s, interval: cfg.Interval, batch: cfg.Batch, pause: cfg.Pause, logger: cfg.Logger}
 	if w.interval <= 0 {
 		w.interval = time.Minute
 	}
 	if w.batch <= 0 {
-		w.batch = 1000
+		w.batch = DefaultSweepBatch
+	}
+	if w.pause < 0 {
+		w.pause = 0
 	}
 	if w.logger == nil {
 		w.logger = slog.Default()
@@ -103,15 +159,32 @@ func (w *Sweeper) Run(ctx context.Context) error {
 	}
 }
 
-// Pass deletes expired records batch by batch until a batch comes back short
-// or ctx is done, and returns how many it deleted.
+// Pass deletes expired records batch by batch, each batch resuming at the
+// expiry where the previous one stopped and sleeping Pause before it, until a
+// batch comes back short or ctx is done, and returns how many it deleted. A
+// pass starts with no lower bound, so it also deletes what an earlier pass
+// left behind its cursor. It ends once it has caught up with the records
+// expiring meanwhile: every full batch deletes batch of them.
 func (w *Sweeper) Pass(ctx context.Context) (int64, error) {
-	var total int64
+	var (
+		total int64
+		after time.Time
+	)
 	for {
-		n, err := w.store.Sweep(ctx, w.batch)
+		n, last, err := w.store.SweepFrom(ctx, after, w.batch)
 		total += n
 		if err != nil || n < int64(w.batch) {
 			return total, err
+		}
+		after = last
+		if w.pause > 0 {
+			t := time.NewTimer(w.pause)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return total, fmt.Errorf("sweeping: %w", ctx.Err())
+			case <-t.C:
+			}
 		}
 	}
 }

@@ -1,0 +1,167 @@
+// Package retention measures the PostgreSQL sweeper at scale: how fast it
+// removes a backlog of expired idempotency records, and how much it slows
+// claims while it does.
+//
+// A round creates its own schema in the target database, migrates it, fills
+// it with Options.Rows expired records, then alternates measurement windows
+// in which a few callers run Claim+Complete on unique keys through the real
+// store, with the sweeper idle and with it sweeping. After the windows the
+// sweeper drains what is left with no claims running. The schema is dropped
+// at the end. The figures are those of one machine at one moment: compare
+// ratios, not absolute times.
+package retention
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/onceflow/onceflow/stores/postgres"
+)
+
+// DefaultURL is the database a round uses unless Options.URL says otherwise.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// Options configures a round. The zero value is ready to use.
+type Options struct {
+	// URL is the database in which the round creates, and drops, its
+	// schema. Default DefaultURL.
+	URL string
+	// Rows is how many expired records the round fills before measuring.
+	// Default 1,000,000.
+	Rows int
+	// Callers is how many goroutines claim concurrently. Default 4.
+	Callers int
+	// Window is the length of one measurement window. Default 2s.
+	Window time.Duration
+	// Windows is how many idle windows, and as many sweeping ones, the
+	// round alternates (idle first). Default 5.
+	Windows int
+	// Batch and Pause configure the sweeper (see postgres.SweeperConfig).
+	// Default postgres.DefaultSweepBatch and no pause.
+	Batch int
+	Pause time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.URL == "" {
+		o.URL = DefaultURL
+	}
+	if o.Rows <= 0 {
+		o.Rows = 1_000_000
+	}
+	if o.Callers <= 0 {
+		o.Callers = 4
+	}
+	if o.Window <= 0 {
+		o.Window = 2 * time.Second
+	}
+	if o.Windows <= 0 {
+		o.Windows = 5
+	}
+	if o.Batch <= 0 {
+		o.Batch = postgres.DefaultSweepBatch
+	}
+	if o.Pause < 0 {
+		o.Pause = 0
+	}
+	return o
+}
+
+// Result holds the figures of one round.
+type Result struct {
+	Options Options
+	// Fill is how long filling Rows expired records took, including the
+	// VACUUM ANALYZE after it.
+	Fill time.Duration
+	// IdleP99 and SweepP99 are the 99th percentile of Claim latency over
+	// the idle windows and over the sweeping windows; IdleClaims and
+	// SweepClaims are how many claims each was computed from.
+	IdleP99, SweepP99       time.Duration
+	IdleClaims, SweepClaims int
+	// P99Ratio is the median, over the pairs of an idle window and the
+	// sweeping window after it, of the sweeping p99 divided by the idle
+	// one: 1.2 means sweeping made the slowest claims 20% slower. Pairing
+	// adjacent windows keeps a burst of unrelated load on the machine from
+	// deciding the figure.
+	P99Ratio float64
+	// SweptUnderLoad is how many records the sweeper removed during the
+	// sweeping windows, which lasted SweepTime in all.
+	SweptUnderLoad int64
+	SweepTime      time.Duration
+	// Drained is how many records the sweeper removed after the windows,
+	// with no claims running, in DrainTime.
+	Drained   int64
+	DrainTime time.Duration
+	// Left is how many of the filled records remained after the drain:
+	// zero unless the sweeper missed some.
+	Left int64
+}
+
+// ClaimsRatio is SweepClaims / IdleClaims: the claim throughput while
+// sweeping relative to idle, the windows being of equal length.
+func (r Result) ClaimsRatio() float64 {
+	if r.IdleClaims == 0 {
+		return 0
+	}
+	return float64(r.SweepClaims) / float64(r.IdleClaims)
+}
+
+// UnderLoadRate is the records removed per second while claims ran.
+func (r Result) UnderLoadRate() float64 { return rate(r.SweptUnderLoad, r.SweepTime) }
+
+// DrainRate is the records removed per second with no claims running.
+func (r Result) DrainRate() float64 { return rate(r.Drained, r.DrainTime) }
+
+func rate(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// String renders r on a few lines for a log.
+func (r Result) String() string {
+	return fmt.Sprintf("rows %d filled in %s\n"+
+		"claim p99 idle %s (%d claims), sweeping %s (%d claims); median ratio of window pairs %.2fx; claims/s sweeping vs idle %.2fx\n"+
+		"swept under load %d rows in %s: %.0f rows/s\n"+
+		"drained %d rows in %s: %.0f rows/s; %d left\n"+
+		"callers %d, windows %d x %s, batch %d, pause %s",
+		r.Options.Rows, r.Fill.Round(time.Millisecond),
+		r.IdleP99.Round(time.Microsecond), r.IdleClaims, r.SweepP99.Round(time.Microsecond), r.SweepClaims, r.P99Ratio, r.ClaimsRatio(),
+		r.SweptUnderLoad, r.SweepTime.Round(time.Millisecond), r.UnderLoadRate(),
+		r.Drained, r.DrainTime.Round(time.Millisecond), r.DrainRate(), r.Left,
+		r.Options.Callers, r.Options.Windows, r.Options.Window, r.Options.Batch, r.Options.Pause)
+}
+
+// Run runs one round: Open, Fill, Measure, Close.
+func Run(ctx context.Context, opts Options) (res Result, err error) {
+	b, err := Open(ctx, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() {
+		if cerr := b.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	fill, err := b.Fill(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err = b.Measure(ctx)
+	res.Fill = fill
+	return res, err
+}
+
+// P99Ratio returns a function that runs one round with opts and returns its
+// Result.P99Ratio: the Measure of a contender in a benchmark harness.
+func P99Ratio(opts Options) func(ctx context.Context) (float64, error) {
+	return func(ctx context.Context) (float64, error) {
+		res, err := Run(ctx, opts)
+		if err != nil {
+			return 0, err
+		}
+		return res.P99Ratio, nil
+	}
+}

@@ -1,0 +1,65 @@
+package retention_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/bench/retention"
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+// check fails t unless res shows a round that claimed in both kinds of
+// window and whose sweeper removed every filled record.
+func check(t *testing.T, res retention.Result, rows int) {
+	t.Helper()
+	t.Logf("\n%s", res)
+	if res.Left != 0 {
+		t.Errorf("%d filled records left after the drain, want 0", res.Left)
+	}
+	if got := res.SweptUnderLoad + res.Drained; got != int64(rows) {
+		t.Errorf("sweeper removed %d records (%d under load, %d drained), want the %d filled",
+			got, res.SweptUnderLoad, res.Drained, rows)
+	}
+	if res.SweptUnderLoad == 0 {
+		t.Error("sweeper removed nothing while claims ran")
+	}
+	if res.IdleClaims == 0 || res.SweepClaims == 0 || res.P99Ratio <= 0 {
+		t.Errorf("claims idle %d, sweeping %d, p99 ratio %v: want claims in both windows and a ratio",
+			res.IdleClaims, res.SweepClaims, res.P99Ratio)
+	}
+}
+
+func TestRunDrainsEveryFilledRecord(t *testing.T) {
+	testenv.Integration(t)
+	testenv.PostgresSchema(t) // skips or fails, per REQUIRE_SERVICES, when PostgreSQL is down
+	const rows = 20_000
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// A batch small enough that the sweeping windows cannot finish the
+	// backlog, so the drain has work too.
+	res, err := retention.Run(ctx, retention.Options{
+		URL: testenv.PostgresURL(), Rows: rows, Callers: 2,
+		Window: 300 * time.Millisecond, Windows: 2, Batch: 50, Pause: 5 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	check(t, res, rows)
+	if res.Drained == 0 {
+		t.Error("drain removed nothing: the windows should have left a backlog")
+	}
+}
+
+func TestP99RatioRunsARound(t *testing.T) {
+	testenv.Integration(t)
+	testenv.PostgresSchema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ratio, err := retention.P99Ratio(retention.Options{
+		URL: testenv.PostgresURL(), Rows: 2_000, Callers: 1, Window: 100 * time.Millisecond, Windows: 1,
+	})(ctx)
+	if err != nil || ratio <= 0 {
+		t.Fatalf("Contender round = %v, %v; want a positive ratio", ratio, err)
+	}
+}
