@@ -9,6 +9,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/bench"
 	"github.com/onceflow/onceflow/internal/bench/flow"
+	"github.com/onceflow/onceflow/internal/bench/retention"
 )
 
 // flowRounds is how many interleaved rounds each flow comparison runs: a
@@ -19,16 +20,22 @@ const flowRounds = 5
 // flowSizes are the messages (or requests) per round of each flow bench.
 type flowSizes struct {
 	kafka, broker, gochannel, mode, requests int
+	// retention is the retention bench at this size: a backlog of
+	// expired records far smaller than make bench-retention's.
+	retention retention.Options
 }
 
 func sizesFor(z bench.Size) flowSizes {
 	switch z {
 	case bench.Tiny:
-		return flowSizes{kafka: 200, broker: 100, gochannel: 200, mode: 30, requests: 200}
+		return flowSizes{kafka: 200, broker: 100, gochannel: 200, mode: 30, requests: 200,
+			retention: retention.Options{Rows: 2_000, Window: 100 * time.Millisecond, Windows: 2}}
 	case bench.Full:
-		return flowSizes{kafka: 10_000, broker: 2_000, gochannel: 5_000, mode: 300, requests: 4_000}
+		return flowSizes{kafka: 10_000, broker: 2_000, gochannel: 5_000, mode: 300, requests: 4_000,
+			retention: retention.Options{Rows: 300_000}}
 	default:
-		return flowSizes{kafka: 4_000, broker: 1_000, gochannel: 2_000, mode: 150, requests: 2_000}
+		return flowSizes{kafka: 4_000, broker: 1_000, gochannel: 2_000, mode: 150, requests: 2_000,
+			retention: retention.Options{Rows: 50_000, Window: time.Second}}
 	}
 }
 
@@ -39,7 +46,8 @@ var transportLanes = map[string]int{"kafka": flow.DefaultPartitions, "amqp": 1, 
 
 // extend adds the comparisons of whole flows, measured by package flow:
 // every transport with the receiver on and off, lease against transaction
-// mode, and the HTTP middleware's latency. It returns what closes their
+// mode, and the HTTP middleware's latency; and the sweeper's effect on
+// claims (package retention). It returns what closes their
 // benches.
 func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, amqpURL string) (func() error, error) {
 	env, z := deps.Env, sizesFor(plan.Size)
@@ -97,6 +105,13 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, amqpURL stri
 			plan.Add(c)
 		}
 	}
+	// One round: its figure is itself the median over adjacent idle and
+	// sweeping windows.
+	ro := z.retention
+	ro.URL = env.BaseURL()
+	plan.Add(bench.Comparison{Name: "retention", Unit: "claim p99 sweeping / idle", LowerIsBetter: true, Rounds: 1,
+		Contenders: []bench.Contender{{Name: "sweeping", Measure: retention.P99Ratio(ro)}}},
+		bench.Target{Name: "retention-claim-p99", Of: "sweeping", Op: bench.AtMost, Goal: 1.2})
 	return closeAll, nil
 }
 

@@ -121,6 +121,9 @@ func NewRedisClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: 300})
 }
 
+// BaseURL is the PostgreSQL URL the run was given, before its schema.
+func (e *Env) BaseURL() string { return e.base }
+
 // RecordsTable is the schema-qualified records table of the run.
 func (e *Env) RecordsTable() string { return e.Schema + "." + postgres.DefaultTable }
 

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -12,7 +13,15 @@ import (
 	"github.com/onceflow/onceflow/stores/storetest"
 )
 
+// BenchmarkStore runs the store benchmarks with batching off and at the
+// service's default batch size, so the two read side by side.
 func BenchmarkStore(b *testing.B) {
+	for _, batch := range []int{0, 64} {
+		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) { benchStore(b, batch) })
+	}
+}
+
+func benchStore(b *testing.B, batch int) {
 	storetest.Bench(b, func(b *testing.B) stores.Store {
 		// A pool with a connection per caller, so the benchmark measures
 		// the store rather than waiting for connections.
@@ -30,7 +39,7 @@ func BenchmarkStore(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(pool.Close)
-		s, err := postgres.New(pool, postgres.Config{})
+		s, err := postgres.New(pool, postgres.Config{BatchSize: batch})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/onceflow/onceflow/internal/testenv"
@@ -9,8 +10,14 @@ import (
 	"github.com/onceflow/onceflow/stores/storetest"
 )
 
+// BenchmarkStore runs the store benchmarks with batching off and at the
+// service's default batch size, so the two read side by side.
 func BenchmarkStore(b *testing.B) {
-	storetest.Bench(b, func(b *testing.B) stores.Store {
-		return redisstore.New(testenv.Redis(b), redisstore.Config{KeyPrefix: testenv.KeyPrefix(b)})
-	})
+	for _, batch := range []int{0, 64} {
+		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) {
+			storetest.Bench(b, func(b *testing.B) stores.Store {
+				return redisstore.New(testenv.Redis(b), redisstore.Config{KeyPrefix: testenv.KeyPrefix(b), BatchSize: batch})
+			})
+		})
+	}
 }
