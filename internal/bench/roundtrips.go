@@ -4,39 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/onceflow/onceflow/internal/redismeter"
 	"github.com/onceflow/onceflow/middleware"
 )
-
-// RoundTripCounter is a go-redis hook that counts round trips: one per
-// command, one per pipeline (however many commands it carries).
-type RoundTripCounter struct{ n atomic.Int64 }
-
-// Count returns the round trips so far.
-func (c *RoundTripCounter) Count() int64 { return c.n.Load() }
-
-// DialHook implements redis.Hook.
-func (c *RoundTripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-// ProcessHook implements redis.Hook.
-func (c *RoundTripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-// ProcessPipelineHook implements redis.Hook.
-func (c *RoundTripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmds)
-	}
-}
 
 // RoundTrips measures Redis round trips per message through the receiver
 // on a fresh store of backend b (Redis or RedisPlain): n unique messages, run one after another; with
@@ -47,7 +19,7 @@ func RoundTrips(env *Env, b Backend, n int, duplicate bool) func(ctx context.Con
 	return func(ctx context.Context) (float64, error) {
 		client := NewRedisClient(env.RedisAddr)
 		defer func() { _ = client.Close() }()
-		counter := &RoundTripCounter{}
+		counter := &redismeter.Meter{}
 		client.AddHook(counter)
 		s, closeStore, err := env.NewStoreOn(b, client)
 		if err != nil {
@@ -84,10 +56,10 @@ func RoundTrips(env *Env, b Backend, n int, duplicate bool) func(ctx context.Con
 			}
 			want = middleware.OutcomeDuplicate
 		}
-		before := counter.Count()
+		before := counter.RoundTrips()
 		if err := execAll(prefix, n, want); err != nil {
 			return 0, err
 		}
-		return float64(counter.Count()-before) / float64(n), nil
+		return float64(counter.RoundTrips()-before) / float64(n), nil
 	}
 }

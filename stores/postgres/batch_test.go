@@ -15,6 +15,7 @@ import (
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/postgres"
+	"github.com/onceflow/onceflow/stores/storetest"
 )
 
 // statements counts the statements a pool sends: one round trip each.
@@ -53,55 +54,13 @@ func TestBatchedClaimsTakeFewerStatements(t *testing.T) {
 	s, counter := tracedStore(t)
 	const keys, claimers = 100, 4
 
-	var (
-		mu    sync.Mutex
-		got   = map[string][]stores.Claim{}
-		wg    sync.WaitGroup
-		start = make(chan struct{})
-	)
-	for i := range keys * claimers {
-		k := fmt.Sprintf("key-%d", i%keys)
-		wg.Go(func() {
-			<-start
-			c, err := s.Claim(batchCtx(t), k, []byte("fp"), time.Minute)
-			if err != nil {
-				t.Errorf("Claim(%s): %v", k, err)
-				return
-			}
-			mu.Lock()
-			got[k] = append(got[k], c)
-			mu.Unlock()
-		})
-	}
-	close(start)
-	wg.Wait()
-
-	owners := map[string]stores.Token{}
-	for k, cs := range got {
-		for _, c := range cs {
-			switch c.Status {
-			case stores.Acquired:
-				if _, dup := owners[k]; dup {
-					t.Fatalf("key %s acquired twice", k)
-				}
-				owners[k] = c.Token
-			case stores.InProgress:
-				if string(c.Record.Fingerprint) != "fp" {
-					t.Fatalf("key %s in progress with fingerprint %q", k, c.Record.Fingerprint)
-				}
-			default:
-				t.Fatalf("key %s: claim %v", k, c.Status)
-			}
-		}
-	}
-	if len(owners) != keys {
-		t.Fatalf("%d keys acquired, want %d", len(owners), keys)
-	}
+	owners := storetest.RaceClaims(t, s, keys, claimers)
 	if n := counter.n.Load(); n > keys*claimers/4 {
 		t.Fatalf("%d claims took %d statements, want at most a quarter", keys*claimers, n)
 	}
 
 	counter.n.Store(0)
+	var wg sync.WaitGroup
 	for k, token := range owners {
 		wg.Go(func() {
 			if err := s.Complete(batchCtx(t), k, token, []byte(k), time.Minute); err != nil {

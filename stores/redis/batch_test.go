@@ -5,93 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/onceflow/onceflow/internal/redismeter"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/stores"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
+	"github.com/onceflow/onceflow/stores/storetest"
 )
-
-// roundTrips counts what a client sends: one per command sent alone, one
-// per pipeline.
-type roundTrips struct{ n atomic.Int64 }
-
-func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		r.n.Add(1)
-		return next(ctx, cmds)
-	}
-}
-
-// claimAll races claimers goroutines per key over keys keys and returns the
-// claims by key.
-func claimAll(t *testing.T, s stores.Store, keys, claimers int) map[string][]stores.Claim {
-	t.Helper()
-	var (
-		mu    sync.Mutex
-		got   = map[string][]stores.Claim{}
-		wg    sync.WaitGroup
-		start = make(chan struct{})
-	)
-	for i := range keys * claimers {
-		k := fmt.Sprintf("key-%d", i%keys)
-		wg.Go(func() {
-			<-start
-			c, err := s.Claim(testCtx(t), k, []byte("fp"), time.Minute)
-			if err != nil {
-				t.Errorf("Claim(%s): %v", k, err)
-				return
-			}
-			mu.Lock()
-			got[k] = append(got[k], c)
-			mu.Unlock()
-		})
-	}
-	close(start)
-	wg.Wait()
-	return got
-}
-
-// wantOneAcquiredEach checks that each key has exactly one Acquired claim
-// and that the others saw it in progress.
-func wantOneAcquiredEach(t *testing.T, got map[string][]stores.Claim, keys, claimers int) map[string]stores.Token {
-	t.Helper()
-	if len(got) != keys {
-		t.Fatalf("claims for %d keys, want %d", len(got), keys)
-	}
-	owners := map[string]stores.Token{}
-	for k, cs := range got {
-		for _, c := range cs {
-			switch c.Status {
-			case stores.Acquired:
-				if _, dup := owners[k]; dup {
-					t.Fatalf("key %s acquired twice", k)
-				}
-				owners[k] = c.Token
-			case stores.InProgress:
-			default:
-				t.Fatalf("key %s: claim %v", k, c.Status)
-			}
-		}
-		if _, ok := owners[k]; !ok || len(cs) != claimers {
-			t.Fatalf("key %s: %d claims, acquired %v", k, len(cs), ok)
-		}
-	}
-	return owners
-}
 
 // The tests that count round trips set a long BatchTimeout, so that a
 // machine slowed by the race detector cannot start extra workers before the
@@ -104,17 +28,17 @@ func wantOneAcquiredEach(t *testing.T, got map[string][]stores.Claim, keys, clai
 func TestBatchedClaimsTakeFewerRoundTrips(t *testing.T) {
 	t.Parallel()
 	c := testenv.Redis(t)
-	var rt roundTrips
+	var rt redismeter.Meter
 	c.AddHook(&rt)
 	s := redisstore.New(c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: 64, BatchWorkers: 2, BatchTimeout: time.Second})
 	const keys, claimers = 100, 4
 
-	owners := wantOneAcquiredEach(t, claimAll(t, s, keys, claimers), keys, claimers)
-	if n := rt.n.Load(); n > keys*claimers/4 {
+	owners := storetest.RaceClaims(t, s, keys, claimers)
+	if n := rt.RoundTrips(); n > keys*claimers/4 {
 		t.Fatalf("%d claims took %d round trips, want at most a quarter", keys*claimers, n)
 	}
 
-	rt.n.Store(0)
+	rt.Reset()
 	var wg sync.WaitGroup
 	for k, token := range owners {
 		wg.Go(func() {
@@ -124,7 +48,7 @@ func TestBatchedClaimsTakeFewerRoundTrips(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := rt.n.Load(); n >= keys {
+	if n := rt.RoundTrips(); n >= keys {
 		t.Fatalf("%d completes took %d round trips, want fewer", keys, n)
 	}
 	for k := range owners {
@@ -147,12 +71,12 @@ func TestBatchedClaimsOnClusterAfterScriptFlush(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var rt roundTrips
+	var rt redismeter.Meter
 	c.AddHook(&rt)
 	s := redisstore.New(c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Second})
 	const keys, claimers = 60, 3
-	wantOneAcquiredEach(t, claimAll(t, s, keys, claimers), keys, claimers)
-	if n := rt.n.Load(); n >= keys*claimers/2 {
+	storetest.RaceClaims(t, s, keys, claimers)
+	if n := rt.RoundTrips(); n >= keys*claimers/2 {
 		t.Fatalf("%d claims took %d round trips, want fewer than half", keys*claimers, n)
 	}
 }

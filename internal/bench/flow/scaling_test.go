@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/onceflow/onceflow/internal/redismeter"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkTransportScaling(b *testing.B) {
 		for _, receiver := range []bool{false, true} {
 			name := fmt.Sprintf("%s/partitions=%d/consumers=%d/receiver=%v", s.kind, s.partitions, s.consumers, receiver)
 			b.Run(name, func(b *testing.B) {
-				client, meter := testenv.Redis(b), &commandMeter{}
+				client, meter := testenv.Redis(b), &redismeter.Meter{}
 				client.AddHook(meter)
 				o := TransportOptions{Kind: s.kind, Redis: client, Partitions: s.partitions, Consumers: s.consumers,
 					Messages: benchSize(2000, DefaultMessages)}
@@ -41,11 +42,11 @@ func BenchmarkTransportScaling(b *testing.B) {
 				}
 				benchRounds(b, func(ctx context.Context) (*TransportBench, error) { return NewTransportBench(ctx, o) },
 					func(ctx context.Context, t *TransportBench) (float64, error) {
-						meter.reset()
+						meter.Reset()
 						return t.Round(ctx, receiver)
 					})
 				if receiver {
-					b.ReportMetric(float64(meter.mean().Microseconds()), "redis-µs/cmd")
+					b.ReportMetric(float64(meter.Mean().Microseconds()), "redis-µs/cmd")
 				}
 			})
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/redismeter"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -104,7 +105,7 @@ func TestBatchSpreadsCopies(t *testing.T) {
 func TestReceiverRoundTripsPerMessage(t *testing.T) {
 	o := transportOptions(t, "gochannel")
 	client := testenv.Redis(t)
-	meter := &commandMeter{}
+	meter := &redismeter.Meter{}
 	client.AddHook(meter)
 	o.Redis = client
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -114,11 +115,11 @@ func TestReceiverRoundTripsPerMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	meter.reset()
+	meter.Reset()
 	if _, err := b.round(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := meter.n.Load(), int64(2*o.Messages+o.Duplicates); got != want {
+	if got, want := meter.RoundTrips(), int64(2*o.Messages+o.Duplicates); got != want {
 		t.Errorf("%d Redis round trips for %d messages and %d copies, want %d", got, o.Messages, o.Duplicates, want)
 	}
 }
