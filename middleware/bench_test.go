@@ -125,28 +125,32 @@ func benchRouter(b *testing.B, mw message.HandlerMiddleware) {
 }
 
 // handlerContext returns the context a router gives a message of the handler
-// named benchHandler, without its cancellation: the handler name is set
-// under a key only the router can write.
+// named benchHandler: the handler name is set under a key only the router
+// can write. The message is held unacknowledged until the benchmark ends,
+// so that its context stays live, as it is while a router handles it.
 func handlerContext(b *testing.B) context.Context {
 	b.Helper()
 	ps := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
-	defer func() { _ = ps.Close() }()
-	router, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: time.Second}, watermill.NopLogger{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	got := make(chan context.Context, 1)
+	release := make(chan struct{})
 	router.AddConsumerHandler(benchHandler, "ctx", ps, func(msg *message.Message) error {
-		got <- context.WithoutCancel(msg.Context())
+		got <- msg.Context()
+		<-release
 		return nil
 	})
 	stopped := make(chan error, 1)
 	go func() { stopped <- router.Run(context.Background()) }()
 	<-router.Running()
-	defer func() {
+	b.Cleanup(func() {
+		close(release)
 		_ = router.Close()
 		<-stopped
-	}()
+		_ = ps.Close()
+	})
 	if err := ps.Publish("ctx", message.NewMessage(watermill.NewUUID(), nil)); err != nil {
 		b.Fatal(err)
 	}
