@@ -14,6 +14,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceflow/onceflow/stores/memory"
 )
@@ -166,6 +167,18 @@ func BenchmarkReceiverHandler(b *testing.B) {
 	b.Run("none", func(b *testing.B) { benchHandlerFunc(b, noop) })
 	b.Run("receiver-memory", func(b *testing.B) {
 		r, _ := newBenchReceiver(b)
+		benchHandlerFunc(b, r.Middleware()(noop))
+	})
+	b.Run("receiver-memory-prometheus", func(b *testing.B) {
+		_, s := newBenchReceiver(b)
+		obs, err := NewPrometheusObserver(prometheus.NewRegistry())
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := NewReceiver(Config{Store: s, Observer: obs, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
 		benchHandlerFunc(b, r.Middleware()(noop))
 	})
 }
