@@ -13,7 +13,8 @@ import (
 // Receiver is the transport-agnostic idempotent receiver. It is safe for
 // concurrent use; one Receiver serves every handler of a process.
 type Receiver struct {
-	cfg Config
+	cfg   Config
+	beats *beats // the lease-mode heartbeats in flight
 }
 
 // NewReceiver fills the defaults of cfg (see [Config]) and validates it.
@@ -22,7 +23,7 @@ func NewReceiver(cfg Config) (*Receiver, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("invalid receiver config: %w", err)
 	}
-	return &Receiver{cfg: cfg}, nil
+	return &Receiver{cfg: cfg, beats: newBeats(cfg.Lease / 3)}, nil
 }
 
 // Lease returns the effective lease, after defaults.
