@@ -12,12 +12,14 @@ import (
 // ends at its deadline. It is what
 // context.WithTimeout(context.WithoutCancel(parent), d) gives, built
 // lazily: its Done channel and timer exist only once a store asks for
-// Done, so a store that only checks Err (the memory store) costs neither.
+// Done, and its view of the caller's values once a store asks for a value,
+// so a store that only checks Err (the memory store) costs none of them.
 type detachedCtx struct {
-	values   context.Context // the caller's context without its cancellation
+	parent   context.Context
 	deadline time.Time
 
-	mu    sync.Mutex
+	mu     sync.Mutex
+	values context.Context // parent without its cancellation, made on first use
 	done  chan struct{}
 	timer *time.Timer
 	err   error
@@ -27,13 +29,21 @@ var _ context.Context = (*detachedCtx)(nil)
 
 // init makes c a fresh context with parent's values, ending after d.
 func (c *detachedCtx) init(parent context.Context, d time.Duration) {
-	c.values = context.WithoutCancel(parent)
+	c.parent = parent
 	c.deadline = time.Now().Add(d)
 }
 
 func (c *detachedCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
-func (c *detachedCtx) Value(key any) any { return c.values.Value(key) }
+func (c *detachedCtx) Value(key any) any {
+	c.mu.Lock()
+	if c.values == nil {
+		c.values = context.WithoutCancel(c.parent)
+	}
+	values := c.values
+	c.mu.Unlock()
+	return values.Value(key)
+}
 
 func (c *detachedCtx) Done() <-chan struct{} {
 	c.mu.Lock()
