@@ -20,9 +20,9 @@ type detachedCtx struct {
 
 	mu     sync.Mutex
 	values context.Context // parent without its cancellation, made on first use
-	done  chan struct{}
-	timer *time.Timer
-	err   error
+	done   chan struct{}
+	timer  *time.Timer
+	err    error
 }
 
 var _ context.Context = (*detachedCtx)(nil)

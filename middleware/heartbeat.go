@@ -21,12 +21,12 @@ import (
 // due, so a handler that finishes within Lease/3, as most do, costs an
 // insertion into and a deletion from a map.
 type heartbeat struct {
-	r      *Receiver
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	scope  string
-	k      string
-	token  stores.Token
+	r     *Receiver
+	ctx   context.Context // fnCtx
+	fnCtx *fnContext
+	scope string
+	k     string
+	token stores.Token
 
 	mu       sync.Mutex // held by a running extension, so stop waits for it
 	stopped  bool
@@ -65,9 +65,9 @@ func (h *heartbeat) beat() {
 		h.leaseEnd = start.Add(h.r.cfg.Lease)
 	case h.ctx.Err() != nil:
 	case errors.Is(err, stores.ErrLeaseLost):
-		h.cancel(err) // it names the operation and the key
+		h.fnCtx.cancel(err) // it names the operation and the key
 	case !time.Now().Before(h.leaseEnd):
-		h.cancel(fmt.Errorf("%w: %w", stores.ErrLeaseLost, err))
+		h.fnCtx.cancel(fmt.Errorf("%w: %w", stores.ErrLeaseLost, err))
 	default:
 		h.r.cfg.Logger.WarnContext(h.ctx, "extending lease failed, will retry",
 			"scope", h.scope, "key", shown(h.k), "err", err)

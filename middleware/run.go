@@ -13,7 +13,7 @@ import (
 // allocation: fn's context, the heartbeat and the context of the store call
 // that finishes the record.
 type ownedRun struct {
-	tokenCtx
+	fnCtx    fnContext
 	hb       heartbeat
 	finishCx detachedCtx
 }
@@ -22,10 +22,10 @@ type ownedRun struct {
 // and finishes the record: Complete on success, Release on error or panic.
 func (r *Receiver) runOwned(ctx context.Context, scope, k string, token stores.Token, started time.Time,
 	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
-	run := &ownedRun{tokenCtx: tokenCtx{Context: ctx, token: token}}
-	fnCtx, cancel := context.WithCancelCause(&run.tokenCtx)
-	defer cancel(nil)
-	run.hb = heartbeat{r: r, ctx: fnCtx, cancel: cancel, scope: scope, k: k, token: token,
+	run := &ownedRun{fnCtx: fnContext{parent: ctx, token: token}}
+	fnCtx := &run.fnCtx
+	defer fnCtx.release()
+	run.hb = heartbeat{r: r, ctx: fnCtx, fnCtx: fnCtx, scope: scope, k: k, token: token,
 		leaseEnd: started.Add(r.cfg.Lease)}
 	run.hb.start()
 	stopHeartbeat := run.hb.stop

@@ -20,19 +20,3 @@ func TokenFromContext(ctx context.Context) (stores.Token, bool) {
 func withToken(ctx context.Context, t stores.Token) context.Context {
 	return context.WithValue(ctx, tokenKey{}, t)
 }
-
-// tokenCtx is withToken's context as a value, so that it can live inside a
-// larger allocation (see ownedRun) instead of costing one of its own.
-type tokenCtx struct {
-	context.Context
-	token stores.Token
-}
-
-func (c *tokenCtx) Value(key any) any {
-	if key == (tokenKey{}) {
-		return c.token
-	}
-	return c.Context.Value(key)
-}
-
-func (c *tokenCtx) String() string { return "onceflow.token" }
