@@ -35,12 +35,12 @@ func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 // "http"). Neither may be empty; scopes should not contain ":".
 //
 //   - The key is free: fn runs with the fencing token in its context (see
-//     [TokenFromContext]) while a heartbeat extends the lease every Lease/3.
-//     If the lease is lost, fn's context is cancelled with cause
-//     [stores.ErrLeaseLost]. On success the result is completed for TTL and
-//     returned (processed). On error or panic the claim is released at once,
-//     even if ctx was cancelled, and fn's error is returned (or the panic
-//     goes on), so a redelivery runs fn again. (A face whose result must
+//     [TokenFromContext]) while a heartbeat extends the lease every Lease/3
+//     (at most Lease/12 late). If the lease is lost, fn's context is
+//     cancelled with cause [stores.ErrLeaseLost]. On success the result is
+//     completed for TTL and returned (processed). On error or panic the
+//     claim is released at once, even if ctx was cancelled, and fn's error
+//     is returned (or the panic goes on), so a redelivery runs fn again. (A face whose result must
 //     not be stored releases the same way; that outcome is not_stored.)
 //   - The key is completed: with the same fingerprint fn does not run and
 //     the stored result is returned (duplicate); with another fingerprint an
