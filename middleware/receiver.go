@@ -40,8 +40,9 @@ func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 //     cancelled with cause [stores.ErrLeaseLost]. On success the result is
 //     completed for TTL and returned (processed). On error or panic the
 //     claim is released at once, even if ctx was cancelled, and fn's error
-//     is returned (or the panic goes on), so a redelivery runs fn again. (A face whose result must
-//     not be stored releases the same way; that outcome is not_stored.)
+//     is returned (or the panic goes on), so a redelivery runs fn again.
+//     (A face whose result must not be stored releases the same way; that
+//     outcome is not_stored.)
 //   - The key is completed: with the same fingerprint fn does not run and
 //     the stored result is returned (duplicate); with another fingerprint an
 //     error wrapping [ErrFingerprintMismatch] is returned.
