@@ -129,12 +129,12 @@ func benchRouter(b *testing.B, mw message.HandlerMiddleware) {
 // named benchHandler: the handler name is set under a key only the router
 // can write. The message is held unacknowledged until the benchmark ends,
 // so that its context stays live, as it is while a router handles it.
-func handlerContext(b *testing.B) context.Context {
-	b.Helper()
+func handlerContext(tb testing.TB) context.Context {
+	tb.Helper()
 	ps := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: time.Second}, watermill.NopLogger{})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	got := make(chan context.Context, 1)
 	release := make(chan struct{})
@@ -146,18 +146,18 @@ func handlerContext(b *testing.B) context.Context {
 	stopped := make(chan error, 1)
 	go func() { stopped <- router.Run(context.Background()) }()
 	<-router.Running()
-	b.Cleanup(func() {
+	tb.Cleanup(func() {
 		close(release)
 		_ = router.Close()
 		<-stopped
 		_ = ps.Close()
 	})
 	if err := ps.Publish("ctx", message.NewMessage(watermill.NewUUID(), nil)); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	ctx := <-got
 	if message.HandlerNameFromCtx(ctx) != benchHandler {
-		b.Fatal("the router's context has no handler name")
+		tb.Fatal("the router's context has no handler name")
 	}
 	return ctx
 }
