@@ -27,9 +27,9 @@ type Config struct {
 	Store stores.Store
 
 	// Lease is how long a claim is held without a heartbeat. While the
-	// function runs, the lease is extended every Lease/3. It must exceed the
-	// handler timeout, or a slow handler's key may be taken over. At least
-	// 1ms. Default 30s.
+	// function runs, the lease is extended every Lease/3 (at most Lease/12
+	// late). It must exceed the handler timeout, or a slow handler's key may
+	// be taken over. At least 1ms. Default 30s.
 	Lease time.Duration
 
 	// TTL is how long completed records, and so their results, are kept.

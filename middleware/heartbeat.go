@@ -4,53 +4,142 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/onceflow/onceflow/stores"
 )
 
-// heartbeat extends the lease on k every Lease/3 until stop is called or ctx
-// ends. It cancels ctx with cause [stores.ErrLeaseLost] when the store says
-// the token no longer owns the key, or when store errors have kept it from
-// extending until the lease, as last known (leaseEnd), has run out. Call
-// stop exactly once; it waits for the heartbeat to finish.
-func (r *Receiver) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, scope, k string,
-	token stores.Token, leaseEnd time.Time) (stop func()) {
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		ticker := time.NewTicker(r.cfg.Lease / 3)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
-			start := time.Now()
-			err := r.extend(ctx, k, token)
-			switch {
-			case err == nil:
-				leaseEnd = start.Add(r.cfg.Lease)
-			case ctx.Err() != nil:
-				return
-			case errors.Is(err, stores.ErrLeaseLost):
-				cancel(err) // it names the operation and the key
-				return
-			case !time.Now().Before(leaseEnd):
-				cancel(fmt.Errorf("%w: %w", stores.ErrLeaseLost, err))
-				return
-			default:
-				r.cfg.Logger.WarnContext(ctx, "extending lease failed, will retry",
-					"scope", scope, "key", shown(k), "err", err)
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-stopped
+// heartbeat extends the lease on k about every Lease/3 until stop is called
+// or ctx ends. It cancels ctx with cause [stores.ErrLeaseLost] when the
+// store says the token no longer owns the key, or when store errors have
+// kept it from extending until the lease, as last known (leaseEnd), has run
+// out.
+//
+// It is neither a goroutine nor a timer of its own: the Receiver's beats
+// keep the heartbeats in flight and start an extension only when one is
+// due, so a handler that finishes within Lease/3, as most do, costs an
+// insertion into and a deletion from a map.
+type heartbeat struct {
+	r     *Receiver
+	ctx   context.Context // fnCtx
+	fnCtx *fnContext
+	scope string
+	k     string
+	token stores.Token
+
+	mu       sync.Mutex // held by a running extension, so stop waits for it
+	stopped  bool
+	leaseEnd time.Time
+
+	// Guarded by the beats' mutex.
+	due     time.Time // when the next extension is due
+	beating bool      // an extension is running
+}
+
+// start registers the heartbeat with r's beats. Call stop exactly once
+// afterwards.
+func (h *heartbeat) start() { h.r.beats.add(h) }
+
+// stop ends the heartbeat. It waits for an extension in flight, so that
+// none reaches the store after stop returns.
+func (h *heartbeat) stop() {
+	h.r.beats.remove(h)
+	h.mu.Lock()
+	h.stopped = true
+	h.mu.Unlock()
+}
+
+// beat extends the lease once, unless the heartbeat is over.
+func (h *heartbeat) beat() {
+	defer h.r.beats.done(h)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped || h.ctx.Err() != nil {
+		return
 	}
+	start := time.Now()
+	err := h.r.extend(h.ctx, h.k, h.token)
+	switch {
+	case err == nil:
+		h.leaseEnd = start.Add(h.r.cfg.Lease)
+	case h.ctx.Err() != nil:
+	case errors.Is(err, stores.ErrLeaseLost):
+		h.fnCtx.cancel(err) // it names the operation and the key
+	case !time.Now().Before(h.leaseEnd):
+		h.fnCtx.cancel(fmt.Errorf("%w: %w", stores.ErrLeaseLost, err))
+	default:
+		h.r.cfg.Logger.WarnContext(h.ctx, "extending lease failed, will retry",
+			"scope", h.scope, "key", shown(h.k), "err", err)
+	}
+}
+
+// beats drives the heartbeats of one Receiver: one timer, armed while any
+// is in flight, checks every period/beatChecks which are due and starts
+// their extensions, each in its own goroutine. An extension is due period
+// after the start or the previous extension, and starts at most
+// period/beatChecks late.
+type beats struct {
+	period time.Duration
+
+	mu    sync.Mutex
+	runs  map[*heartbeat]struct{}
+	timer *time.Timer // created on first use
+	armed bool
+}
+
+const beatChecks = 4
+
+func newBeats(period time.Duration) *beats {
+	return &beats{period: period, runs: map[*heartbeat]struct{}{}}
+}
+
+func (b *beats) add(h *heartbeat) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h.due = time.Now().Add(b.period)
+	b.runs[h] = struct{}{}
+	if b.armed {
+		return
+	}
+	b.armed = true
+	if b.timer == nil {
+		b.timer = time.AfterFunc(b.period/beatChecks, b.check)
+	} else {
+		b.timer.Reset(b.period / beatChecks)
+	}
+}
+
+func (b *beats) remove(h *heartbeat) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.runs, h)
+}
+
+// done marks h's extension as finished.
+func (b *beats) done(h *heartbeat) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h.beating = false
+}
+
+// check starts the extensions that are due and re-arms the timer while
+// heartbeats are in flight.
+func (b *beats) check() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	for h := range b.runs {
+		if h.beating || now.Before(h.due) {
+			continue
+		}
+		h.beating = true
+		h.due = now.Add(b.period)
+		go h.beat()
+	}
+	if len(b.runs) == 0 {
+		b.armed = false
+		return
+	}
+	b.timer.Reset(b.period / beatChecks)
 }

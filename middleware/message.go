@@ -95,6 +95,9 @@ func (r *Receiver) Middleware(opts ...MessageOption) message.HandlerMiddleware {
 					}
 					if o.outbox == nil {
 						produced = out
+						if len(out) == 0 {
+							return nil, nil // the empty result: no messages to replay
+						}
 						return encodeMessages(out) // replayed on duplicates
 					}
 					// The outputs commit with the record; nothing replays them.

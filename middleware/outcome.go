@@ -43,11 +43,15 @@ const (
 
 // Outcomes lists every Outcome, for pre-initialising metrics.
 func Outcomes() []Outcome {
-	return []Outcome{
-		OutcomeProcessed, OutcomeDuplicate, OutcomeInProgress,
-		OutcomeFingerprintMismatch, OutcomeLeaseLost, OutcomeStoreError,
-		OutcomeFailOpen, OutcomeFailed, OutcomeNotStored,
-	}
+	all := outcomeOrder
+	return all[:]
+}
+
+// outcomeOrder is every Outcome, in the order Outcomes returns them.
+var outcomeOrder = [...]Outcome{
+	OutcomeProcessed, OutcomeDuplicate, OutcomeInProgress,
+	OutcomeFingerprintMismatch, OutcomeLeaseLost, OutcomeStoreError,
+	OutcomeFailOpen, OutcomeFailed, OutcomeNotStored,
 }
 
 // Result is what Execute reports besides its error.

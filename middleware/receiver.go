@@ -13,7 +13,8 @@ import (
 // Receiver is the transport-agnostic idempotent receiver. It is safe for
 // concurrent use; one Receiver serves every handler of a process.
 type Receiver struct {
-	cfg Config
+	cfg   Config
+	beats *beats // the lease-mode heartbeats in flight
 }
 
 // NewReceiver fills the defaults of cfg (see [Config]) and validates it.
@@ -22,7 +23,7 @@ func NewReceiver(cfg Config) (*Receiver, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("invalid receiver config: %w", err)
 	}
-	return &Receiver{cfg: cfg}, nil
+	return &Receiver{cfg: cfg, beats: newBeats(cfg.Lease / 3)}, nil
 }
 
 // Lease returns the effective lease, after defaults.
@@ -34,13 +35,14 @@ func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 // "http"). Neither may be empty; scopes should not contain ":".
 //
 //   - The key is free: fn runs with the fencing token in its context (see
-//     [TokenFromContext]) while a heartbeat extends the lease every Lease/3.
-//     If the lease is lost, fn's context is cancelled with cause
-//     [stores.ErrLeaseLost]. On success the result is completed for TTL and
-//     returned (processed). On error or panic the claim is released at once,
-//     even if ctx was cancelled, and fn's error is returned (or the panic
-//     goes on), so a redelivery runs fn again. (A face whose result must
-//     not be stored releases the same way; that outcome is not_stored.)
+//     [TokenFromContext]) while a heartbeat extends the lease every Lease/3
+//     (at most Lease/12 late). If the lease is lost, fn's context is
+//     cancelled with cause [stores.ErrLeaseLost]. On success the result is
+//     completed for TTL and returned (processed). On error or panic the
+//     claim is released at once, even if ctx was cancelled, and fn's error
+//     is returned (or the panic goes on), so a redelivery runs fn again.
+//     (A face whose result must not be stored releases the same way; that
+//     outcome is not_stored.)
 //   - The key is completed: with the same fingerprint fn does not run and
 //     the stored result is returned (duplicate); with another fingerprint an
 //     error wrapping [ErrFingerprintMismatch] is returned.

@@ -9,13 +9,26 @@ import (
 	"github.com/onceflow/onceflow/stores"
 )
 
+// ownedRun is the state of one acquired key in lease mode, in one
+// allocation: fn's context, the heartbeat and the context of the store call
+// that finishes the record.
+type ownedRun struct {
+	fnCtx    fnContext
+	hb       heartbeat
+	finishCx detachedCtx
+}
+
 // runOwned runs fn under the claim token, which was acquired at started,
 // and finishes the record: Complete on success, Release on error or panic.
 func (r *Receiver) runOwned(ctx context.Context, scope, k string, token stores.Token, started time.Time,
 	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
-	fnCtx, cancel := context.WithCancelCause(withToken(ctx, token))
-	defer cancel(nil)
-	stopHeartbeat := r.heartbeat(fnCtx, cancel, scope, k, token, started.Add(r.cfg.Lease))
+	run := &ownedRun{fnCtx: fnContext{parent: ctx, token: token}}
+	fnCtx := &run.fnCtx
+	defer fnCtx.release()
+	run.hb = heartbeat{r: r, ctx: fnCtx, fnCtx: fnCtx, scope: scope, k: k, token: token,
+		leaseEnd: started.Add(r.cfg.Lease)}
+	run.hb.start()
+	stopHeartbeat := run.hb.stop
 
 	finished := false
 	defer func() {
@@ -25,7 +38,7 @@ func (r *Receiver) runOwned(ctx context.Context, scope, k string, token stores.T
 		// fn panicked: free the key, then let the panic go on to the
 		// transport's recoverer.
 		stopHeartbeat()
-		r.releaseAfterFailure(ctx, scope, k, token, leaseLost(fnCtx), OutcomeFailed)
+		r.releaseAfterFailure(ctx, &run.finishCx, scope, k, token, leaseLost(fnCtx), OutcomeFailed)
 	}()
 	v, err := fn(fnCtx)
 	finished = true
@@ -36,14 +49,14 @@ func (r *Receiver) runOwned(ctx context.Context, scope, k string, token stores.T
 		if errors.Is(err, errNotStored) {
 			failed = OutcomeNotStored
 		}
-		o := r.releaseAfterFailure(ctx, scope, k, token, leaseLost(fnCtx), failed)
+		o := r.releaseAfterFailure(ctx, &run.finishCx, scope, k, token, leaseLost(fnCtx), failed)
 		if o == OutcomeLeaseLost {
 			return Result{Outcome: o}, fmt.Errorf("key %q: %w: %w", shown(k), stores.ErrLeaseLost, err)
 		}
 		return Result{Outcome: o}, err
 	}
 
-	switch cerr := r.finish(ctx, k, token, v); {
+	switch cerr := r.finish(ctx, &run.finishCx, k, token, v); {
 	case cerr == nil:
 		return r.outcome(scope, OutcomeProcessed, v), nil
 	case errors.Is(cerr, stores.ErrLeaseLost):
@@ -66,9 +79,9 @@ func (r *Receiver) runOwned(ctx context.Context, scope, k string, token stores.T
 // releaseAfterFailure frees the key after fn failed (or its result is not to
 // be stored) and reports the outcome: failed (or not_stored), or lease_lost
 // when the claim was no longer ours.
-func (r *Receiver) releaseAfterFailure(ctx context.Context, scope, k string, token stores.Token, lost bool,
-	failed Outcome) Outcome {
-	err := r.release(ctx, k, token)
+func (r *Receiver) releaseAfterFailure(ctx context.Context, dc *detachedCtx, scope, k string, token stores.Token,
+	lost bool, failed Outcome) Outcome {
+	err := r.release(ctx, dc, k, token)
 	switch {
 	case lost || errors.Is(err, stores.ErrLeaseLost):
 		r.cfg.Logger.WarnContext(ctx, "lease lost while processing",

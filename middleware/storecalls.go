@@ -29,18 +29,20 @@ func (r *Receiver) complete(ctx context.Context, s stores.Store, k string, t sto
 }
 
 // finish records v for k in lease mode, where the effect has happened and
-// must be recorded even if the caller was cancelled.
-func (r *Receiver) finish(ctx context.Context, k string, t stores.Token, v []byte) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
-	return r.complete(ctx, r.cfg.Store, k, t, v)
+// must be recorded even if the caller was cancelled: on dc, made from ctx.
+func (r *Receiver) finish(ctx context.Context, dc *detachedCtx, k string, t stores.Token, v []byte) error {
+	dc.init(ctx, finishTimeout)
+	defer dc.stop()
+	return r.complete(dc, r.cfg.Store, k, t, v)
 }
 
-func (r *Receiver) release(ctx context.Context, k string, t stores.Token) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
+// release frees k after a failure, on dc, made from ctx, for the same
+// reason.
+func (r *Receiver) release(ctx context.Context, dc *detachedCtx, k string, t stores.Token) error {
+	dc.init(ctx, finishTimeout)
+	defer dc.stop()
 	defer r.timed("release", time.Now())
-	return r.cfg.Store.Release(ctx, k, t)
+	return r.cfg.Store.Release(dc, k, t)
 }
 
 func (r *Receiver) extend(ctx context.Context, k string, t stores.Token) error {
