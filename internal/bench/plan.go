@@ -70,6 +70,10 @@ func NewPlan(z Size, deps Deps) *Plan {
 		Target{Name: "memory-vs-none", Of: "memory", Over: "none", Op: AtLeast, Goal: 0.9},
 		Target{Name: "memory-vs-deduplicator", Of: "memory", Over: "deduplicator", Op: AtLeast, Goal: 1.0},
 	)
+	plan.Add(Comparison{Name: MemoryStoreCalls, Unit: "calls/s", Contenders: []Contender{
+		{"store", StoreCalls(env, Memory, 1, p.Window)},
+	}})
+	plan.Notes = append(plan.Notes, memoryBound)
 
 	plan.Add(Comparison{Name: RedisCalls, Unit: "calls/s", Contenders: []Contender{
 		{"store", StoreCalls(env, Redis, RedisCallers, p.Window)},
