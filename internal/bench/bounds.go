@@ -10,8 +10,9 @@ import (
 // one caller: the least any receiver on it can add to a message.
 const MemoryStoreCalls = "memory-store-calls"
 
-// memoryBound states, when memory-vs-none is missed, the most that ratio
-// can be given the memory store's own cost measured in the same run: a
+// memoryBound states, when memory-vs-none is missed, where a message's time
+// goes, and the most that ratio can be given the memory store's own cost
+// measured in the same run: a
 // message through the receiver costs at least the router's time without
 // middleware plus one Claim and one Complete, so the ratio is at most
 // 1 / (1 + none x pair), whatever the receiver's own code costs.
@@ -35,6 +36,9 @@ func memoryBound(_ context.Context, rep *Report) ([]string, error) {
 		if ceiling >= v.Goal {
 			verdict = "within reach of the store's cost; the rest is the receiver's own"
 		}
+		if d, ok := router.Median("deduplicator"); ok && d > 0 {
+			lines = append(lines, dedupSplit(none, d, v.Value*none, pair))
+		}
 		lines = append(lines, fmt.Sprintf("Bound: memory-vs-none: the GoChannel router takes %s per message without middleware, "+
 			"so the goal %g leaves %s for the receiver; the memory store's Claim+Complete alone takes %s (one caller, this run), "+
 			"so the ratio is at most %.3f (measured %.3f): %s.",
@@ -42,4 +46,19 @@ func memoryBound(_ context.Context, rep *Report) ([]string, error) {
 			pair.Round(time.Nanosecond*10), ceiling, v.Value, verdict))
 	}
 	return lines, nil
+}
+
+// dedupSplit says where a message's time goes with the receiver and with
+// Watermill's Deduplicator: what each adds to the router's time without
+// middleware, and how much of the receiver's share is its store's two
+// calls (the Deduplicator keeps a key in a map and no result, and marks the
+// key before the handler runs, so a failed message is lost).
+func dedupSplit(none, dedup, memory float64, pair time.Duration) string {
+	per := func(rate float64) time.Duration { return time.Duration(float64(time.Second) / rate) }
+	receiver, deduplicator := per(memory)-per(none), per(dedup)-per(none)
+	round := func(d time.Duration) time.Duration { return d.Round(10 * time.Nanosecond) }
+	return fmt.Sprintf("Cost per message over the router without middleware: the receiver adds %s, of which its memory store's "+
+		"Claim+Complete (fenced lease, fingerprint and result kept for replay) is %s and its own code %s; Watermill's Deduplicator "+
+		"adds %s for one map insert and no stored result.",
+		round(receiver), round(pair), round(receiver-pair), round(deduplicator))
 }
