@@ -24,8 +24,9 @@ func TestFlagsRejectUnknownSize(t *testing.T) {
 	}
 }
 
-// A tiny run prints one TARGET line per target last, and writes the report
-// and the plot beside it.
+// A tiny run measures every comparison, sweep and profile: it prints one
+// TARGET line with a measured value per target last, the plan's and the
+// flows', and writes the report and the plot beside it.
 func TestTinyRunWritesReport(t *testing.T) {
 	testenv.Integration(t)
 	if err := (bench.Tools{}).Check(); err != nil {
@@ -45,7 +46,7 @@ func TestTinyRunWritesReport(t *testing.T) {
 		t.Fatalf("no targets section in\n%s", stdout.String())
 	}
 	lines := strings.Split(strings.TrimSpace(tail), "\n")[1:]
-	re := regexp.MustCompile(`^TARGET (\S+) ratio=\S+ goal=(>=|<=)\S+ (PASS|MISS)$`)
+	re := regexp.MustCompile(`^TARGET (\S+) ratio=-?[0-9]+\.[0-9]{3} goal=(>=|<=)[0-9.]+ (PASS|MISS)$`)
 	judged := map[string]bool{}
 	for _, line := range lines {
 		m := re.FindStringSubmatch(line)
@@ -55,16 +56,22 @@ func TestTinyRunWritesReport(t *testing.T) {
 		}
 		judged[m[1]] = true
 	}
+	var want []string
 	for _, target := range bench.NewPlan(bench.Tiny, bench.Deps{}).Targets {
-		if !judged[target.Name] {
-			t.Errorf("no TARGET line for %s in\n%s", target.Name, tail)
+		want = append(want, target.Name)
+	}
+	want = append(want, "transport-kafka", "transport-amqp", "transport-sql", "transport-gochannel",
+		"http-idempotency-p50-memory", "retention-claim-p99")
+	for _, name := range want {
+		if !judged[name] {
+			t.Errorf("no measured TARGET line for %s in\n%s", name, tail)
 		}
 	}
 	report, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Targets", "## Sweeps", "## Findings", "go run ./cmd/bench -size tiny", "](" + PlotName + ")", "cpu profile: receiver and store code"} {
+	for _, want := range []string{"## Targets", "### payload: msg/s by payload bytes", "### concurrency: msg/s by callers", "## Findings", "go run ./cmd/bench -size tiny", "](" + PlotName + ")", "cpu profile: receiver and store code"} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("report lacks %q", want)
 		}
