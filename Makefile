@@ -33,11 +33,16 @@ run: build ## run the service on :8080 (in-process transport, memory store: noth
 build: ## build bin/onceflow
 	$(GO) build -o bin/onceflow ./cmd/onceflow
 
-# make test runs every benchmark once (-benchtime=1x), in the same race-built
-# test binaries, after each package's tests: it keeps them compiling and
-# running; `make bench` is where they measure.
-test: vet ## vet, then every test (unit and integration) and every benchmark once, with the race detector
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -bench . -benchtime=1x $(PKGS)
+# The packages with benchmarks. make test runs each benchmark once
+# (-benchtime=1x, BENCH_SMOKE=1 for the smallest sizes) with the race
+# detector, reusing the test step's build, to keep them compiling and
+# running; `make bench` is where they measure. (go test runs benchmarks of
+# different packages one at a time, so they are a step of their own.)
+BENCH_PKGS = $(shell grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u)
+
+test: vet ## vet, then every test (unit and integration) with the race detector, then every benchmark once
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
 
 test-short: ## unit tests only: no services needed
 	$(GO) test -short -count=1 $(PKGS)

@@ -9,11 +9,15 @@ import (
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
-// benchSize is the short size, or the full one with BENCH_FULL=1 (-short
-// would skip the services).
+// benchSize is the short size, the full one with BENCH_FULL=1, or a
+// smoke size that only proves the benchmark runs with BENCH_SMOKE=1, as
+// make test sets it (-short would skip the services).
 func benchSize(short, full int) int {
-	if testenv.Getenv("BENCH_FULL", "") == "1" {
+	switch {
+	case testenv.Getenv("BENCH_FULL", "") == "1":
 		return full
+	case testenv.Getenv("BENCH_SMOKE", "") == "1":
+		return min(short, 100)
 	}
 	return short
 }
