@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/onceflow/onceflow/internal/transport"
 )
 
 // Config is the service's whole configuration, read once from the
@@ -18,7 +20,8 @@ import (
 // with nothing installed: in-process transport, memory store.
 type Config struct {
 	// Transport is the broker: gochannel (in-process), kafka, amqp
-	// (RabbitMQ) or sql (PostgreSQL at DATABASE_URL).
+	// (RabbitMQ), sql (PostgreSQL at DATABASE_URL), nats (NATS JetStream)
+	// or redisstream (Redis Streams).
 	Transport string `env:"TRANSPORT" envDefault:"gochannel"`
 	// Store keeps idempotency records: memory, redis or postgres.
 	Store string `env:"STORE" envDefault:"memory"`
@@ -61,6 +64,12 @@ type Config struct {
 	// AMQPConnectTimeout is how long start-up keeps retrying the first
 	// connection to RabbitMQ before it fails.
 	AMQPConnectTimeout time.Duration `env:"AMQP_CONNECT_TIMEOUT" envDefault:"30s"`
+	// NATSURL is the NATS server with JetStream, e.g.
+	// nats://127.0.0.1:4222.
+	NATSURL string `env:"NATS_URL"`
+	// RedisStreamURL is the Redis node of the redisstream transport, e.g.
+	// redis://127.0.0.1:6379/1; REDIS_URL when unset.
+	RedisStreamURL string `env:"REDIS_STREAM_URL"`
 	// SQLPollInterval is how often the sql transport polls for new messages
 	// when a topic is idle.
 	SQLPollInterval time.Duration `env:"SQL_POLL_INTERVAL" envDefault:"100ms"`
@@ -154,7 +163,7 @@ type Config struct {
 
 // Allowed values of the enumerated settings.
 var (
-	transports         = []string{"gochannel", "kafka", "amqp", "sql"}
+	transports         = transport.Kinds
 	storeKinds         = []string{"memory", "redis", "postgres"}
 	dedupModes         = []string{"lease", "transaction"}
 	inProgressPolicies = []string{"reject", "wait"}
@@ -294,6 +303,10 @@ func (c Config) validateAddresses() error {
 		when(c.Transport == "kafka", func() error { return need("KAFKA_BROKERS", len(c.KafkaBrokers) > 0, "TRANSPORT=kafka") }),
 		when(c.Transport == "amqp", func() error { return need("AMQP_URL", c.AMQPURL != "", "TRANSPORT=amqp") }),
 		when(c.Transport == "sql", func() error { return need("DATABASE_URL", c.DatabaseURL != "", "TRANSPORT=sql") }),
+		when(c.Transport == "nats", func() error { return need("NATS_URL", c.NATSURL != "", "TRANSPORT=nats") }),
+		when(c.Transport == "redisstream", func() error {
+			return need("REDIS_STREAM_URL or REDIS_URL", c.redisStreamURL() != "", "TRANSPORT=redisstream")
+		}),
 		when(c.Store == "postgres", func() error { return need("DATABASE_URL", c.DatabaseURL != "", "STORE=postgres") }),
 		when(c.Store == "redis", func() error {
 			return need("REDIS_URL or REDIS_ADDRS", c.RedisURL != "" || len(c.RedisAddrs) > 0, "STORE=redis")
@@ -340,6 +353,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("amqp_url", redact(c.AMQPURL)),
 		slog.Duration("amqp_connect_timeout", c.AMQPConnectTimeout),
 		slog.Duration("sql_poll_interval", c.SQLPollInterval),
+		slog.String("nats_url", redact(c.NATSURL)),
+		slog.String("redis_stream_url", redact(c.RedisStreamURL)),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("service_name", c.ServiceName),
 		slog.String("topic_prefix", c.TopicPrefix),

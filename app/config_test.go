@@ -25,7 +25,7 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{[]string{"TRANSPORT=nats"}, `TRANSPORT="nats" is not allowed: use one of gochannel, kafka, amqp, sql`},
+		{[]string{"TRANSPORT=mqtt"}, `TRANSPORT="mqtt" is not allowed: use one of gochannel, kafka, amqp, sql, nats, redisstream`},
 		{[]string{"STORE=mongo"}, `STORE="mongo" is not allowed: use one of memory, redis, postgres`},
 		{[]string{"DEDUP_ON_IN_PROGRESS=block"}, `DEDUP_ON_IN_PROGRESS="block" is not allowed: use one of reject, wait`},
 		{[]string{"DEDUP_ON_STORE_ERROR=ignore"}, `DEDUP_ON_STORE_ERROR="ignore" is not allowed: use one of fail-closed, fail-open`},

@@ -51,9 +51,11 @@ func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slo
 		Topics:             topics,
 		KafkaBrokers:       c.KafkaBrokers,
 		KafkaPartitions:    c.KafkaPartitions,
-		KafkaKeyMetadata:   handlers.IdempotencyKeyMetadata,
+		KeyMetadata:        handlers.IdempotencyKeyMetadata,
 		AMQPURL:            c.AMQPURL,
 		AMQPConnectTimeout: c.AMQPConnectTimeout,
+		NATSURL:            c.NATSURL,
+		RedisStreamURL:     c.redisStreamURL(),
 		Pool:               pool,
 		SQLPollInterval:    c.SQLPollInterval,
 		ResendInterval:     c.retryMaxInterval(),
@@ -62,8 +64,24 @@ func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slo
 	}
 }
 
+// redisStreamURL is REDIS_STREAM_URL, or REDIS_URL when it is unset.
+func (c Config) redisStreamURL() string {
+	if c.RedisStreamURL != "" {
+		return c.RedisStreamURL
+	}
+	return c.RedisURL
+}
+
+// redisStreamVar names the variable redisStreamURL came from.
+func (c Config) redisStreamVar() string {
+	if c.RedisStreamURL != "" {
+		return "REDIS_STREAM_URL"
+	}
+	return "REDIS_URL"
+}
+
 // transportError names the environment variables behind err, a transport
-// that failed to start, with AMQP_URL's password masked.
+// that failed to start, with the URLs' passwords masked.
 func (c Config) transportError(ctx context.Context, err error) error {
 	var (
 		urlErr  *transport.URLError
@@ -72,6 +90,10 @@ func (c Config) transportError(ctx context.Context, err error) error {
 	switch {
 	case c.Transport == transport.Kafka:
 		return fmt.Errorf("KAFKA_BROKERS=%s: %w", strings.Join(c.KafkaBrokers, ","), err)
+	case c.Transport == transport.NATS:
+		return fmt.Errorf("NATS_URL=%s: %w", redact(c.NATSURL), err)
+	case c.Transport == transport.RedisStream:
+		return fmt.Errorf("%s=%s: %w", c.redisStreamVar(), redact(c.redisStreamURL()), err)
 	case errors.As(err, &urlErr):
 		return fmt.Errorf("AMQP_URL=%s is not an AMQP URI: %v", redact(c.AMQPURL), urlErr.Err)
 	case errors.As(err, &connErr):

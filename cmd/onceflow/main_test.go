@@ -79,7 +79,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"publish", "--count", "0"}, nil, "--count must be at least 1"},
 		{[]string{"load", "--rate", "fast"}, nil, `invalid value "fast" for flag -rate`},
 		{[]string{"load", "--dup-ratio", "1.5"}, nil, "--dup-ratio=1.5 is not allowed: use a fraction from 0 up to, not including, 1"},
-		{[]string{"load", "--transport", "nats"}, nil, `--transport="nats" is not allowed: use one of gochannel, kafka, amqp, sql`},
+		{[]string{"load", "--transport", "mqtt"}, nil, `--transport="mqtt" is not allowed: use one of gochannel, kafka, amqp, sql, nats, redisstream`},
 		{[]string{"load", "--duration", "0s"}, nil, "--duration=0s is not allowed"},
 		{[]string{"load", "--check"}, []string{"HTTP_ADDR=" + testenv.ClosedAddr(t)}, "reading the ledger before sending"},
 	} {

@@ -1,5 +1,5 @@
 // Package testenv gives integration tests the real services they run
-// against: PostgreSQL, Redis, a Redis Cluster, RabbitMQ and Kafka (an
+// against: PostgreSQL, Redis, a Redis Cluster, RabbitMQ, NATS and Kafka (an
 // in-process kfake broker unless TEST_KAFKA_BROKERS names a real one).
 //
 // Addresses come from TEST_* environment variables with loopback defaults

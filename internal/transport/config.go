@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,12 +21,19 @@ const (
 	AMQP = "amqp"
 	// SQL is watermill-sql on PostgreSQL through pgx.
 	SQL = "sql"
+	// NATS is watermill-nats on NATS JetStream.
+	NATS = "nats"
+	// RedisStream is watermill-redisstream on Redis Streams.
+	RedisStream = "redisstream"
 )
+
+// Kinds lists every kind [Config.Kind] accepts, the default first.
+var Kinds = []string{GoChannel, Kafka, AMQP, SQL, NATS, RedisStream}
 
 // Defaults that [Config] fills in for zero fields.
 const (
 	DefaultKafkaPartitions    = 4
-	DefaultKafkaKeyMetadata   = "idempotency_key"
+	DefaultKeyMetadata        = "idempotency_key"
 	DefaultAMQPConnectTimeout = 30 * time.Second
 	DefaultSQLPollInterval    = 100 * time.Millisecond
 	DefaultResendInterval     = time.Second
@@ -36,7 +44,7 @@ const (
 // transport; [New] fills the other zero fields with the defaults above and
 // then checks what the chosen kind needs.
 type Config struct {
-	// Kind is GoChannel (the default when empty), Kafka, AMQP or SQL.
+	// Kind is one of [Kinds]; GoChannel when empty.
 	Kind string
 	// ServiceName names the consumer groups and queues (see
 	// [ConsumerGroup]) and the Kafka client. Required by every kind but
@@ -55,10 +63,12 @@ type Config struct {
 	KafkaBrokers []string
 	// KafkaPartitions is the partition count of the topics created.
 	KafkaPartitions int
-	// KafkaKeyMetadata is the metadata entry that keys a Kafka message, so
-	// that the messages of one key keep their order in one partition. A
-	// message without it is keyed by its UUID.
-	KafkaKeyMetadata string
+	// KeyMetadata is the metadata entry holding a message's idempotency
+	// key. Kafka keys a message by it, so that the messages of one key keep
+	// their order in one partition (a message without it is keyed by its
+	// UUID); NATS makes it the JetStream message id (Nats-Msg-Id), so that
+	// the server's duplicate window drops a re-publish.
+	KeyMetadata string
 
 	// AMQPURL is RabbitMQ, e.g. amqp://guest:guest@127.0.0.1:5672/.
 	// Required by AMQP.
@@ -66,6 +76,14 @@ type Config struct {
 	// AMQPConnectTimeout is how long [New] keeps retrying the first
 	// connection to RabbitMQ.
 	AMQPConnectTimeout time.Duration
+
+	// NATSURL is the NATS server with JetStream, e.g.
+	// nats://127.0.0.1:4222. Required by NATS.
+	NATSURL string
+
+	// RedisStreamURL is the Redis node holding the streams, e.g.
+	// redis://127.0.0.1:6379/0. Required by RedisStream.
+	RedisStreamURL string
 
 	// Pool is the PostgreSQL pool the SQL transport publishes through; its
 	// subscribers open a pool of their own on its settings. Required by SQL.
@@ -75,9 +93,12 @@ type Config struct {
 	// ResendInterval is the pause before the SQL transport hands out a
 	// nacked message again (holding up its consumer group meanwhile).
 	ResendInterval time.Duration
-	// AckDeadline is how long the SQL transport waits for a delivered
-	// message's ack before it reads the message again. It should outlast
-	// everything a consumer does with one delivery, retries included.
+	// AckDeadline is how long a delivered message may stay unacknowledged
+	// before the broker hands it out again: the SQL transport reads it
+	// again, JetStream redelivers it (its ack wait), and on Redis Streams
+	// another consumer claims it from the pending list of one that
+	// crashed. It should outlast everything a consumer does with one
+	// delivery, retries included.
 	AckDeadline time.Duration
 
 	// Logger receives the brokers' logs; nil discards them.
@@ -92,8 +113,8 @@ func (c Config) withDefaults() Config {
 	if c.KafkaPartitions == 0 {
 		c.KafkaPartitions = DefaultKafkaPartitions
 	}
-	if c.KafkaKeyMetadata == "" {
-		c.KafkaKeyMetadata = DefaultKafkaKeyMetadata
+	if c.KeyMetadata == "" {
+		c.KeyMetadata = DefaultKeyMetadata
 	}
 	if c.AMQPConnectTimeout == 0 {
 		c.AMQPConnectTimeout = DefaultAMQPConnectTimeout
@@ -135,8 +156,14 @@ func (c Config) Validate() error {
 		need(c.Pool != nil, "a PostgreSQL pool")
 		need(c.SQLPollInterval > 0 && c.ResendInterval > 0 && c.AckDeadline > 0,
 			"a positive poll interval, resend interval and ack deadline")
+	case NATS:
+		need(c.NATSURL != "", "a URL")
+		need(c.AckDeadline > 0, "a positive ack deadline")
+	case RedisStream:
+		need(c.RedisStreamURL != "", "a URL")
+		need(c.AckDeadline > 0, "a positive ack deadline")
 	default:
-		return fmt.Errorf("unknown transport %q: use %s, %s, %s or %s", c.Kind, GoChannel, Kafka, AMQP, SQL)
+		return fmt.Errorf("unknown transport %q: use one of %s", c.Kind, strings.Join(Kinds, ", "))
 	}
 	need(c.ServiceName != "", "a service name")
 	return errors.Join(errs...)

@@ -12,7 +12,7 @@ const (
 	topicRequested = "payments.requested"
 	topicCharged   = "payments.charged"
 	topicPoison    = "poison"
-	keyMetadata    = DefaultKafkaKeyMetadata
+	keyMetadata    = DefaultKeyMetadata
 )
 
 // waitFor polls cond until it holds, failing the test after 20 seconds.

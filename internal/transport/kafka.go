@@ -37,7 +37,7 @@ const (
 // fails start-up within about 15 s, with a one-line error.
 //
 // The publisher waits for every in-sync replica to store a message
-// (acks=all) and keys it by its metadata [Config.KafkaKeyMetadata] (the
+// (acks=all) and keys it by its metadata [Config.KeyMetadata] (the
 // payment id), so one payment's events keep their order in one partition.
 // Each handler gets its own subscriber in its consumer group (see
 // [Config.ConsumerGroup]); a new group starts from the oldest offset, and
@@ -52,7 +52,7 @@ func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (
 	if err := createKafkaTopics(ctx, cfg, topics); err != nil {
 		return Transport{}, oneLineError{err}
 	}
-	marshaler := kafkaMarshaler(cfg.KafkaKeyMetadata)
+	marshaler := kafkaMarshaler(cfg.KeyMetadata)
 	pub, err := kafka.NewPublisher(kafka.PublisherConfig{
 		Brokers:               cfg.KafkaBrokers,
 		Marshaler:             marshaler,

@@ -46,6 +46,10 @@ func New(ctx context.Context, cfg Config) (*Transport, error) {
 		t, err = newAMQP(ctx, cfg, logger)
 	case SQL:
 		t, err = newSQL(ctx, cfg, logger)
+	case NATS:
+		t, err = newNATS(ctx, cfg, logger)
+	case RedisStream:
+		t, err = newRedisStream(ctx, cfg, logger)
 	default: // Validate admits only the kinds above
 		err = errors.New("unreachable")
 	}
