@@ -106,8 +106,8 @@ bench-tools: ## install redis-benchmark (redis-tools) and pgbench (postgresql-co
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
-up: ## start PostgreSQL, Redis, RabbitMQ and Kafka with docker compose and wait until healthy
-	$(COMPOSE) up -d --wait postgres redis rabbitmq kafka
+up: ## start PostgreSQL, Redis, RabbitMQ, NATS and Kafka with docker compose and wait until healthy
+	$(COMPOSE) up -d --wait postgres redis rabbitmq nats kafka
 
 down: ## stop the compose services (make down VOLUMES=1 also removes their data)
 	$(COMPOSE) down $(if $(VOLUMES),--volumes,)

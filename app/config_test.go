@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -37,6 +38,8 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"TRANSPORT=kafka"}, `KAFKA_BROKERS is required when TRANSPORT=kafka`},
 		{[]string{"TRANSPORT=amqp"}, `AMQP_URL is required when TRANSPORT=amqp`},
 		{[]string{"TRANSPORT=sql"}, `DATABASE_URL is required when TRANSPORT=sql`},
+		{[]string{"TRANSPORT=nats"}, `NATS_URL is required when TRANSPORT=nats`},
+		{[]string{"TRANSPORT=redisstream"}, `REDIS_STREAM_URL or REDIS_URL is required when TRANSPORT=redisstream`},
 		{[]string{"KAFKA_PARTITIONS=0"}, `KAFKA_PARTITIONS=0 must be at least 1`},
 		{[]string{"STORE=postgres"}, `DATABASE_URL is required when STORE=postgres`},
 		{[]string{"STORE=redis"}, `REDIS_URL or REDIS_ADDRS is required when STORE=redis`},
@@ -87,6 +90,29 @@ func TestConfigLogMasksSecrets(t *testing.T) {
 	}
 	if !strings.Contains(out, "db:5432") {
 		t.Errorf("logged config lost the non-secret parts: %s", out)
+	}
+}
+
+// The redisstream transport uses REDIS_STREAM_URL, or REDIS_URL when it is
+// unset, and its start-up errors name the variable the URL came from.
+func TestRedisStreamURLFallsBackToRedisURL(t *testing.T) {
+	for _, tc := range []struct {
+		env           []string
+		wantURL, name string
+	}{
+		{[]string{"REDIS_URL=redis://records:6379/0"}, "redis://records:6379/0", "REDIS_URL"},
+		{[]string{"REDIS_URL=redis://records:6379/0", "REDIS_STREAM_URL=redis://streams:6379/1"}, "redis://streams:6379/1", "REDIS_STREAM_URL"},
+	} {
+		cfg, err := LoadConfig(append([]string{"TRANSPORT=redisstream"}, tc.env...))
+		if err != nil {
+			t.Fatalf("%v: %v", tc.env, err)
+		}
+		if got := cfg.transportConfig(nil, nil, nil).RedisStreamURL; got != tc.wantURL {
+			t.Errorf("%v: transport URL %q, want %q", tc.env, got, tc.wantURL)
+		}
+		if got := cfg.transportError(t.Context(), errors.New("refused")).Error(); !strings.HasPrefix(got, tc.name+"=") {
+			t.Errorf("%v: start-up error %q does not begin with %s=", tc.env, got, tc.name)
+		}
 	}
 }
 
