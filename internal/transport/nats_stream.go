@@ -96,10 +96,10 @@ func (t *natsTransport) ensureStream(ctx context.Context, subject string) error 
 
 // ensureConsumer creates the durable push consumer of handler on the
 // stream of subject, or brings the ack wait and ack pending cap of an
-// existing one to the configuration's, so that nats.go, which refuses to
-// bind to a consumer whose settings differ from those it is given, binds
-// after the service's ack deadline changed. A replica creating the same
-// consumer at the same time is not an error.
+// existing one to the configuration's: the subscription binds to the
+// consumer by name and takes its settings as they are, so without this a
+// service redeployed with a longer ack deadline would keep the old one.
+// A replica creating the same consumer at the same time is not an error.
 func (t *natsTransport) ensureConsumer(ctx context.Context, subject, handler string) error {
 	ctx, cancel := requestContext(ctx)
 	defer cancel()
