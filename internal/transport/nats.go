@@ -21,6 +21,12 @@ const (
 	// natsRequestTimeout bounds one JetStream API request or publish
 	// without a deadline of its own.
 	natsRequestTimeout = 5 * time.Second
+	// natsAckTimeout bounds the wait for the server to confirm an ack or a
+	// nak. Acks are synchronous so that a clean shutdown leaves none
+	// unconfirmed in a buffer; but one sent as the connection dropped is
+	// lost (its message comes back after the ack wait), and the handler
+	// takes no next message until the wait ends: it is kept short.
+	natsAckTimeout = time.Second
 	// natsReconnectWait is the pause between reconnection attempts, which
 	// go on for as long as the transport is open.
 	natsReconnectWait = 500 * time.Millisecond

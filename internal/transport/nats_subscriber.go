@@ -115,7 +115,7 @@ func (s *natsSubscriber) deliver(ctx context.Context, nm *nats.Msg, msg *message
 	msg.SetContext(msgCtx)
 	fields := watermill.LogFields{"handler": s.handler, "message_uuid": msg.UUID}
 	settle := func(what string, f func(...nats.AckOpt) error) {
-		actx, cancel := context.WithTimeout(context.Background(), natsRequestTimeout)
+		actx, cancel := context.WithTimeout(context.Background(), natsAckTimeout)
 		defer cancel()
 		if err := f(nats.Context(actx)); err != nil {
 			s.t.logger.Error("NATS "+what+" failed; the message comes back after the ack wait", err, fields)

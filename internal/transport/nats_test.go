@@ -233,9 +233,13 @@ func TestNATSServerRestart(t *testing.T) {
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
+	restarted := time.Now()
 	waitFor(t, "readiness to recover", func() bool { return ready() == nil })
+	recovered := time.Since(restarted)
 	after := natsPublishN(t, tr, topicRequested, 3)
 	receiveAll(t, ch, after, 2*cfg.AckDeadline+10*time.Second)
+	t.Logf("ready %v after the restart, the messages published then delivered %v after it",
+		recovered.Round(10*time.Millisecond), time.Since(restarted).Round(10*time.Millisecond))
 	receiveAll(t, subscribe(t, tr, "late", topicRequested), joined(before, after), 10*time.Second)
 }
 
