@@ -74,9 +74,10 @@ const (
 //     stream drops a copy of the same key published within its window (the
 //     publish is acked as a duplicate, not an error); a message parked in
 //     the poison topic gets its UUID instead (see natsMarshaler.msgID).
-//     A re-send of a key within the window is dropped even when its
-//     payload differs: a producer correcting a rejected message gives it
-//     a new key. Other producers may set Nats-Msg-Id the same way or leave
+//     A re-send of a key within the window is dropped by the server even
+//     when its payload differs (a corrected message re-sent after it was
+//     poisoned included), where other transports hand it to the receiver.
+//     Other producers may set Nats-Msg-Id the same way or leave
 //     it out (watermill-nats's TrackMsgId sets it to the UUID, which only
 //     drops re-publishes of one message): copies that reach a handler are
 //     recognised by the idempotent receiver, the guarantee beyond the
