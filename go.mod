@@ -8,6 +8,7 @@ require (
 	github.com/ThreeDotsLabs/watermill v1.5.3
 	github.com/ThreeDotsLabs/watermill-amqp/v3 v3.1.0
 	github.com/ThreeDotsLabs/watermill-kafka/v3 v3.1.4
+	github.com/ThreeDotsLabs/watermill-nats/v2 v2.1.3
 	github.com/ThreeDotsLabs/watermill-sql/v4 v4.1.5
 	github.com/caarlos0/env/v11 v11.4.2
 	github.com/dunglas/httpsfv v1.1.2

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -34,4 +35,32 @@ func NATS(t testing.TB) string {
 		Unreachable(t, "NATS", redactURL(u), err)
 	}
 	return u
+}
+
+// DeleteNATSStreamsOnCleanup deletes, when t ends, every stream on the
+// NATS server at url whose name starts with prefix, and with them their
+// consumers: they are stored on disk and would outlive the test on the
+// shared server.
+func DeleteNATSStreamsOnCleanup(t testing.TB, url, prefix string) {
+	t.Helper()
+	t.Cleanup(func() {
+		nc, err := nats.Connect(url, nats.Timeout(5*time.Second), nats.NoReconnect())
+		if err != nil {
+			t.Errorf("deleting streams %s*: %v", prefix, err)
+			return
+		}
+		defer nc.Close()
+		js, err := nc.JetStream(nats.MaxWait(5 * time.Second))
+		if err != nil {
+			t.Errorf("deleting streams %s*: %v", prefix, err)
+			return
+		}
+		for name := range js.StreamNames() {
+			if strings.HasPrefix(name, prefix) {
+				if err := js.DeleteStream(name); err != nil {
+					t.Errorf("deleting stream %s: %v", name, err)
+				}
+			}
+		}
+	})
 }

@@ -33,6 +33,8 @@ func howToStart(service string) string {
 	switch service {
 	case redisClusterService:
 		return "install redis-server and redis-cli (the tests start the cluster) or set " + RedisClusterAddrsEnv
+	case natsServerService:
+		return "install nats-server (the tests start their own)"
 	case kafkaService:
 		return "set " + KafkaBrokersEnv + " to a running cluster (`make up` starts one)"
 	}

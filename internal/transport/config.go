@@ -38,6 +38,7 @@ const (
 	DefaultSQLPollInterval    = 100 * time.Millisecond
 	DefaultResendInterval     = time.Second
 	DefaultAckDeadline        = 30 * time.Second
+	DefaultNATSMaxAge         = 7 * 24 * time.Hour
 )
 
 // Config selects and tunes a transport. The zero value is the in-process
@@ -54,9 +55,10 @@ type Config struct {
 	// consumer groups, so that environments and test runs can share one
 	// broker. Callers keep using the plain topic names.
 	TopicPrefix string
-	// Topics are created at start-up on Kafka (with TopicPrefix), so that a
-	// message published before its consumer group exists is kept. Other
-	// kinds create their topics on first use.
+	// Topics are created at start-up on Kafka and NATS (a JetStream stream
+	// each, see [NATSStream]), with TopicPrefix, so that a message
+	// published before its consumer group exists is kept. Other kinds, and
+	// NATS for a topic not listed, create their topics on first use.
 	Topics []string
 
 	// KafkaBrokers are the seed brokers, host:port. Required by Kafka.
@@ -80,6 +82,10 @@ type Config struct {
 	// NATSURL is the NATS server with JetStream, e.g.
 	// nats://127.0.0.1:4222. Required by NATS.
 	NATSURL string
+	// NATSMaxAge is how long the streams the NATS transport creates keep a
+	// message, acked or not (they retain by limits; see newNATS). It bounds
+	// how long a handler may be down without losing messages.
+	NATSMaxAge time.Duration
 
 	// RedisStreamURL is the Redis node holding the streams, e.g.
 	// redis://127.0.0.1:6379/0. Required by RedisStream.
@@ -128,6 +134,9 @@ func (c Config) withDefaults() Config {
 	if c.AckDeadline == 0 {
 		c.AckDeadline = DefaultAckDeadline
 	}
+	if c.NATSMaxAge == 0 {
+		c.NATSMaxAge = DefaultNATSMaxAge
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -158,7 +167,7 @@ func (c Config) Validate() error {
 			"a positive poll interval, resend interval and ack deadline")
 	case NATS:
 		need(c.NATSURL != "", "a URL")
-		need(c.AckDeadline > 0, "a positive ack deadline")
+		need(c.AckDeadline > 0 && c.NATSMaxAge > 0, "a positive ack deadline and stream max age")
 	case RedisStream:
 		need(c.RedisStreamURL != "", "a URL")
 		need(c.AckDeadline > 0, "a positive ack deadline")

@@ -1,7 +1,8 @@
 // Package transport is the service's brokers behind one shape: a publisher,
 // a subscriber per handler, a readiness check and Close. [New] builds the
-// one a [Config] names — in process ([GoChannel]), Kafka, RabbitMQ ([AMQP])
-// or PostgreSQL ([SQL]) — with the topic prefix applied and the consumer
+// one a [Config] names — in process ([GoChannel]), Kafka, RabbitMQ ([AMQP]),
+// PostgreSQL ([SQL]), NATS JetStream ([NATS]) or Redis Streams
+// ([RedisStream]) — with the topic prefix applied and the consumer
 // groups named after the service and the handler ([ConsumerGroup]).
 //
 // The package reads no environment: the caller fills a [Config]. Its

@@ -3,11 +3,240 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	wmnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go"
 )
 
-// newNATS is the NATS JetStream transport.
+// Tuning of the NATS transport; newNATS explains the choices.
+const (
+	// natsDialTimeout bounds one connection attempt, so that start-up
+	// against a server that accepts but never answers fails.
+	natsDialTimeout = 5 * time.Second
+	// natsRequestTimeout bounds one JetStream API request or publish
+	// without a deadline of its own.
+	natsRequestTimeout = 5 * time.Second
+	// natsAckTimeout bounds the wait for the server to confirm an ack or a
+	// nak. Acks are synchronous so that a clean shutdown leaves none
+	// unconfirmed in a buffer; but one sent as the connection dropped is
+	// lost (its message comes back after the ack wait), and the handler
+	// takes no next message until the wait ends: it is kept short.
+	natsAckTimeout = time.Second
+	// natsReconnectWait is the pause between reconnection attempts, which
+	// go on for as long as the transport is open.
+	natsReconnectWait = 500 * time.Millisecond
+	// natsDuplicateWindow is how long a stream remembers the message ids
+	// it took, and drops a message carrying one of them (the server's
+	// default).
+	natsDuplicateWindow = 2 * time.Minute
+	// natsMaxAckPending caps the messages a handler's consumer has out,
+	// delivered and not yet acked, across every replica. The server starts
+	// a message's ack wait when it sends the message, and a replica handles
+	// one at a time, so a message sitting in a replica's buffer longer than
+	// the ack wait would be sent again for nothing: a small cap keeps the
+	// buffers short while still feeding every replica.
+	natsMaxAckPending = 32
+	// natsCloseTimeout is how long closing a subscriber waits for its
+	// subscriptions to end.
+	natsCloseTimeout = 10 * time.Second
+)
+
+// newNATS is the NATS JetStream transport, and its doc is the message
+// contract for producers outside this service: a producer that publishes
+// with watermill-nats/v2's pkg/nats publisher, JetStream enabled, in its
+// default configuration (NATSMarshaler, no AutoProvision, no TrackMsgId)
+// to subject TOPIC_PREFIX + topic feeds onceflow as it is.
+//
+//   - Subject: TopicPrefix + topic, e.g. "payments.requested".
+//   - Stream: one per subject, named by [NATSStream] (the subject with
+//     '.', '*', '>', '/', '\' and white space replaced by '_', e.g.
+//     "payments_requested"), created when the service starts (for every
+//     topic it consumes or publishes to) or before the first publish to
+//     any other topic: file storage, retention by limits — a message stays
+//     until it is MaxAge ([Config.NATSMaxAge], default 7 days) old, acked
+//     or not — and a duplicate window of 2 minutes. Limits, because each
+//     handler consuming a topic has a durable consumer of its own on that
+//     stream: work-queue retention admits one consumer per subject, and
+//     interest retention drops a message published while no consumer
+//     exists yet. An existing stream is used as it is.
+//   - Message: the body is the payload; each metadata entry is a header of
+//     the same name; header "_watermill_message_uuid" holds the Watermill
+//     UUID (without it the service takes Nats-Msg-Id, or else
+//     stream:sequence, as the UUID); a header sent twice is read as its
+//     values joined by ", ". The idempotency key is header
+//     "idempotency_key", or else the UUID.
+//   - Nats-Msg-Id: the service sets it to the idempotency key, so the
+//     stream drops a copy of the same key published within its window (the
+//     publish is acked as a duplicate, not an error); a message parked in
+//     the poison topic gets its UUID instead (see natsMarshaler.msgID).
+//     A re-send of a key within the window is dropped by the server even
+//     when its payload differs (a corrected message re-sent after it was
+//     poisoned included), where other transports hand it to the receiver.
+//     Other producers may set Nats-Msg-Id the same way or leave
+//     it out (watermill-nats's TrackMsgId sets it to the UUID, which only
+//     drops re-publishes of one message): copies that reach a handler are
+//     recognised by the idempotent receiver, the guarantee beyond the
+//     window.
+//   - Consuming: each handler has a durable push consumer named by
+//     [Config.NATSDurable] ("onceflow_charge_payment"), created when it
+//     subscribes, delivering from the first message of the stream (so a
+//     message published before the consumer existed is delivered), shared
+//     by every replica of the service as a queue group of the same name.
+//     Acks are explicit and synchronous: Watermill acks once the handler
+//     succeeded. An unacked message is redelivered after the ack wait
+//     ([Config.AckDeadline]) — to any replica, also when its consumer
+//     crashed. A nacked message, such as a copy whose original is still
+//     in progress elsewhere, is redelivered after [Config.ResendInterval].
+//     At most 32 messages per handler are out unacked at a time.
+//   - Publishing: Publish returns once the stream stored the message (its
+//     publish ack), so the API answers 202 only then.
+//
+// Built on watermill-nats/v2's pkg/nats (v2.1.3) in JetStream mode: its
+// publisher and its NATSMarshaler's format. Its pkg/jetstream API, on
+// nats.go's newer jetstream package and pull consumers, calls itself a
+// beta: its subscriber dereferences a nil message when one does not
+// unmarshal, and its publisher ignores the configured marshaler, so no
+// message id could be set. The subscriber is this package's own
+// (natsSubscriber): pkg/nats's races with nats.go's callback at close.
+//
+// The transport uses one connection to publish, manage streams and answer
+// readiness, and one per handler's subscriber. Every connection
+// reconnects on its own for as long as the transport is open; a push
+// consumer's subscription resumes with it, and a message left unacked
+// meanwhile comes back after the ack wait. A killed server may also
+// forget acks it had not yet written: those messages come back too.
 func newNATS(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (Transport, error) {
-	return Transport{}, errors.New("the nats transport is not built yet")
+	return newNATSWith(ctx, cfg, logger)
+}
+
+// newNATSWith is newNATS with extra options for every connection (a test's
+// dialer).
+func newNATSWith(ctx context.Context, cfg Config, logger watermill.LoggerAdapter, opts ...nats.Option) (Transport, error) {
+	t := &natsTransport{cfg: cfg, logger: logger, opts: opts, streams: map[string]bool{}}
+	var err error
+	if t.conn, err = t.connect(ctx, "publisher"); err != nil {
+		return Transport{}, err
+	}
+	if t.js, err = t.conn.JetStream(nats.MaxWait(natsRequestTimeout)); err != nil {
+		t.conn.Close()
+		return Transport{}, fmt.Errorf("opening JetStream: %w", err)
+	}
+	if err := t.createStreams(ctx); err != nil {
+		t.conn.Close()
+		return Transport{}, err
+	}
+	pub, err := wmnats.NewPublisherWithNatsConn(t.conn, wmnats.PublisherPublishConfig{
+		Marshaler:         natsMarshaler{keyEntry: cfg.KeyMetadata},
+		SubjectCalculator: wmnats.DefaultSubjectCalculator,
+		JetStream:         wmnats.JetStreamConfig{ConnectOptions: []nats.JSOpt{nats.MaxWait(natsRequestTimeout)}},
+	}, logger)
+	if err != nil {
+		t.conn.Close()
+		return Transport{}, fmt.Errorf("creating the NATS publisher: %w", err)
+	}
+	t.publisher = pub
+	return Transport{
+		publisher:  natsPublisher{pub, t},
+		subscriber: t.subscriber,
+		close:      t.close,
+		ready:      t.ready,
+	}, nil
+}
+
+// natsTransport owns the connections, the publisher and the subscribers of
+// the NATS transport.
+type natsTransport struct {
+	cfg       Config
+	logger    watermill.LoggerAdapter
+	opts      []nats.Option
+	conn      *nats.Conn // the publisher's, also for streams and readiness
+	js        nats.JetStreamContext
+	publisher *wmnats.Publisher
+	subs      subscribers
+
+	mu      sync.Mutex
+	streams map[string]bool // subjects whose stream is known to exist
+}
+
+// connect opens a connection named after the service and role, which
+// reconnects for as long as it is open. The first attempt is not retried:
+// an unreachable server fails start-up at once (or after natsDialTimeout).
+func (t *natsTransport) connect(ctx context.Context, role string) (*nats.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("connecting to NATS: %w", err)
+	}
+	fields := watermill.LogFields{"role": role}
+	opts := append([]nats.Option{
+		nats.Name(t.cfg.ServiceName + " " + role),
+		nats.Timeout(natsDialTimeout),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(natsReconnectWait),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				t.logger.Info("NATS connection lost, reconnecting", fields.Add(watermill.LogFields{"err": err.Error()}))
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { t.logger.Info("NATS connection restored", fields) }),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			t.logger.Error("NATS asynchronous error", err, fields)
+		}),
+	}, t.opts...)
+	nc, err := nats.Connect(t.cfg.NATSURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to NATS: %w", err)
+	}
+	return nc, nil
+}
+
+// ready is nil when the server answers a JetStream account request on the
+// publisher's connection within ctx (or natsRequestTimeout when ctx has no
+// deadline): while the connection is down, the request waits in its buffer
+// and ctx ends first.
+func (t *natsTransport) ready(ctx context.Context) error {
+	ctx, cancel := requestContext(ctx)
+	defer cancel()
+	if _, err := t.js.AccountInfo(nats.Context(ctx)); err != nil {
+		return fmt.Errorf("asking NATS JetStream: %w", err)
+	}
+	return nil
+}
+
+// requestContext is ctx, bounded by natsRequestTimeout when it has no
+// deadline: nats.go refuses a request context without one.
+func requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, natsRequestTimeout)
+}
+
+// close closes the subscribers (each drains its connection: a message
+// still unacked is redelivered after the ack wait), then the publisher,
+// which closes the publisher's connection. Closing twice is harmless.
+func (t *natsTransport) close() error {
+	err := t.subs.close()
+	if t.publisher != nil {
+		err = errors.Join(err, t.publisher.Close())
+	}
+	return err
+}
+
+// natsPublisher creates the stream of a topic that was not among
+// [Config.Topics] before its first message, so that publishing never
+// fails for want of a stream (JetStream would answer "no responders").
+type natsPublisher struct {
+	message.Publisher
+	t *natsTransport
+}
+
+func (p natsPublisher) Publish(topic string, msgs ...*message.Message) error {
+	if err := p.t.ensureStream(context.Background(), topic); err != nil {
+		return err
+	}
+	return p.Publisher.Publish(topic, msgs...)
 }

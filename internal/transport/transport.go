@@ -24,9 +24,9 @@ type Transport struct {
 
 // New builds the transport cfg names, its defaults filled: it connects to
 // the broker (retrying RabbitMQ's first connection for
-// [Config.AMQPConnectTimeout]) and, on Kafka, creates [Config.Topics]. Its
-// errors are one line each; see [URLError] and [ConnectError] for
-// RabbitMQ's.
+// [Config.AMQPConnectTimeout]) and, on Kafka and NATS, creates
+// [Config.Topics]. Its errors are one line each; see [URLError] and
+// [ConnectError] for RabbitMQ's.
 func New(ctx context.Context, cfg Config) (*Transport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

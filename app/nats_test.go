@@ -1,0 +1,229 @@
+package app
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wmnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
+	"github.com/nats-io/nats.go"
+
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/transport"
+)
+
+// The service on NATS: a payment posted three times is charged, notified
+// and given a receipt once. The three copies carry the same key, so the
+// stream keeps the first and drops the other two as duplicates (acked to
+// the API, not errors): the handlers see one message, where other
+// transports deliver three and the receiver recognises two.
+func TestNATSAppChargesOnce(t *testing.T) {
+	env, url, prefix := natsAppEnv(t)
+	a := startApp(t, env...)
+	for range 3 {
+		if code := a.post(t, "/v1/payments", paymentBody("pay-nats-1")); code != http.StatusAccepted {
+			t.Fatalf("POST: status %d", code)
+		}
+	}
+	natsWaitForCopies(t, a, 1, 1)
+	if got, want := a.summary(t), (summary{1, 1, 1}); got != want {
+		t.Errorf("summary = %+v, want %+v", got, want)
+	}
+	for _, topic := range []string{handlers.TopicPaymentRequested, handlers.TopicPaymentCharged} {
+		if n := natsStreamMessages(t, url, prefix+topic); n != 1 {
+			t.Errorf("stream of %s holds %d messages, want 1: the server keeps one of the copies", topic, n)
+		}
+	}
+}
+
+// Two replicas of the service share each handler's durable consumer, and
+// each payment is charged and notified once across the two. Copies of a
+// payment posted to either replica are dropped by the stream, whichever
+// replica published them.
+func TestNATSReplicasChargeOnce(t *testing.T) {
+	const payments, copies = 20, 3
+	env, _, _ := natsAppEnv(t)
+	env = append(env, "STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t), "RETRY_MAX=0")
+	replicas := []*running{startApp(t, env...), startApp(t, env...)}
+	run := testenv.NewID()[:8]
+	var wg sync.WaitGroup
+	for i := range payments {
+		body := paymentBody(fmt.Sprintf("pay-%s-%d", run, i))
+		for c := range copies {
+			wg.Go(func() {
+				if code := replicas[(i+c)%2].post(t, "/v1/payments", body); code != http.StatusAccepted {
+					t.Errorf("POST: status %d", code)
+				}
+			})
+		}
+	}
+	wg.Wait()
+
+	processed := func(a *running, handler string) float64 {
+		return a.metric(t, "onceflow_receiver_outcomes_total", "scope", handler, "outcome", "processed")
+	}
+	waitFor(t, "every payment handled", func() bool {
+		for _, r := range paymentRoutes() {
+			if processed(replicas[0], r.Name)+processed(replicas[1], r.Name) != payments {
+				return false
+			}
+		}
+		return true
+	})
+	if got, want := replicas[0].summary(t), (summary{payments, payments, payments}); got != want {
+		t.Errorf("summary = %+v, want %+v", got, want)
+	}
+	for i, a := range replicas {
+		if processed(a, handlers.ChargePaymentHandler) == 0 {
+			t.Errorf("replica %d charged no payment, want the work shared", i+1)
+		}
+	}
+}
+
+// A producer built from watermill-nats alone, with its default JetStream
+// publisher configuration, feeds the service: the message contract of the
+// README. Its copies have UUIDs of their own and no Nats-Msg-Id, so the
+// stream keeps them all and the receiver recognises them; the events the
+// service publishes in reply carry the key, so the stream of
+// payments.charged drops the replays.
+func TestNATSPlainWatermillProducer(t *testing.T) {
+	env, url, prefix := natsAppEnv(t)
+	a := startApp(t, env...)
+
+	pub, err := wmnats.NewPublisher(wmnats.PublisherConfig{URL: url}, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	const payments, copies = 3, 2
+	publishPlainPayments(t, pub, prefix+handlers.TopicPaymentRequested, payments, copies)
+	natsWaitForCopies(t, a, payments, copies)
+	if got := a.summary(t); got.Charges != payments || got.Notifications != payments {
+		t.Errorf("summary = %+v, want %d charges and %d notifications", got, payments, payments)
+	}
+}
+
+// A malformed message is parked in the poison stream, and the handler goes
+// on with the next one.
+func TestNATSMalformedMessageIsPoisoned(t *testing.T) {
+	env, _, _ := natsAppEnv(t)
+	a := startApp(t, env...)
+	malformedIsPoisoned(t, a, "not json")
+}
+
+// In transaction mode each payment's event goes through the outbox, whose
+// relay publishes it to NATS: a payment posted three times is still
+// charged, notified and given a receipt once.
+func TestNATSTransactionModeChargesOnce(t *testing.T) {
+	env, _, _ := natsAppEnv(t)
+	env = append(env, "STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t), "DEDUP_MODE=transaction")
+	a := startApp(t, env...)
+	for range 3 {
+		if code := a.post(t, "/v1/payments", paymentBody("pay-nats-tx")); code != http.StatusAccepted {
+			t.Fatalf("POST: status %d", code)
+		}
+	}
+	waitFor(t, "the payment charged, notified and receipted", func() bool {
+		return a.summary(t) == summary{1, 1, 1} && a.receipts(t) == 1
+	})
+	time.Sleep(300 * time.Millisecond) // a second charge would show now
+	if got, want := a.summary(t), (summary{1, 1, 1}); got != want || a.receipts(t) != 1 {
+		t.Errorf("summary = %+v with %d receipts, want %+v and 1", got, a.receipts(t), want)
+	}
+}
+
+// Start-up against a closed port fails at once with one line naming
+// NATS_URL, its password masked.
+func TestNATSStartupUnreachable(t *testing.T) {
+	testenv.Integration(t)
+	addr := testenv.ClosedAddr(t)
+	cfg, err := LoadConfig([]string{"TRANSPORT=nats", "NATS_URL=nats://svc:s3cret@" + addr, "HTTP_ADDR=127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	a, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	took := time.Since(start)
+	if err == nil {
+		_ = a.Close()
+		t.Fatal("New succeeded with nothing listening")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "NATS_URL=nats://svc:xxxxx@"+addr) || strings.Contains(msg, "s3cret") || strings.Contains(msg, "\n") {
+		t.Errorf("error %q: want one line naming NATS_URL with the password masked", msg)
+	}
+	if took > 3*time.Second {
+		t.Errorf("New failed after %v, want at once", took)
+	}
+	t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
+}
+
+// natsAppEnv is the environment of an App on the test NATS server with
+// streams and consumers of its own, deleted when the test ends.
+func natsAppEnv(t *testing.T) (env []string, url, prefix string) {
+	url = testenv.NATS(t)
+	prefix, service := testenv.Names()
+	testenv.DeleteNATSStreamsOnCleanup(t, url, transport.NATSStream(prefix))
+	return []string{"TRANSPORT=nats", "NATS_URL=" + url, "STORE=memory",
+		"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + service}, url, prefix
+}
+
+// natsWaitForCopies is waitForCopies as NATS delivers: each route
+// processes every payment once; the routes of payments.requested
+// recognise the copies a producer sent (copies-1 a payment: copies without
+// Nats-Msg-Id, which the stream keeps), while the routes downstream see no
+// copy at all, the stream having dropped the events the charge handler
+// replayed for each, which carry the payment's key. Then one receipt per
+// payment.
+func natsWaitForCopies(t *testing.T, a *running, payments, copies int) {
+	t.Helper()
+	waitFor(t, "every copy handled", func() bool {
+		for _, r := range paymentRoutes() {
+			dup := 0
+			if r.Consumes == handlers.TopicPaymentRequested {
+				dup = payments * (copies - 1)
+			}
+			if a.metric(t, "onceflow_receiver_outcomes_total", "scope", r.Name, "outcome", "processed") != float64(payments) ||
+				a.metric(t, "onceflow_receiver_outcomes_total", "scope", r.Name, "outcome", "duplicate") != float64(dup) {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(300 * time.Millisecond) // a copy the stream kept would show now
+	for _, r := range paymentRoutes() {
+		if r.Consumes != handlers.TopicPaymentRequested {
+			if n := a.metric(t, "onceflow_receiver_outcomes_total", "scope", r.Name, "outcome", "duplicate"); n != 0 {
+				t.Errorf("route %s saw %v copies, want none: the stream drops a replayed event", r.Name, n)
+			}
+		}
+	}
+	if got := a.receipts(t); got != payments {
+		t.Errorf("ledger holds %d receipts, want one for each of %d payments", got, payments)
+	}
+}
+
+// natsStreamMessages is how many messages the stream of subject holds.
+func natsStreamMessages(t *testing.T, url, subject string) uint64 {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := js.StreamInfo(transport.NATSStream(subject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}

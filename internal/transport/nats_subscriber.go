@@ -1,0 +1,158 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go"
+)
+
+// subscriber returns a new subscriber consuming as handler, on a
+// connection of its own. Safe for concurrent use.
+func (t *natsTransport) subscriber(handler string) (message.Subscriber, error) {
+	nc, err := t.connect(context.Background(), "subscriber "+handler)
+	if err != nil {
+		return nil, err
+	}
+	js, err := nc.JetStream(nats.MaxWait(natsRequestTimeout))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("opening JetStream for the subscriber of %s: %w", handler, err)
+	}
+	s := &natsSubscriber{t: t, handler: handler, nc: nc, js: js, closing: make(chan struct{})}
+	t.subs.add(s)
+	return s, nil
+}
+
+// natsSubscriber consumes a handler's durable consumer through a queue
+// subscription, one message at a time: it hands a message to the router,
+// waits until the router settles it, then acks (synchronously) or naks it
+// with the resend delay, and only then takes the next.
+//
+// It stands in for watermill-nats's pkg/nats subscriber, which closes a
+// subscription's output channel after unsubscribing while nats.go may
+// still be running the message callback that sends to it: a data race,
+// and a "send on closed channel" panic when the select picks the send.
+// Here one goroutine both sends and closes.
+type natsSubscriber struct {
+	t       *natsTransport
+	handler string
+	nc      *nats.Conn
+	js      nats.JetStreamContext
+
+	closing   chan struct{}
+	closeOnce sync.Once
+	running   sync.WaitGroup
+}
+
+// Subscribe creates the topic's stream and the handler's durable consumer
+// if they are missing — so a message published before the first
+// subscription, or while none is open, is delivered — and joins the
+// consumer's queue group. The channel closes when ctx ends or the
+// subscriber closes; a message it holds unsettled then is nacked, for
+// another replica to take at once.
+func (s *natsSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	if err := s.t.ensureStream(ctx, topic); err != nil {
+		return nil, err
+	}
+	if err := s.t.ensureConsumer(ctx, topic, s.handler); err != nil {
+		return nil, err
+	}
+	durable := s.t.cfg.NATSDurable(s.handler)
+	sub, err := s.js.QueueSubscribeSync(topic, durable, nats.Durable(durable), nats.ManualAck())
+	if err != nil {
+		return nil, fmt.Errorf("subscribing %s to %s: %w", s.handler, topic, err)
+	}
+	out := make(chan *message.Message)
+	ctx, cancel := context.WithCancel(ctx)
+	s.running.Add(1)
+	go func() {
+		defer s.running.Done()
+		defer close(out)
+		defer cancel()
+		defer func() { _ = sub.Unsubscribe() }()
+		go func() {
+			select {
+			case <-s.closing:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		s.consume(ctx, sub, out)
+	}()
+	return out, nil
+}
+
+// consume delivers sub's messages to out until ctx ends or sub is gone.
+func (s *natsSubscriber) consume(ctx context.Context, sub *nats.Subscription, out chan<- *message.Message) {
+	unmarshaler := natsMarshaler{keyEntry: s.t.cfg.KeyMetadata}
+	for {
+		nm, err := sub.NextMsgWithContext(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, nats.ErrBadSubscription) || errors.Is(err, nats.ErrConnectionClosed):
+			s.t.logger.Error("NATS subscription ended", err, watermill.LogFields{"handler": s.handler})
+			return
+		case err != nil: // a slow consumer notice: the server redelivers what was dropped
+			s.t.logger.Error("NATS subscription", err, watermill.LogFields{"handler": s.handler})
+			continue
+		}
+		msg, _ := unmarshaler.Unmarshal(nm)
+		s.deliver(ctx, nm, msg, out)
+	}
+}
+
+// deliver hands msg to out and settles nm as the router settles msg.
+func (s *natsSubscriber) deliver(ctx context.Context, nm *nats.Msg, msg *message.Message, out chan<- *message.Message) {
+	msgCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	msg.SetContext(msgCtx)
+	fields := watermill.LogFields{"handler": s.handler, "message_uuid": msg.UUID}
+	settle := func(what string, f func(...nats.AckOpt) error) {
+		actx, cancel := context.WithTimeout(context.Background(), natsAckTimeout)
+		defer cancel()
+		if err := f(nats.Context(actx)); err != nil {
+			s.t.logger.Error("NATS "+what+" failed; the message comes back after the ack wait", err, fields)
+		}
+	}
+	select {
+	case out <- msg:
+	case <-ctx.Done():
+		_ = nm.Nak() // without waiting: the subscription is ending
+		return
+	}
+	select {
+	case <-msg.Acked():
+		settle("ack", nm.AckSync)
+	case <-msg.Nacked():
+		settle("nak", func(o ...nats.AckOpt) error { return nm.NakWithDelay(s.t.cfg.ResendInterval, o...) })
+	case <-ctx.Done():
+		_ = nm.Nak()
+	}
+}
+
+// Close ends every subscription, waits up to natsCloseTimeout for them
+// to settle the messages they hold, and closes the connection. Closing
+// twice is harmless.
+func (s *natsSubscriber) Close() error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	done := make(chan struct{})
+	go func() {
+		s.running.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-time.After(natsCloseTimeout):
+		err = fmt.Errorf("the NATS subscriber of %s did not stop within %v", s.handler, natsCloseTimeout)
+	}
+	s.nc.Close()
+	return err
+}

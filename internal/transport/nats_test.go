@@ -1,0 +1,386 @@
+package transport
+
+import (
+	"context"
+	"maps"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go"
+
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+// The transport on its own against the shared server: what goes through
+// it comes out the same, every handler gets every message, replicas share
+// one, nacks and copies, and close.
+func TestNATSTransport(t *testing.T) {
+	cfg := natsTestConfig(t, testenv.NATS(t), "roundtrip", "fanout", "shared", "nack", "early", "dedup")
+	tr := newTestTransport(t, cfg)
+
+	t.Run("a message keeps its UUID, payload and metadata", func(t *testing.T) {
+		ch := subscribe(t, tr, "rt", "roundtrip")
+		sent := message.NewMessage(watermill.NewUUID(), []byte(`{"n":1}`))
+		sent.Metadata.Set(keyMetadata, "key-rt")
+		sent.Metadata.Set("trace_id", "abc, def")
+		sent.Metadata.Set("Mixed-Case", "kept")
+		if err := tr.Publisher().Publish("roundtrip", sent); err != nil {
+			t.Fatal(err)
+		}
+		got := receive(t, ch, 1)[0]
+		if got.UUID != sent.UUID || string(got.Payload) != string(sent.Payload) || !maps.Equal(got.Metadata, sent.Metadata) {
+			t.Errorf("got %s %q %v, want %s %q %v", got.UUID, got.Payload, got.Metadata, sent.UUID, sent.Payload, sent.Metadata)
+		}
+	})
+
+	t.Run("every handler gets every message", func(t *testing.T) {
+		a, b := subscribe(t, tr, "a", "fanout"), subscribe(t, tr, "b", "fanout")
+		sent := publishN(t, tr, "fanout", 10)
+		for name, ch := range map[string]<-chan *message.Message{"a": a, "b": b} {
+			if got := uuids(receive(t, ch, len(sent))); !maps.EqualFunc(got, sent, func(bool, *message.Message) bool { return true }) {
+				t.Errorf("handler %s got %d distinct messages, not the %d sent", name, len(got), len(sent))
+			}
+		}
+	})
+
+	t.Run("replicas share a handler's consumer", func(t *testing.T) {
+		replicas := []<-chan *message.Message{subscribe(t, tr, "r", "shared"), subscribe(t, newTestTransport(t, cfg), "r", "shared")}
+		time.Sleep(200 * time.Millisecond) // the second SUB reaches the server
+		sent := publishN(t, tr, "shared", 20)
+		var mu sync.Mutex
+		got := map[int][]*message.Message{}
+		for i, ch := range replicas {
+			go func() { // until the subscription ends with the subtest
+				for m := range ch {
+					m.Ack()
+					mu.Lock()
+					got[i] = append(got[i], m)
+					mu.Unlock()
+				}
+			}()
+		}
+		waitFor(t, "every message consumed", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got[0])+len(got[1]) >= len(sent)
+		})
+		time.Sleep(200 * time.Millisecond) // a message delivered twice would show now
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got[0]) == 0 || len(got[1]) == 0 {
+			t.Errorf("replicas got %d and %d messages, want the work split between them", len(got[0]), len(got[1]))
+		}
+		if all := uuids(append(got[0], got[1]...)); len(all) != len(sent) || len(got[0])+len(got[1]) != len(sent) {
+			t.Errorf("replicas got %d messages, %d distinct, want each of the %d once", len(got[0])+len(got[1]), len(all), len(sent))
+		}
+	})
+
+	t.Run("a nacked message is redelivered", func(t *testing.T) {
+		ch := subscribe(t, tr, "n", "nack")
+		sent := publishN(t, tr, "nack", 1)
+		first := receive(t, ch, 1, (*message.Message).Nack)[0]
+		again := receive(t, ch, 1)[0]
+		if _, ok := sent[first.UUID]; !ok || again.UUID != first.UUID {
+			t.Fatalf("got %s then %s, want the sent message twice", first.UUID, again.UUID)
+		}
+	})
+
+	t.Run("a message published before its consumer exists is delivered", func(t *testing.T) {
+		sent := publishN(t, tr, "early", 3)
+		got := uuids(receive(t, subscribe(t, tr, "late", "early"), len(sent)))
+		for id := range sent {
+			if !got[id] {
+				t.Errorf("message %s published before the subscription was not delivered", id)
+			}
+		}
+	})
+
+	t.Run("the stream drops a copy of the same key", func(t *testing.T) {
+		msg := func(key string) *message.Message {
+			m := message.NewMessage(watermill.NewUUID(), []byte(key))
+			m.Metadata.Set(keyMetadata, key)
+			return m
+		}
+		first, copyOfFirst, other := msg("k1"), msg("k1"), msg("k2")
+		for _, m := range []*message.Message{first, copyOfFirst, other} {
+			if err := tr.Publisher().Publish("dedup", m); err != nil {
+				t.Fatalf("publishing %s: %v, want a copy acked as a duplicate, not an error", m.UUID, err)
+			}
+		}
+		ch := subscribe(t, tr, "d", "dedup")
+		got := uuids(receive(t, ch, 2))
+		if !got[first.UUID] || !got[other.UUID] {
+			t.Errorf("got %v, want %s (k1) and %s (k2)", got, first.UUID, other.UUID)
+		}
+		select {
+		case m := <-ch:
+			m.Ack()
+			t.Errorf("got %s (%s) too, want the copy of k1 dropped", m.UUID, m.Payload)
+		case <-time.After(500 * time.Millisecond):
+		}
+		if n := natsStreamMessages(t, cfg.NATSURL, cfg.TopicPrefix+"dedup"); n != 2 {
+			t.Errorf("stream holds %d messages, want 2", n)
+		}
+	})
+
+	t.Run("ready", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if err := tr.Readiness()(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+
+	t.Run("close ends every subscription and the publisher", func(t *testing.T) {
+		tr, err := New(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs := []<-chan *message.Message{subscribe(t, tr, "a", "fanout"), subscribe(t, tr, "b", "fanout")}
+		if err := tr.Close(); err != nil {
+			t.Fatalf("close: %v", err)
+		}
+		for i, ch := range subs {
+			select {
+			case _, open := <-ch:
+				if open {
+					t.Errorf("subscription %d delivered after close", i+1)
+				}
+			case <-time.After(5 * time.Second):
+				t.Errorf("subscription %d still open 5s after close", i+1)
+			}
+		}
+		if err := tr.Publisher().Publish("fanout", message.NewMessage(watermill.NewUUID(), nil)); err == nil {
+			t.Error("publishing after close succeeded")
+		}
+	})
+}
+
+// Names of streams and consumers hold no character NATS refuses in them.
+func TestNATSNames(t *testing.T) {
+	cfg := Config{TopicPrefix: "test.x1.", ServiceName: "onceflow"}
+	for got, want := range map[string]string{
+		NATSStream("test.x1.payments.requested"): "test_x1_payments_requested",
+		NATSStream("a*b>c d\te/f\\g"):            "a_b_c_d_e_f_g",
+		cfg.NATSDurable("charge_payment"):        "test_x1_onceflow_charge_payment",
+	} {
+		if got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}
+
+// A replica that dies holding a message, unacked — its connections cut,
+// as a killed process's are — has it redelivered to the survivor once the
+// ack wait passed.
+func TestNATSCrashedConsumer(t *testing.T) {
+	cfg := natsTestConfig(t, testenv.NATS(t), topicRequested)
+	cfg.AckDeadline = 2 * time.Second
+	survivor := newTestTransport(t, cfg)
+
+	crash := &cuttableDialer{}
+	doomedT, err := newNATSWith(t.Context(), cfg.withDefaults(), watermill.NopLogger{}, nats.SetCustomDialer(crash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doomed := withTopicPrefix(doomedT, cfg.TopicPrefix)
+	t.Cleanup(func() { _ = doomed.close() }) // its connections are cut: errors are expected
+	held := subscribe(t, &doomed, "crash", topicRequested)
+	sent := publishN(t, survivor, topicRequested, 1)
+	m := receive(t, held, 1, func(*message.Message) bool { return true })[0] // neither acked nor nacked
+
+	rescue := subscribe(t, survivor, "crash", topicRequested)
+	crash.cut()
+	cut := time.Now()
+	again := receive(t, rescue, 1)[0]
+	took := time.Since(cut)
+	if _, ok := sent[m.UUID]; !ok || again.UUID != m.UUID {
+		t.Fatalf("the doomed replica held %s, the survivor got %s, want the sent message", m.UUID, again.UUID)
+	}
+	if took > cfg.AckDeadline+3*time.Second {
+		t.Errorf("redelivered %v after the crash, want about the ack wait (%v)", took, cfg.AckDeadline)
+	}
+	t.Logf("redelivered to the survivor %v after the crash (ack wait %v)", took.Round(10*time.Millisecond), cfg.AckDeadline)
+}
+
+// A server of the test's own, its JetStream store on disk, killed and
+// started again: readiness fails while it is down and recovers, the
+// subscriber reconnects by itself, and every message published before and
+// after is delivered — also to a handler that subscribes only after.
+func TestNATSServerRestart(t *testing.T) {
+	srv := testenv.NATSServer(t)
+	cfg := natsTestConfig(t, srv.URL(), topicRequested)
+	cfg.AckDeadline = 3 * time.Second
+	tr := newTestTransport(t, cfg)
+	ready := func() error {
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		return tr.Readiness()(ctx)
+	}
+	ch := subscribe(t, tr, "h", topicRequested)
+	before := natsPublishN(t, tr, topicRequested, 3)
+	receive(t, ch, len(before))
+
+	srv.Stop()
+	if err := ready(); err == nil {
+		t.Error("ready while the server is down")
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	waitFor(t, "readiness to recover", func() bool { return ready() == nil })
+	recovered := time.Since(restarted)
+	after := natsPublishN(t, tr, topicRequested, 3)
+	receiveAll(t, ch, after, 2*cfg.AckDeadline+10*time.Second)
+	t.Logf("ready %v after the restart, the messages published then delivered %v after it",
+		recovered.Round(10*time.Millisecond), time.Since(restarted).Round(10*time.Millisecond))
+	receiveAll(t, subscribe(t, tr, "late", topicRequested), joined(before, after), 10*time.Second)
+}
+
+// natsPublishN is publishN with keys of its own: publishN's keys repeat,
+// and the stream would drop a second batch as copies of the first.
+func natsPublishN(t *testing.T, tr *Transport, topic string, n int) map[string]*message.Message {
+	t.Helper()
+	sent := make(map[string]*message.Message, n)
+	for range n {
+		m := message.NewMessage(watermill.NewUUID(), []byte(`{}`))
+		m.Metadata.Set(keyMetadata, "key-"+m.UUID)
+		sent[m.UUID] = m
+		if err := tr.Publisher().Publish(topic, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sent
+}
+
+// receiveAll acks what ch delivers until it delivered every message of
+// want, redeliveries aside, failing the test after limit. After a restart
+// redeliveries are expected: a killed server loses acks it had not yet
+// written, and an ack in flight when it went down is lost.
+func receiveAll(t *testing.T, ch <-chan *message.Message, want map[string]*message.Message, limit time.Duration) {
+	t.Helper()
+	timeout := time.After(limit)
+	seen := map[string]bool{}
+	for len(seen) < len(want) {
+		select {
+		case m := <-ch:
+			m.Ack()
+			if _, ok := want[m.UUID]; ok {
+				seen[m.UUID] = true
+			}
+		case <-timeout:
+			t.Fatalf("received %d of %d messages within %v", len(seen), len(want), limit)
+		}
+	}
+}
+
+func joined(a, b map[string]*message.Message) map[string]*message.Message {
+	all := maps.Clone(a)
+	maps.Copy(all, b)
+	return all
+}
+
+// A service redeployed with another ack deadline brings its durable
+// consumers to it: a subscription binds to an existing consumer by name
+// and would otherwise keep the consumer's old ack wait.
+func TestNATSAckDeadlineChange(t *testing.T) {
+	cfg := natsTestConfig(t, testenv.NATS(t), topicRequested)
+	cfg.AckDeadline = 30 * time.Second
+	first, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subscribe(t, first, "h", topicRequested)
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.AckDeadline = 10 * time.Second
+	tr := newTestTransport(t, cfg)
+	ch := subscribe(t, tr, "h", topicRequested)
+	receive(t, ch, len(natsPublishN(t, tr, topicRequested, 1)))
+	nc, err := nats.Connect(cfg.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := nc.JetStream()
+	info, err := js.ConsumerInfo(NATSStream(cfg.TopicPrefix+topicRequested), cfg.NATSDurable("h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.AckWait != cfg.AckDeadline {
+		t.Errorf("consumer's ack wait = %v, want the new deadline %v", info.Config.AckWait, cfg.AckDeadline)
+	}
+}
+
+// Start-up against a server that cannot be used fails within a bound, in
+// one line saying what failed.
+func TestNATSStartupUnreachable(t *testing.T) {
+	testenv.Integration(t)
+	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = silent.Close() })
+	for name, c := range map[string]struct {
+		addr   string
+		within time.Duration
+	}{
+		"nothing listening": {testenv.ClosedAddr(t), time.Second},
+		"no answer":         {silent.Addr().String(), natsDialTimeout + 2*time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			tr, err := New(t.Context(), Config{Kind: NATS, NATSURL: "nats://" + c.addr, ServiceName: "onceflow"})
+			took := time.Since(start)
+			if err == nil {
+				_ = tr.Close()
+				t.Fatal("New succeeded without a NATS server")
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, "connecting to NATS: ") || strings.Contains(msg, "\n") {
+				t.Errorf("error %q: want one line saying what failed", msg)
+			}
+			if took > c.within {
+				t.Errorf("New failed after %v, want within %v", took, c.within)
+			}
+			t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
+		})
+	}
+}
+
+// natsTestConfig is a NATS transport on url with names of the test's own,
+// creating topics at start-up; its streams are deleted when t ends.
+func natsTestConfig(t *testing.T, url string, topics ...string) Config {
+	t.Helper()
+	prefix, service := testenv.Names()
+	testenv.DeleteNATSStreamsOnCleanup(t, url, NATSStream(prefix))
+	return Config{Kind: NATS, NATSURL: url, TopicPrefix: prefix, ServiceName: service, Topics: topics,
+		ResendInterval: 100 * time.Millisecond}
+}
+
+// natsStreamMessages is how many messages the stream of subject holds.
+func natsStreamMessages(t *testing.T, url, subject string) uint64 {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := js.StreamInfo(NATSStream(subject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
