@@ -67,6 +67,10 @@ type Config struct {
 	// NATSURL is the NATS server with JetStream, e.g.
 	// nats://127.0.0.1:4222.
 	NATSURL string `env:"NATS_URL"`
+	// NATSMaxAge is how long the streams the service creates on NATS keep
+	// a message, acknowledged or not: how long a handler may be down
+	// without losing what was published meanwhile.
+	NATSMaxAge time.Duration `env:"NATS_MAX_AGE" envDefault:"168h"`
 	// RedisStreamURL is the Redis node of the redisstream transport, e.g.
 	// redis://127.0.0.1:6379/1; REDIS_URL when unset.
 	RedisStreamURL string `env:"REDIS_STREAM_URL"`
@@ -210,7 +214,7 @@ func (c Config) Validate() error {
 		{"HANDLER_TIMEOUT", c.HandlerTimeout}, {"RETRY_INTERVAL", c.RetryInterval},
 		{"SHUTDOWN_TIMEOUT", c.ShutdownTimeout}, {"AMQP_CONNECT_TIMEOUT", c.AMQPConnectTimeout},
 		{"SQL_POLL_INTERVAL", c.SQLPollInterval}, {"REDIS_WAIT_TIMEOUT", c.RedisWaitTimeout},
-		{"DEDUP_CACHE_MAX_AGE", c.DedupCacheMaxAge},
+		{"DEDUP_CACHE_MAX_AGE", c.DedupCacheMaxAge}, {"NATS_MAX_AGE", c.NATSMaxAge},
 	} {
 		if d.value <= 0 {
 			return fmt.Errorf("%s=%v must be a positive duration such as 30s", d.name, d.value)
@@ -354,6 +358,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("amqp_connect_timeout", c.AMQPConnectTimeout),
 		slog.Duration("sql_poll_interval", c.SQLPollInterval),
 		slog.String("nats_url", redact(c.NATSURL)),
+		slog.Duration("nats_max_age", c.NATSMaxAge),
 		slog.String("redis_stream_url", redact(c.RedisStreamURL)),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("service_name", c.ServiceName),

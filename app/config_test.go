@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/transport"
 )
 
 func TestLoadConfigDefaults(t *testing.T) {
@@ -16,7 +18,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
 	if cfg.Transport != "gochannel" || cfg.Store != "memory" || cfg.DedupLease != 30*time.Second || cfg.HTTPAddr != ":8080" ||
-		cfg.StoreBatchSize != 64 {
+		cfg.StoreBatchSize != 64 || cfg.NATSMaxAge != transport.DefaultNATSMaxAge {
 		t.Fatalf("unexpected defaults: %+v", cfg)
 	}
 }
@@ -40,6 +42,7 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"TRANSPORT=sql"}, `DATABASE_URL is required when TRANSPORT=sql`},
 		{[]string{"TRANSPORT=nats"}, `NATS_URL is required when TRANSPORT=nats`},
 		{[]string{"TRANSPORT=redisstream"}, `REDIS_STREAM_URL or REDIS_URL is required when TRANSPORT=redisstream`},
+		{[]string{"NATS_MAX_AGE=0s"}, `NATS_MAX_AGE=0s must be a positive duration`},
 		{[]string{"KAFKA_PARTITIONS=0"}, `KAFKA_PARTITIONS=0 must be at least 1`},
 		{[]string{"STORE=postgres"}, `DATABASE_URL is required when STORE=postgres`},
 		{[]string{"STORE=redis"}, `REDIS_URL or REDIS_ADDRS is required when STORE=redis`},

@@ -55,6 +55,7 @@ func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slo
 		AMQPURL:            c.AMQPURL,
 		AMQPConnectTimeout: c.AMQPConnectTimeout,
 		NATSURL:            c.NATSURL,
+		NATSMaxAge:         c.NATSMaxAge,
 		RedisStreamURL:     c.redisStreamURL(),
 		Pool:               pool,
 		SQLPollInterval:    c.SQLPollInterval,
