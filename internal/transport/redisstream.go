@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
@@ -93,6 +94,7 @@ type redisStreamTransport struct {
 // the handler's group named after this process. Safe for concurrent use.
 func (t *redisStreamTransport) subscriber(handler string) (message.Subscriber, error) {
 	s := &redisStreamSubscriber{t: t, group: t.cfg.ConsumerGroup(handler), consumer: consumerName()}
+	s.logger = closingLogger{t.logger, &s.closed}
 	t.subs.add(s)
 	return s, nil
 }
@@ -111,10 +113,11 @@ func (t *redisStreamTransport) close() error {
 type redisStreamSubscriber struct {
 	t               *redisStreamTransport
 	group, consumer string
+	logger          watermill.LoggerAdapter // silent once closed is set
+	closed          atomic.Bool
 
-	mu     sync.Mutex
-	subs   []*redisstream.Subscriber
-	closed bool
+	mu   sync.Mutex
+	subs []*redisstream.Subscriber
 }
 
 // Subscribe reads stream topic as a consumer of the group, creating the
@@ -123,11 +126,11 @@ type redisStreamSubscriber struct {
 func (s *redisStreamSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return nil, errors.New("subscriber closed")
 	}
 	client := redis.NewClient(s.t.opts)
-	sub, err := redisstream.NewSubscriber(redisStreamSubscriberConfig(s.t.cfg, client, topic, s.group, s.consumer), s.t.logger)
+	sub, err := redisstream.NewSubscriber(redisStreamSubscriberConfig(s.t.cfg, client, topic, s.group, s.consumer), s.logger)
 	if err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("creating the Redis Streams subscriber of %s: %w", s.group, err)
@@ -146,7 +149,7 @@ func (s *redisStreamSubscriber) Subscribe(ctx context.Context, topic string) (<-
 func (s *redisStreamSubscriber) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closed = true
+	s.closed.Store(true)
 	var err error
 	for _, sub := range s.subs {
 		err = errors.Join(err, ignoreClosed(sub.Close()))
