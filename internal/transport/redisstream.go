@@ -40,9 +40,10 @@ import (
 //   - Ack and claim: an entry is XACKed once its handler acked it. A
 //     nacked entry is handed to the handler again by the same consumer
 //     after [Config.ResendInterval]. An entry left unacknowledged for
-//     [Config.AckDeadline] since it was delivered (its consumer crashed, or
-//     was stopped while holding it) is XCLAIMed by another consumer of the
-//     group and delivered again; see redisStreamSubscriberConfig.
+//     [Config.AckDeadline] since it was delivered (its consumer crashed)
+//     is XCLAIMed by another consumer of the group and delivered again;
+//     see redisStreamSubscriberConfig. A subscriber that is closed hands
+//     back at once the entries it read and did not ack (releasePending).
 //   - Trimming: none by default, so no entry is dropped before every
 //     group has read it; the streams keep acknowledged entries until an
 //     operator trims them (XTRIM MINID below every group's last delivered
@@ -116,8 +117,9 @@ type redisStreamSubscriber struct {
 	logger          watermill.LoggerAdapter // silent once closed is set
 	closed          atomic.Bool
 
-	mu   sync.Mutex
-	subs []*redisstream.Subscriber
+	mu      sync.Mutex
+	subs    []*redisstream.Subscriber
+	streams []string // of subs
 }
 
 // Subscribe reads stream topic as a consumer of the group, creating the
@@ -141,11 +143,12 @@ func (s *redisStreamSubscriber) Subscribe(ctx context.Context, topic string) (<-
 		return nil, fmt.Errorf("subscribing %s to stream %s: %w", s.group, topic, err)
 	}
 	s.subs = append(s.subs, sub)
+	s.streams = append(s.streams, topic)
 	return ch, nil
 }
 
-// Close ends every subscription and closes their clients. A message read
-// but not acked stays pending on this consumer until another claims it.
+// Close ends every subscription, closes their clients and releases the
+// entries this consumer read and did not ack (see releasePending).
 func (s *redisStreamSubscriber) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -154,7 +157,10 @@ func (s *redisStreamSubscriber) Close() error {
 	for _, sub := range s.subs {
 		err = errors.Join(err, ignoreClosed(sub.Close()))
 	}
-	s.subs = nil
+	if len(s.subs) > 0 {
+		s.releasePending()
+	}
+	s.subs, s.streams = nil, nil
 	return err
 }
 

@@ -37,9 +37,9 @@ const (
 //     and unacknowledged for that long is claimed by another. The service
 //     sets it longer than its router may spend on one delivery, retries
 //     included, so an entry still being handled is not taken over; only a
-//     consumer that crashed, or whose subscriber stopped with entries read
-//     ahead (up to two per subscription), leaves entries that old. Each
-//     subscriber also claims such entries once as it starts.
+//     consumer that crashed leaves entries that old (one that is closed
+//     releases its own, see releasePending). Each subscriber also claims
+//     such entries once as it starts.
 //   - ClaimInterval is a quarter of AckDeadline, at most
 //     redisStreamMaxClaimInterval: an abandoned entry is delivered again
 //     between AckDeadline and AckDeadline plus that after its delivery.
