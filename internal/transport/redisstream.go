@@ -39,7 +39,9 @@ import (
 //     split the group's work, each entry going to one of them.
 //   - Ack and claim: an entry is XACKed once its handler acked it. A
 //     nacked entry is handed to the handler again by the same consumer
-//     after [Config.ResendInterval]. An entry left unacknowledged for
+//     after [Config.ResendInterval], Redis not told (one nacked for longer
+//     than the ack deadline is claimed by another consumer as well). An
+//     entry left unacknowledged for
 //     [Config.AckDeadline] since it was delivered (its consumer crashed)
 //     is XCLAIMed by another consumer of the group and delivered again;
 //     see redisStreamSubscriberConfig. A subscriber that is closed hands
@@ -51,7 +53,11 @@ import (
 //     at about that many entries instead (XADD MAXLEN ~), dropping the
 //     oldest whether or not they were read.
 //   - Publishing: Publish returns once Redis has added the entry; it is as
-//     durable as the server's persistence (appendonly) makes it.
+//     durable as the server's persistence (appendonly) makes it. go-redis
+//     retries a command whose connection failed, so an XADD whose reply
+//     was lost may add the entry twice: the idempotent receiver absorbs
+//     the copy, as it does any redelivery. Metadata
+//     "_watermill_message_uuid" is reserved: the marshaller refuses it.
 //
 // Every subscription has a client of its own, whose XREADGROUP blocks one
 // of its connections, so reads never wait for the publisher's connections
