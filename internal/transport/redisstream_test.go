@@ -209,3 +209,23 @@ func hasNo(t *testing.T, s, secret string) {
 		t.Errorf("%q shows %q", s, secret)
 	}
 }
+
+// The Redis Streams transport needs a URL and a stream cap of zero or
+// more.
+func TestRedisStreamConfigValidate(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Kind: RedisStream, ServiceName: "s"}, "the redisstream transport needs a URL"},
+		{Config{Kind: RedisStream, ServiceName: "s", RedisStreamURL: "redis://r", RedisStreamMaxLen: -1},
+			"the redisstream transport needs a stream length cap of zero (no trimming) or more"},
+	} {
+		if err := c.cfg.Validate(); err == nil || err.Error() != c.want {
+			t.Errorf("Validate() = %v, want %q", err, c.want)
+		}
+	}
+	if err := (Config{Kind: RedisStream, ServiceName: "s", RedisStreamURL: "redis://r"}).Validate(); err != nil {
+		t.Errorf("Validate() = %v for a URL and the defaults", err)
+	}
+}
