@@ -90,6 +90,12 @@ type Config struct {
 	// RedisStreamURL is the Redis node holding the streams, e.g.
 	// redis://127.0.0.1:6379/0. Required by RedisStream.
 	RedisStreamURL string
+	// RedisStreamMaxLen caps each stream at about this many entries
+	// (XADD MAXLEN ~): older entries are dropped whether or not every
+	// consumer group has read them, so a backlog longer than the cap is
+	// lost. Zero, the default, never trims: acknowledged entries stay
+	// until an operator trims the stream.
+	RedisStreamMaxLen int64
 
 	// Pool is the PostgreSQL pool the SQL transport publishes through; its
 	// subscribers open a pool of their own on its settings. Required by SQL.
@@ -97,7 +103,9 @@ type Config struct {
 	// SQLPollInterval is the pause after a read that found no message.
 	SQLPollInterval time.Duration
 	// ResendInterval is the pause before the SQL transport hands out a
-	// nacked message again (holding up its consumer group meanwhile).
+	// nacked message again (holding up its consumer group meanwhile), and
+	// before a Redis Streams subscriber hands a nacked message to its
+	// handler again (holding up that subscriber meanwhile).
 	ResendInterval time.Duration
 	// AckDeadline is how long a delivered message may stay unacknowledged
 	// before the broker hands it out again: the SQL transport reads it
@@ -171,6 +179,7 @@ func (c Config) Validate() error {
 	case RedisStream:
 		need(c.RedisStreamURL != "", "a URL")
 		need(c.AckDeadline > 0, "a positive ack deadline")
+		need(c.RedisStreamMaxLen >= 0, "a stream length cap of zero (no trimming) or more")
 	default:
 		return fmt.Errorf("unknown transport %q: use one of %s", c.Kind, strings.Join(Kinds, ", "))
 	}

@@ -2,8 +2,8 @@
 // a subscriber per handler, a readiness check and Close. [New] builds the
 // one a [Config] names — in process ([GoChannel]), Kafka, RabbitMQ ([AMQP]),
 // PostgreSQL ([SQL]), NATS JetStream ([NATS]) or Redis Streams
-// ([RedisStream]) — with the topic prefix applied and the consumer
-// groups named after the service and the handler ([ConsumerGroup]).
+// ([RedisStream]) — with the topic prefix applied and the consumer groups
+// named after the service and the handler ([Config.ConsumerGroup]).
 //
 // The package reads no environment: the caller fills a [Config]. Its
 // errors name the settings by what they are, never by where they came

@@ -1,0 +1,65 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Bounds of releasePending.
+const (
+	// redisStreamReleaseTimeout bounds the release of one subscriber's
+	// entries, so that Close returns while Redis is down.
+	redisStreamReleaseTimeout = 5 * time.Second
+	// redisStreamReleaseBatch is how many entries one XPENDING lists. A
+	// subscription holds at most three: the one its handler has, and two
+	// read ahead.
+	redisStreamReleaseBatch = 100
+)
+
+// releasePending hands the entries that this consumer read and did not
+// ack back to its group, by making them look abandoned: XCLAIM to itself
+// with an idle time of [Config.AckDeadline]. Another consumer then claims
+// them at its next look (see redisStreamSubscriberConfig), instead of an
+// ack deadline after they were read. watermill-redisstream reads up to two
+// entries ahead of its handler; without this, a replica stopped for a
+// rolling deployment would hold those back for the whole deadline.
+//
+// It runs once every subscription has ended: the router has stopped, so
+// no handler is still working on an entry; one whose handler finished but
+// whose XACK was cut short by the closing is delivered again, which the
+// idempotent receiver absorbs. Releasing is best effort: when it fails
+// (Redis is down) it logs why, and the entries are claimed after the
+// deadline anyway.
+func (s *redisStreamSubscriber) releasePending() {
+	ctx, cancel := context.WithTimeout(context.Background(), redisStreamReleaseTimeout)
+	defer cancel()
+	c := s.t.probe
+	idle := s.t.cfg.AckDeadline.Milliseconds()
+	var errs []error
+	for _, stream := range s.streams {
+		pending, err := c.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: stream, Group: s.group, Consumer: s.consumer, Start: "-", End: "+", Count: redisStreamReleaseBatch,
+		}).Result()
+		if err != nil || len(pending) == 0 {
+			if err != nil && !errors.Is(err, redis.Nil) {
+				errs = append(errs, fmt.Errorf("listing the entries %s holds in %s: %w", s.consumer, stream, err))
+			}
+			continue
+		}
+		args := []any{"XCLAIM", stream, s.group, s.consumer, 0}
+		for _, p := range pending {
+			args = append(args, p.ID)
+		}
+		args = append(args, "IDLE", idle, "JUSTID")
+		if err := c.Do(ctx, args...).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("releasing the entries %s holds in %s: %w", s.consumer, stream, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.t.logger.Error("Could not release the entries of a closed subscriber: they will be claimed after the ack deadline", err, nil)
+	}
+}

@@ -1,0 +1,231 @@
+package transport
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+// The transport on the shared Redis: what it keeps of a message, the work
+// of a handler split between replicas while every handler gets every
+// message, redelivery of a nacked message, delivery of what was published
+// before the group existed, entries from producers outside Watermill, and
+// Close.
+func TestRedisStreamTransport(t *testing.T) {
+	cfg, client := redisStreamTestConfig(t, "redis://"+testenv.RedisAddr()+"/0")
+	tr := newTestTransport(t, cfg)
+
+	t.Run("the UUID and every metadata entry cross the broker", func(t *testing.T) {
+		ch := subscribe(t, tr, "roundtrip", "roundtrip")
+		m := message.NewMessage(watermill.NewUUID(), []byte(`{"n":1}`))
+		m.Metadata = message.Metadata{keyMetadata: "pay-1", "traceparent": "00-abc-01", "empty": ""}
+		if err := tr.Publisher().Publish("roundtrip", m); err != nil {
+			t.Fatal(err)
+		}
+		got := receive(t, ch, 1)[0]
+		if got.UUID != m.UUID || string(got.Payload) != string(m.Payload) || len(got.Metadata) != len(m.Metadata) {
+			t.Fatalf("got %s %q %v, want %s %q %v", got.UUID, got.Payload, got.Metadata, m.UUID, m.Payload, m.Metadata)
+		}
+		for k, v := range m.Metadata {
+			if got.Metadata.Get(k) != v {
+				t.Errorf("metadata %s = %q, want %q", k, got.Metadata.Get(k), v)
+			}
+		}
+	})
+
+	t.Run("replicas split a handler's work, every handler gets every message", func(t *testing.T) {
+		replicas := []<-chan *message.Message{subscribe(t, tr, "r", "shared"), subscribe(t, newTestTransport(t, cfg), "r", "shared")}
+		other := subscribe(t, tr, "other", "shared")
+		sent := publishN(t, tr, "shared", 20)
+
+		var mu sync.Mutex
+		got := map[int][]*message.Message{}
+		for i, ch := range replicas {
+			go func() { // until the subscription ends with the subtest
+				for m := range ch {
+					time.Sleep(10 * time.Millisecond) // a handler's work, so both replicas get some
+					m.Ack()
+					mu.Lock()
+					got[i] = append(got[i], m)
+					mu.Unlock()
+				}
+			}()
+		}
+		if all := uuids(receive(t, other, len(sent))); len(all) != len(sent) {
+			t.Errorf("the other handler got %d distinct messages, want %d", len(all), len(sent))
+		}
+		waitFor(t, "every message consumed by the replicas", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got[0])+len(got[1]) >= len(sent)
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got[0]) == 0 || len(got[1]) == 0 {
+			t.Errorf("replicas got %d and %d messages, want the work split between them", len(got[0]), len(got[1]))
+		}
+		if all := uuids(append(got[0], got[1]...)); len(all) != len(sent) || len(got[0])+len(got[1]) != len(sent) {
+			t.Errorf("replicas got %d messages, %d distinct, want each of the %d once", len(got[0])+len(got[1]), len(all), len(sent))
+		}
+	})
+
+	t.Run("a nacked message is redelivered", func(t *testing.T) {
+		ch := subscribe(t, tr, "n", "nack")
+		sent := publishN(t, tr, "nack", 1)
+		first := receive(t, ch, 1, (*message.Message).Nack)[0]
+		again := receive(t, ch, 1)[0]
+		if _, ok := sent[first.UUID]; !ok || again.UUID != first.UUID {
+			t.Fatalf("got %s then %s, want the sent message twice", first.UUID, again.UUID)
+		}
+	})
+
+	t.Run("a message published before its group exists is delivered", func(t *testing.T) {
+		sent := publishN(t, tr, "early", 3)
+		got := uuids(receive(t, subscribe(t, tr, "late", "early"), len(sent)))
+		for id := range sent {
+			if !got[id] {
+				t.Errorf("message %s published before the subscription was not delivered", id)
+			}
+		}
+	})
+
+	t.Run("an entry the marshaller cannot read is delivered and the subscription goes on", func(t *testing.T) {
+		ch := subscribe(t, tr, "foreign", "foreign")
+		stream := cfg.TopicPrefix + "foreign"
+		for _, values := range []map[string]any{
+			{"payload": "no uuid"},
+			{redisstream.UUIDHeaderKey: "u-1", "payload": "bad metadata", "metadata": "not msgpack"},
+		} {
+			if err := client.XAdd(t.Context(), &redis.XAddArgs{Stream: stream, Values: values}).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sent := publishN(t, tr, "foreign", 1)
+		got := receive(t, ch, 3)
+		if string(got[0].Payload) != "no uuid" || got[0].UUID == "" || got[0].Metadata.Get(UnreadableEntryMetadata) == "" {
+			t.Errorf("entry without a UUID: got %s %q %v", got[0].UUID, got[0].Payload, got[0].Metadata)
+		}
+		if got[0].UUID != entryUUID(map[string]any{"payload": "no uuid"}) {
+			t.Errorf("entry without a UUID got UUID %s, want one derived from its fields", got[0].UUID)
+		}
+		if got[1].UUID != "u-1" || string(got[1].Payload) != "bad metadata" || got[1].Metadata.Get(UnreadableEntryMetadata) == "" {
+			t.Errorf("entry with unreadable metadata: got %s %q %v", got[1].UUID, got[1].Payload, got[1].Metadata)
+		}
+		if _, ok := sent[got[2].UUID]; !ok {
+			t.Errorf("third delivery %s is not the message published after the foreign entries", got[2].UUID)
+		}
+	})
+
+	t.Run("trimming is off by default", func(t *testing.T) {
+		publishN(t, tr, "untrimmed", 5)
+		if n := client.XLen(t.Context(), cfg.TopicPrefix+"untrimmed").Val(); n != 5 {
+			t.Errorf("stream holds %d entries, want the 5 published", n)
+		}
+	})
+
+	t.Run("readiness", func(t *testing.T) {
+		if err := tr.Readiness()(t.Context()); err != nil {
+			t.Errorf("readiness on a Redis that answers: %v", err)
+		}
+	})
+
+	t.Run("close ends every subscription and the publisher", func(t *testing.T) {
+		tr, err := New(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs := []<-chan *message.Message{subscribe(t, tr, "a", "closing"), subscribe(t, tr, "b", "closing")}
+		start := time.Now()
+		if err := tr.Close(); err != nil {
+			t.Fatalf("close: %v", err)
+		}
+		for i, ch := range subs {
+			select {
+			case _, open := <-ch:
+				if open {
+					t.Errorf("subscription %d delivered after close", i+1)
+				}
+			case <-time.After(5 * time.Second):
+				t.Errorf("subscription %d still open 5s after close", i+1)
+			}
+		}
+		t.Logf("closed in %v", time.Since(start).Round(time.Millisecond))
+		if err := tr.Publisher().Publish("closing", message.NewMessage(watermill.NewUUID(), nil)); err == nil {
+			t.Error("publishing after close succeeded")
+		}
+		if err := tr.Close(); err != nil {
+			t.Errorf("second close: %v", err)
+		}
+	})
+}
+
+// RedisStreamMaxLen, when set, trims the oldest entries, read or not.
+func TestRedisStreamMaxLen(t *testing.T) {
+	cfg, client := redisStreamTestConfig(t, "redis://"+testenv.RedisAddr()+"/0")
+	cfg.RedisStreamMaxLen = 10
+	tr := newTestTransport(t, cfg)
+	publishN(t, tr, "capped", 1) // a stream key of its own
+	for range 30 {
+		publishN(t, tr, "capped", 10)
+	}
+	// MAXLEN ~ trims whole macro nodes (100 entries by default) only.
+	if n := client.XLen(t.Context(), cfg.TopicPrefix+"capped").Val(); n >= 301 {
+		t.Errorf("stream holds %d entries, want it trimmed", n)
+	}
+}
+
+// redisStreamTestConfig is the Redis Streams transport on url with names
+// of its own, whose streams are deleted when t ends, and a client of url.
+func redisStreamTestConfig(t *testing.T, url string) (Config, *redis.Client) {
+	t.Helper()
+	testenv.Integration(t)
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	if err := client.Ping(t.Context()).Err(); err != nil {
+		testenv.Unreachable(t, "Redis", opts.Addr, err)
+	}
+	prefix, service := testenv.Names()
+	testenv.DeleteRedisKeysOnCleanup(t, client, prefix)
+	return Config{Kind: RedisStream, RedisStreamURL: url, TopicPrefix: prefix, ServiceName: service,
+		ResendInterval: 50 * time.Millisecond}, client
+}
+
+// hasNo fails t if s contains secret.
+func hasNo(t *testing.T, s, secret string) {
+	t.Helper()
+	if strings.Contains(s, secret) {
+		t.Errorf("%q shows %q", s, secret)
+	}
+}
+
+// The Redis Streams transport needs a URL and a stream cap of zero or
+// more.
+func TestRedisStreamConfigValidate(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Kind: RedisStream, ServiceName: "s"}, "the redisstream transport needs a URL"},
+		{Config{Kind: RedisStream, ServiceName: "s", RedisStreamURL: "redis://r", RedisStreamMaxLen: -1},
+			"the redisstream transport needs a stream length cap of zero (no trimming) or more"},
+	} {
+		if err := c.cfg.Validate(); err == nil || err.Error() != c.want {
+			t.Errorf("Validate() = %v, want %q", err, c.want)
+		}
+	}
+	if err := (Config{Kind: RedisStream, ServiceName: "s", RedisStreamURL: "redis://r"}).Validate(); err != nil {
+		t.Errorf("Validate() = %v for a URL and the defaults", err)
+	}
+}
