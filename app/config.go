@@ -74,6 +74,11 @@ type Config struct {
 	// RedisStreamURL is the Redis node of the redisstream transport, e.g.
 	// redis://127.0.0.1:6379/1; REDIS_URL when unset.
 	RedisStreamURL string `env:"REDIS_STREAM_URL"`
+	// RedisStreamMaxLen caps each stream of the redisstream transport at
+	// about this many entries, dropping the oldest whether or not every
+	// handler has read them; 0 never trims (acknowledged entries stay
+	// until an operator trims them).
+	RedisStreamMaxLen int64 `env:"REDIS_STREAM_MAXLEN" envDefault:"0"`
 	// SQLPollInterval is how often the sql transport polls for new messages
 	// when a topic is idle.
 	SQLPollInterval time.Duration `env:"SQL_POLL_INTERVAL" envDefault:"100ms"`
@@ -238,6 +243,9 @@ func (c Config) Validate() error {
 	if c.RedisWaitReplicas < 0 {
 		return fmt.Errorf("REDIS_WAIT_REPLICAS=%d must be zero (do not wait) or more", c.RedisWaitReplicas)
 	}
+	if c.RedisStreamMaxLen < 0 {
+		return fmt.Errorf("REDIS_STREAM_MAXLEN=%d must be 0 (never trim) or more", c.RedisStreamMaxLen)
+	}
 	if c.StoreBatchSize < 0 {
 		return fmt.Errorf("STORE_BATCH_SIZE=%d must be 0 or more (0 or 1 turns batching off)", c.StoreBatchSize)
 	}
@@ -360,6 +368,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("nats_url", redact(c.NATSURL)),
 		slog.Duration("nats_max_age", c.NATSMaxAge),
 		slog.String("redis_stream_url", redact(c.RedisStreamURL)),
+		slog.Int64("redis_stream_maxlen", c.RedisStreamMaxLen),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("service_name", c.ServiceName),
 		slog.String("topic_prefix", c.TopicPrefix),

@@ -42,6 +42,7 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"TRANSPORT=sql"}, `DATABASE_URL is required when TRANSPORT=sql`},
 		{[]string{"TRANSPORT=nats"}, `NATS_URL is required when TRANSPORT=nats`},
 		{[]string{"TRANSPORT=redisstream"}, `REDIS_STREAM_URL or REDIS_URL is required when TRANSPORT=redisstream`},
+		{[]string{"REDIS_STREAM_MAXLEN=-1"}, `REDIS_STREAM_MAXLEN=-1 must be 0 (never trim) or more`},
 		{[]string{"NATS_MAX_AGE=0s"}, `NATS_MAX_AGE=0s must be a positive duration`},
 		{[]string{"KAFKA_PARTITIONS=0"}, `KAFKA_PARTITIONS=0 must be at least 1`},
 		{[]string{"STORE=postgres"}, `DATABASE_URL is required when STORE=postgres`},

@@ -57,6 +57,7 @@ func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slo
 		NATSURL:            c.NATSURL,
 		NATSMaxAge:         c.NATSMaxAge,
 		RedisStreamURL:     c.redisStreamURL(),
+		RedisStreamMaxLen:  c.RedisStreamMaxLen,
 		Pool:               pool,
 		SQLPollInterval:    c.SQLPollInterval,
 		ResendInterval:     c.retryMaxInterval(),

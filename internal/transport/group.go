@@ -1,7 +1,7 @@
 package transport
 
-// ConsumerGroup names the consumer group (Kafka, SQL) or queue (AMQP) of a
-// handler: TopicPrefix, ServiceName, "." and the handler's name. Every
+// ConsumerGroup names the consumer group (Kafka, SQL, Redis Streams), queue
+// (AMQP) or durable consumer (NATS, see [Config.NATSDurable]) of a handler: TopicPrefix, ServiceName, "." and the handler's name. Every
 // replica of the service shares it, so they split the handler's work, while
 // each handler consumes every message of its topic; environments that share
 // a broker under different prefixes never join each other's groups.
