@@ -47,8 +47,12 @@ test: vet ## vet, then every test (unit and integration) with the race detector,
 test-short: ## unit tests only: no services needed
 	$(GO) test -short -count=1 $(PKGS)
 
-e2e: ## the end-to-end suite (transport x store) against the `make up` services; prints each cell's time
-	REQUIRE_SERVICES=1 TEST_KAFKA_BROKERS=127.0.0.1:9092 E2E_REPORT=$(CURDIR)/e2e-report.md \
+# make e2e: distinct payments per cell, each sent three times (make test's
+# short variant sends 500).
+E2E_PAYMENTS ?= 2000
+
+e2e: ## the end-to-end suite (transport x store), E2E_PAYMENTS (2,000) per cell, against the `make up` services; prints each cell's time
+	REQUIRE_SERVICES=1 TEST_KAFKA_BROKERS=127.0.0.1:9092 E2E_PAYMENTS=$(E2E_PAYMENTS) E2E_REPORT=$(CURDIR)/e2e-report.md \
 		$(GO) test -race -count=1 -timeout 30m -run TestEndToEnd -v ./app/
 	@cat e2e-report.md
 

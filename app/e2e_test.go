@@ -10,10 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
+	wmnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/transport"
 )
 
 // e2eCell is one transport x store combination of the end-to-end suite.
@@ -40,13 +44,20 @@ func e2eCells() []e2eCell {
 		{"sql", "redis", 2, ""},
 		{"sql", "postgres", 2, ""},
 		{"sql", "postgres", 2, "transaction"},
+		{"nats", "redis", 2, ""},
+		{"nats", "postgres", 2, ""},
+		{"nats", "postgres", 2, "transaction"},
+		{"redisstream", "redis", 2, ""},
+		{"redisstream", "postgres", 2, ""},
+		{"redisstream", "postgres", 2, "transaction"},
 	}
 }
 
 // e2ePayments is how many distinct payments each cell sends (E2E_PAYMENTS,
-// default 2,000); each is published three times.
+// default 500, the short variant of make test; make e2e sends 2,000); each
+// is published three times.
 func e2ePayments(t *testing.T) int {
-	n, err := strconv.Atoi(testenv.Getenv("E2E_PAYMENTS", "2000"))
+	n, err := strconv.Atoi(testenv.Getenv("E2E_PAYMENTS", "500"))
 	if err != nil || n < 1 {
 		t.Fatalf("E2E_PAYMENTS=%q: want a positive integer", os.Getenv("E2E_PAYMENTS"))
 	}
@@ -106,20 +117,20 @@ func runCell(t *testing.T, cell e2eCell, payments int) time.Duration {
 	}
 	rand.Shuffle(len(sends), func(i, j int) { sends[i], sends[j] = sends[j], sends[i] })
 
+	pub, topic := e2eProducer(t, cell, instances[0])
 	start := time.Now()
 	requestedAt := start.UTC()
 	work := make(chan copyOf)
 	var wg sync.WaitGroup
 	for range 16 { // 16 producers: copies of one payment often race
 		wg.Go(func() {
-			pub := instances[0].transport.Publisher()
 			for s := range work {
 				msg, err := handlers.PaymentRequested{
 					PaymentID: fmt.Sprintf("e2e-%s-%d", run, s.payment), CustomerID: "cust-e2e",
 					AmountCents: int64(100 + s.payment), Currency: "EUR", RequestedAt: requestedAt,
 				}.Message()
 				if err == nil {
-					err = pub.Publish(handlers.TopicPaymentRequested, msg)
+					err = pub.Publish(topic, msg)
 				}
 				if err != nil {
 					t.Errorf("publishing: %v", err)
@@ -137,8 +148,9 @@ func runCell(t *testing.T, cell e2eCell, payments int) time.Duration {
 	// and as many PaymentCharged for each route that consumes it (each
 	// duplicate replays its stored event) in lease mode; in transaction mode
 	// a duplicate replays nothing, its event committed with its record, so
-	// N. Every route is waited for, so that none is cut mid-attempt when the
-	// cell stops.
+	// N, and on NATS the stream drops the replays, which carry the
+	// payment's key as their message id, so N too. Every route is waited
+	// for, so that none is cut mid-attempt when the cell stops.
 	handled := func(handler string) float64 {
 		var n float64
 		for _, a := range instances {
@@ -148,7 +160,7 @@ func runCell(t *testing.T, cell e2eCell, payments int) time.Duration {
 		return n
 	}
 	want, wantNotify := float64(3*payments), float64(3*payments)
-	if cell.mode == "transaction" {
+	if cell.mode == "transaction" || cell.transport == "nats" {
 		wantNotify = float64(payments)
 	}
 	routes := paymentRoutes()
@@ -198,9 +210,8 @@ func cellEnv(t *testing.T, cell e2eCell) []string {
 	if cell.store != "memory" {
 		env = append(env, "DATABASE_URL="+testenv.PostgresSchema(t)) // shared ledger
 	}
-	switch cell.store {
-	case "redis":
-		testenv.Redis(t)
+	if cell.store == "redis" || cell.transport == "redisstream" {
+		testenv.DeleteRedisKeysOnCleanup(t, testenv.Redis(t), ns+".")
 		env = append(env, "REDIS_URL=redis://"+testenv.RedisAddr()+"/0")
 	}
 	switch cell.transport {
@@ -210,6 +221,28 @@ func cellEnv(t *testing.T, cell e2eCell) []string {
 		url := testenv.AMQP(t)
 		deleteServiceAMQPOnCleanup(t, url, ns+".", ns)
 		env = append(env, "AMQP_URL="+url)
+	case "nats":
+		url := testenv.NATS(t)
+		testenv.DeleteNATSStreamsOnCleanup(t, url, transport.NATSStream(ns+"."))
+		env = append(env, "NATS_URL="+url)
 	}
 	return env
+}
+
+// e2eProducer is where a cell's copies are published: the first
+// instance's own publisher, with the topic as the service names it — but
+// on NATS a producer outside the service (watermill-nats alone, the
+// message contract), publishing to the topic on the broker: the service's
+// publisher makes the idempotency key the message id, so the stream would
+// drop the racing copies before any receiver saw them.
+func e2eProducer(t *testing.T, cell e2eCell, a *running) (message.Publisher, string) {
+	if cell.transport != "nats" {
+		return a.transport.Publisher(), handlers.TopicPaymentRequested
+	}
+	pub, err := wmnats.NewPublisher(wmnats.PublisherConfig{URL: a.cfg.NATSURL}, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pub.Close() })
+	return pub, a.cfg.TopicPrefix + handlers.TopicPaymentRequested
 }
