@@ -41,15 +41,21 @@ func sizesFor(z bench.Size) flowSizes {
 
 // transportLanes is how many messages each transport's bench has in flight
 // at once: one per Kafka partition, one for a single AMQP consumer, the sql
-// consumer group and gochannel (whose publish waits for the ack).
-var transportLanes = map[string]int{"kafka": flow.DefaultPartitions, "amqp": 1, "sql": 1, "gochannel": 1}
+// consumer group, the NATS and Redis Streams subscribers (each hands the
+// router one message at a time) and gochannel (whose publish waits for the
+// ack).
+var transportLanes = map[string]int{"kafka": flow.DefaultPartitions, "amqp": 1, "sql": 1, "nats": 1, "redisstream": 1, "gochannel": 1}
+
+// brokers are the URLs of the brokers the transport benches run on besides
+// Kafka (in process) and PostgreSQL (the run's database).
+type brokers struct{ amqp, nats, redisStream string }
 
 // extend adds the comparisons of whole flows, measured by package flow:
 // every transport with the receiver on and off, lease against transaction
 // mode, and the HTTP middleware's latency; and the sweeper's effect on
 // claims (package retention). It returns what closes their
 // benches.
-func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, amqpURL string) (func() error, error) {
+func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers) (func() error, error) {
 	env, z := deps.Env, sizesFor(plan.Size)
 	var closers []func() error
 	closeAll := func() error {
@@ -60,10 +66,17 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, amqpURL stri
 		return errors.Join(errs...)
 	}
 
-	for _, kind := range []string{"kafka", "amqp", "sql", "gochannel"} {
-		messages := map[string]int{"kafka": z.kafka, "amqp": z.broker, "sql": z.broker, "gochannel": z.gochannel}[kind]
+	for _, kind := range []string{"kafka", "amqp", "sql", "nats", "redisstream", "gochannel"} {
+		messages := z.broker
+		switch kind {
+		case "kafka":
+			messages = z.kafka
+		case "gochannel":
+			messages = z.gochannel
+		}
 		tb, err := flow.NewTransportBench(ctx, flow.TransportOptions{
-			Kind: kind, AMQPURL: amqpURL, PostgresURL: env.PostgresURL, Redis: env.Redis,
+			Kind: kind, AMQPURL: urls.amqp, NATSURL: urls.nats, RedisStreamURL: urls.redisStream,
+			PostgresURL: env.PostgresURL, Redis: env.Redis,
 			Messages: messages, Duplicates: messages / 5,
 		})
 		if err != nil {

@@ -8,7 +8,8 @@
 //
 //	go run ./cmd/bench -size short|full [-out docs/PERFORMANCE.md]
 //
-// Services come from TEST_REDIS_ADDR, TEST_DATABASE_URL and TEST_AMQP_URL,
+// Services come from TEST_REDIS_ADDR (also the Redis of the redisstream
+// transport), TEST_DATABASE_URL, TEST_AMQP_URL and TEST_NATS_URL,
 // defaulting to the loopback ones the tests use; Kafka is an in-process
 // broker the run starts. It exits 1 when the run failed and 0
 // otherwise, whatever the verdicts: a script reads the TARGET lines.

@@ -23,6 +23,7 @@ type config struct {
 	redisAddr   string
 	postgresURL string
 	amqpURL     string
+	natsURL     string
 	command     string
 }
 
@@ -47,6 +48,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		redisAddr:   getenv("TEST_REDIS_ADDR", "127.0.0.1:6379"),
 		postgresURL: getenv("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"),
 		amqpURL:     getenv("TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"),
+		natsURL:     getenv("TEST_NATS_URL", "nats://127.0.0.1:4222"),
 		command:     strings.TrimSpace("go run ./cmd/bench " + strings.Join(args, " ")),
 	}, nil
 }
@@ -69,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 
 	deps := bench.Deps{Env: env, Tools: tools}
 	plan := bench.NewPlan(cfg.size, deps)
-	closeFlows, err := extend(ctx, plan, deps, cfg.amqpURL)
+	closeFlows, err := extend(ctx, plan, deps, brokers{amqp: cfg.amqpURL, nats: cfg.natsURL, redisStream: "redis://" + cfg.redisAddr + "/0"})
 	defer func() { err = errors.Join(err, closeFlows()) }()
 	if err != nil {
 		return err

@@ -26,19 +26,13 @@ func benchSize(short, full int) int {
 // the receiver on and off, one round per iteration. Rounds are small unless
 // BENCH_FULL=1; the figures are then rough.
 func BenchmarkTransport(b *testing.B) {
-	for _, kind := range []string{"gochannel", "sql", "amqp", "kafka"} {
+	for _, kind := range []string{"gochannel", "sql", "amqp", "kafka", "nats", "redisstream"} {
 		for _, receiver := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/receiver=%v", kind, receiver), func(b *testing.B) {
-				o := TransportOptions{Kind: kind, Redis: testenv.Redis(b), Messages: benchSize(2000, DefaultMessages), Partitions: DefaultPartitions}
-				switch kind {
-				case "kafka":
-					o.KafkaBrokers = testenv.Kafka(b)
+				o := transportOptions(b, kind)
+				o.Messages, o.Duplicates = benchSize(2000, DefaultMessages), 0
+				if kind == "kafka" {
 					o.Messages = benchSize(5000, DefaultKafkaMessages)
-				case "amqp":
-					o.AMQPURL = testenv.AMQP(b)
-				case "sql":
-					testenv.Postgres(b)
-					o.PostgresURL = testenv.PostgresURL()
 				}
 				benchRounds(b, func(ctx context.Context) (*TransportBench, error) { return NewTransportBench(ctx, o) },
 					func(ctx context.Context, t *TransportBench) (float64, error) { return t.Round(ctx, receiver) })

@@ -23,7 +23,8 @@ func publishingOf(kind string) publishing {
 		return publishing{workers: 16, perCall: 1}
 	case "sql":
 		return publishing{workers: 4, perCall: 250}
-	default: // gochannel: each Publish waits for the handler's ack
+	default: // gochannel: each Publish waits for the handler's ack; nats and
+		// redisstream: each waits for the stream to store the message
 		return publishing{workers: 64, perCall: 1}
 	}
 }

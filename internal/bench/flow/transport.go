@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,7 +32,7 @@ const recordTTL = 10 * time.Minute
 // TransportOptions selects the transport a [TransportBench] measures and
 // the size of its rounds. Zero sizes take the defaults above.
 type TransportOptions struct {
-	// Kind is "kafka", "amqp", "sql" or "gochannel".
+	// Kind is "kafka", "amqp", "sql", "nats", "redisstream" or "gochannel".
 	Kind string
 	// KafkaBrokers are the seed brokers of Kafka. When empty on kafka, the
 	// bench starts an in-process broker of its own (internal/kfakebroker)
@@ -42,6 +43,12 @@ type TransportOptions struct {
 	// PostgresURL is a postgres:// URL; the bench works in a schema of its
 	// own there. Required by sql.
 	PostgresURL string
+	// NATSURL is NATS with JetStream. Required by nats; each round's
+	// streams are deleted after it.
+	NATSURL string
+	// RedisStreamURL is the Redis of the streams. Required by
+	// redisstream; each round's streams are deleted after it.
+	RedisStreamURL string
 	// Redis keeps the receiver's records (the Redis store). Required; the
 	// bench does not close it.
 	Redis redis.UniversalClient
@@ -129,10 +136,14 @@ func (o TransportOptions) withDefaults() (TransportOptions, error) {
 		need(o.AMQPURL != "", "amqp needs a URL")
 	case transport.SQL:
 		need(o.PostgresURL != "", "sql needs a PostgreSQL URL")
+	case transport.NATS:
+		need(o.NATSURL != "", "nats needs a URL")
+	case transport.RedisStream:
+		need(o.RedisStreamURL != "", "redisstream needs a URL")
 	case transport.GoChannel:
 		need(o.Consumers == 1, "gochannel allows one consumer")
 	default:
-		return o, fmt.Errorf("unknown transport %q: use kafka, amqp, sql or gochannel", o.Kind)
+		return o, fmt.Errorf("unknown transport %q: use one of %s", o.Kind, strings.Join(transport.Kinds, ", "))
 	}
 	need(o.Redis != nil, "missing Redis client")
 	need(o.Messages > 0 && o.Partitions > 0 && o.Consumers > 0, "sizes must be positive")

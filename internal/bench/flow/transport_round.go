@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/ThreeDotsLabs/watermill"
+	wmnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/internal/transport"
@@ -28,6 +30,8 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 		KafkaBrokers:    o.KafkaBrokers,
 		KafkaPartitions: o.Partitions,
 		AMQPURL:         o.AMQPURL,
+		NATSURL:         o.NATSURL,
+		RedisStreamURL:  o.RedisStreamURL,
 		Logger:          o.Logger,
 	}
 	if b.schema != nil {
@@ -44,7 +48,7 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, tr.Close()) }()
+	defer func() { err = errors.Join(err, tr.Close(), removeStreams(o, cfg.TopicPrefix)) }()
 
 	var mw []message.HandlerMiddleware
 	if receiver {
@@ -67,7 +71,20 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 			return nil
 		})
 	}
-	return tl, runRound(ctx, o.Kind, tr.Publisher(), benchTopic, msgs, tl, consume, nil)
+	pub, topic := message.Publisher(tr.Publisher()), benchTopic
+	if o.Kind == transport.NATS {
+		// The transport's publisher makes a message's key its NATS message
+		// id, so the stream would drop the copies before any receiver saw
+		// them: they come from a producer outside the service, as in the
+		// message contract, on the topic as the broker names it.
+		plain, err := wmnats.NewPublisher(wmnats.PublisherConfig{URL: o.NATSURL}, watermill.NewSlogLogger(o.Logger))
+		if err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, plain.Close()) }()
+		pub, topic = plain, cfg.TopicPrefix+benchTopic
+	}
+	return tl, runRound(ctx, o.Kind, pub, topic, msgs, tl, consume, nil)
 }
 
 // runRound publishes msgs to topic and consumes them with the routers

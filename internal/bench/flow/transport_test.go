@@ -11,7 +11,7 @@ import (
 
 // transportOptions are small rounds of kind on the services of the test
 // environment.
-func transportOptions(t *testing.T, kind string) TransportOptions {
+func transportOptions(t testing.TB, kind string) TransportOptions {
 	o := TransportOptions{Kind: kind, Redis: testenv.Redis(t), Messages: 300, Duplicates: 60, Partitions: 4, Consumers: 1}
 	switch kind {
 	case "kafka":
@@ -21,6 +21,11 @@ func transportOptions(t *testing.T, kind string) TransportOptions {
 	case "sql":
 		o.PostgresURL = testenv.PostgresURL()
 		testenv.Postgres(t) // skips when PostgreSQL is unreachable
+	case "nats":
+		o.NATSURL = testenv.NATS(t)
+	case "redisstream":
+		testenv.Redis(t)
+		o.RedisStreamURL = "redis://" + testenv.RedisAddr() + "/0"
 	}
 	return o
 }
@@ -30,7 +35,7 @@ func transportOptions(t *testing.T, kind string) TransportOptions {
 // exactly once per message and the copies are acked without running it;
 // with it off, it runs once per delivery, copies included.
 func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
-	for _, kind := range []string{"gochannel", "sql", "amqp", "kafka"} {
+	for _, kind := range []string{"gochannel", "sql", "amqp", "kafka", "nats", "redisstream"} {
 		t.Run(kind, func(t *testing.T) {
 			testenv.Integration(t)
 			o := transportOptions(t, kind)
@@ -129,7 +134,9 @@ func TestReceiverRoundTripsPerMessage(t *testing.T) {
 func TestTransportOptionsRejectIncomplete(t *testing.T) {
 	ctx := context.Background()
 	for name, o := range map[string]TransportOptions{
-		"unknown kind":              {Kind: "nats"},
+		"unknown kind":              {Kind: "mqtt"},
+		"nats without URL":          {Kind: "nats"},
+		"redisstream without URL":   {Kind: "redisstream"},
 		"amqp without URL":          {Kind: "amqp"},
 		"sql without URL":           {Kind: "sql"},
 		"no Redis":                  {Kind: "gochannel"},
