@@ -1,11 +1,9 @@
 package app
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,43 +45,8 @@ func TestNATSAppChargesOnce(t *testing.T) {
 // payment posted to either replica are dropped by the stream, whichever
 // replica published them.
 func TestNATSReplicasChargeOnce(t *testing.T) {
-	const payments, copies = 20, 3
 	env, _, _ := natsAppEnv(t)
-	env = append(env, "STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t), "RETRY_MAX=0")
-	replicas := []*running{startApp(t, env...), startApp(t, env...)}
-	run := testenv.NewID()[:8]
-	var wg sync.WaitGroup
-	for i := range payments {
-		body := paymentBody(fmt.Sprintf("pay-%s-%d", run, i))
-		for c := range copies {
-			wg.Go(func() {
-				if code := replicas[(i+c)%2].post(t, "/v1/payments", body); code != http.StatusAccepted {
-					t.Errorf("POST: status %d", code)
-				}
-			})
-		}
-	}
-	wg.Wait()
-
-	processed := func(a *running, handler string) float64 {
-		return a.metric(t, "onceflow_receiver_outcomes_total", "scope", handler, "outcome", "processed")
-	}
-	waitFor(t, "every payment handled", func() bool {
-		for _, r := range paymentRoutes() {
-			if processed(replicas[0], r.Name)+processed(replicas[1], r.Name) != payments {
-				return false
-			}
-		}
-		return true
-	})
-	if got, want := replicas[0].summary(t), (summary{payments, payments, payments}); got != want {
-		t.Errorf("summary = %+v, want %+v", got, want)
-	}
-	for i, a := range replicas {
-		if processed(a, handlers.ChargePaymentHandler) == 0 {
-			t.Errorf("replica %d charged no payment, want the work shared", i+1)
-		}
-	}
+	replicasChargeOnce(t, env, 1, "processed", "duplicate")
 }
 
 // A producer built from watermill-nats alone, with its default JetStream

@@ -3,12 +3,14 @@ package app
 import (
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // publishPlainPayments is the message contract as another team's producer
@@ -102,5 +104,61 @@ func postThriceChargesOnce(t *testing.T, a *running, id string) {
 	waitForCopies(t, a, 1, 3)
 	if got, want := a.summary(t), (summary{1, 1, 1}); got != want {
 		t.Errorf("summary = %+v, want %+v", got, want)
+	}
+}
+
+// replicasChargeOnce starts two replicas of the service on env, sharing
+// store and ledger in a PostgreSQL schema of their own, as replicas in
+// production do (RETRY_MAX=0 sends a copy found in progress elsewhere
+// back to the broker at once instead of retrying it in process). It posts
+// 20 payments three times each, the copies concurrently and alternately to
+// either replica, and waits until every route has counted seen deliveries
+// per payment across the two in the given outcomes. Each payment must be
+// charged, notified and given a receipt once, and both replicas must have
+// charged: the work is shared.
+func replicasChargeOnce(t *testing.T, env []string, seen int, outcomes ...string) {
+	t.Helper()
+	const payments, copies = 20, 3
+	env = append(env, "STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t), "RETRY_MAX=0")
+	replicas := []*running{startApp(t, env...), startApp(t, env...)}
+	run := testenv.NewID()[:8]
+	var wg sync.WaitGroup
+	for i := range payments {
+		body := paymentBody(fmt.Sprintf("pay-%s-%d", run, i))
+		for c := range copies {
+			wg.Go(func() {
+				if code := replicas[(i+c)%2].post(t, "/v1/payments", body); code != http.StatusAccepted {
+					t.Errorf("POST: status %d", code)
+				}
+			})
+		}
+	}
+	wg.Wait()
+
+	counted := func(a *running, handler string) float64 {
+		var n float64
+		for _, o := range outcomes {
+			n += a.metric(t, "onceflow_receiver_outcomes_total", "scope", handler, "outcome", o)
+		}
+		return n
+	}
+	waitFor(t, "every delivery handled", func() bool {
+		for _, r := range paymentRoutes() {
+			if counted(replicas[0], r.Name)+counted(replicas[1], r.Name) != float64(payments*seen) {
+				return false
+			}
+		}
+		return true
+	})
+	if got, want := replicas[0].summary(t), (summary{payments, payments, payments}); got != want {
+		t.Errorf("summary = %+v, want %+v", got, want)
+	}
+	if got := replicas[0].receipts(t); got != payments {
+		t.Errorf("ledger holds %d receipts, want one for each of %d payments", got, payments)
+	}
+	for i, a := range replicas {
+		if a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "processed") == 0 {
+			t.Errorf("replica %d charged no payment, want the work shared", i+1)
+		}
 	}
 }

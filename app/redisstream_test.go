@@ -1,11 +1,9 @@
 package app
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,44 +29,8 @@ func TestRedisStreamAppChargesOnce(t *testing.T) {
 // payment is charged and notified once across the two. RETRY_MAX=0 sends a
 // copy found in progress back at once instead of retrying it in process.
 func TestRedisStreamReplicasChargeOnce(t *testing.T) {
-	const payments, copies = 20, 3
 	env, _ := redisStreamAppEnv(t)
-	env = append(env, "STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t), "RETRY_MAX=0")
-	replicas := []*running{startApp(t, env...), startApp(t, env...)}
-	run := testenv.NewID()[:8]
-	var wg sync.WaitGroup
-	for i := range payments {
-		body := paymentBody(fmt.Sprintf("pay-%s-%d", run, i))
-		for c := range copies {
-			wg.Go(func() {
-				if code := replicas[(i+c)%2].post(t, "/v1/payments", body); code != http.StatusAccepted {
-					t.Errorf("POST: status %d", code)
-				}
-			})
-		}
-	}
-	wg.Wait()
-
-	handled := func(a *running, handler string) float64 {
-		return a.metric(t, "onceflow_receiver_outcomes_total", "scope", handler, "outcome", "processed") +
-			a.metric(t, "onceflow_receiver_outcomes_total", "scope", handler, "outcome", "duplicate")
-	}
-	waitFor(t, "every copy handled", func() bool {
-		for _, h := range []string{handlers.ChargePaymentHandler, handlers.NotifyCustomerHandler} {
-			if handled(replicas[0], h)+handled(replicas[1], h) != payments*copies {
-				return false
-			}
-		}
-		return true
-	})
-	if got, want := replicas[0].summary(t), (summary{payments, payments, payments}); got != want {
-		t.Errorf("summary = %+v, want %+v", got, want)
-	}
-	for i, a := range replicas {
-		if handled(a, handlers.ChargePaymentHandler) == 0 {
-			t.Errorf("replica %d handled no payment, want the work shared", i+1)
-		}
-	}
+	replicasChargeOnce(t, env, 3, "processed", "duplicate")
 }
 
 // A producer built from watermill-redisstream alone, with its default
