@@ -1,8 +1,12 @@
 package transport
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/internal/testenv"
 )
@@ -34,4 +38,68 @@ func newTestTransport(t *testing.T, cfg Config) *Transport {
 		}
 	})
 	return tr
+}
+
+// subscribe subscribes handler's subscriber of tr to topic until the test
+// ends.
+func subscribe(t *testing.T, tr *Transport, handler, topic string) <-chan *message.Message {
+	t.Helper()
+	s, err := tr.Subscriber(handler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.Subscribe(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// publishN publishes n messages with JSON payloads and idempotency keys of
+// their own (a key published again would be dropped on NATS within its
+// duplicate window), and returns them by UUID.
+func publishN(t *testing.T, tr *Transport, topic string, n int) map[string]*message.Message {
+	t.Helper()
+	sent := make(map[string]*message.Message, n)
+	msgs := make([]*message.Message, 0, n)
+	for i := range n {
+		m := message.NewMessage(watermill.NewUUID(), fmt.Appendf(nil, `{"n":%d}`, i))
+		m.Metadata.Set(keyMetadata, "key-"+m.UUID)
+		sent[m.UUID] = m
+		msgs = append(msgs, m)
+	}
+	if err := tr.Publisher().Publish(topic, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	return sent
+}
+
+// receive takes n messages from ch, settling each with settle (Ack unless
+// given), and fails the test if they do not come within 10 seconds.
+func receive(t *testing.T, ch <-chan *message.Message, n int, settle ...func(*message.Message) bool) []*message.Message {
+	t.Helper()
+	done := (*message.Message).Ack
+	if len(settle) > 0 {
+		done = settle[0]
+	}
+	timeout := time.After(10 * time.Second)
+	var got []*message.Message
+	for len(got) < n {
+		select {
+		case m := <-ch:
+			done(m)
+			got = append(got, m)
+		case <-timeout:
+			t.Fatalf("received %d of %d messages in 10s", len(got), n)
+		}
+	}
+	return got
+}
+
+func uuids(msgs []*message.Message) map[string]bool {
+	set := make(map[string]bool, len(msgs))
+	for _, m := range msgs {
+		set[m.UUID] = true
+	}
+	return set
 }

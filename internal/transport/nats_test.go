@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -51,54 +50,12 @@ func TestNATSTransport(t *testing.T) {
 	t.Run("replicas share a handler's consumer", func(t *testing.T) {
 		replicas := []<-chan *message.Message{subscribe(t, tr, "r", "shared"), subscribe(t, newTestTransport(t, cfg), "r", "shared")}
 		time.Sleep(200 * time.Millisecond) // the second SUB reaches the server
-		sent := publishN(t, tr, "shared", 20)
-		var mu sync.Mutex
-		got := map[int][]*message.Message{}
-		for i, ch := range replicas {
-			go func() { // until the subscription ends with the subtest
-				for m := range ch {
-					m.Ack()
-					mu.Lock()
-					got[i] = append(got[i], m)
-					mu.Unlock()
-				}
-			}()
-		}
-		waitFor(t, "every message consumed", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(got[0])+len(got[1]) >= len(sent)
-		})
-		time.Sleep(200 * time.Millisecond) // a message delivered twice would show now
-		mu.Lock()
-		defer mu.Unlock()
-		if len(got[0]) == 0 || len(got[1]) == 0 {
-			t.Errorf("replicas got %d and %d messages, want the work split between them", len(got[0]), len(got[1]))
-		}
-		if all := uuids(append(got[0], got[1]...)); len(all) != len(sent) || len(got[0])+len(got[1]) != len(sent) {
-			t.Errorf("replicas got %d messages, %d distinct, want each of the %d once", len(got[0])+len(got[1]), len(all), len(sent))
-		}
+		checkReplicasShare(t, replicas, publishN(t, tr, "shared", 20), 0)
 	})
 
-	t.Run("a nacked message is redelivered", func(t *testing.T) {
-		ch := subscribe(t, tr, "n", "nack")
-		sent := publishN(t, tr, "nack", 1)
-		first := receive(t, ch, 1, (*message.Message).Nack)[0]
-		again := receive(t, ch, 1)[0]
-		if _, ok := sent[first.UUID]; !ok || again.UUID != first.UUID {
-			t.Fatalf("got %s then %s, want the sent message twice", first.UUID, again.UUID)
-		}
-	})
+	t.Run("a nacked message is redelivered", func(t *testing.T) { checkNackRedelivered(t, tr, "nack") })
 
-	t.Run("a message published before its consumer exists is delivered", func(t *testing.T) {
-		sent := publishN(t, tr, "early", 3)
-		got := uuids(receive(t, subscribe(t, tr, "late", "early"), len(sent)))
-		for id := range sent {
-			if !got[id] {
-				t.Errorf("message %s published before the subscription was not delivered", id)
-			}
-		}
-	})
+	t.Run("a message published before its consumer exists is delivered", func(t *testing.T) { checkEarlyDelivered(t, tr, "early") })
 
 	t.Run("the stream drops a copy of the same key", func(t *testing.T) {
 		msg := func(key string) *message.Message {
@@ -136,29 +93,7 @@ func TestNATSTransport(t *testing.T) {
 		}
 	})
 
-	t.Run("close ends every subscription and the publisher", func(t *testing.T) {
-		tr, err := New(t.Context(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		subs := []<-chan *message.Message{subscribe(t, tr, "a", "fanout"), subscribe(t, tr, "b", "fanout")}
-		if err := tr.Close(); err != nil {
-			t.Fatalf("close: %v", err)
-		}
-		for i, ch := range subs {
-			select {
-			case _, open := <-ch:
-				if open {
-					t.Errorf("subscription %d delivered after close", i+1)
-				}
-			case <-time.After(5 * time.Second):
-				t.Errorf("subscription %d still open 5s after close", i+1)
-			}
-		}
-		if err := tr.Publisher().Publish("fanout", message.NewMessage(watermill.NewUUID(), nil)); err == nil {
-			t.Error("publishing after close succeeded")
-		}
-	})
+	t.Run("close ends every subscription and the publisher", func(t *testing.T) { checkCloseEnds(t, cfg, "fanout") })
 }
 
 // Names of streams and consumers hold no character NATS refuses in them.
@@ -223,7 +158,7 @@ func TestNATSServerRestart(t *testing.T) {
 		return tr.Readiness()(ctx)
 	}
 	ch := subscribe(t, tr, "h", topicRequested)
-	before := natsPublishN(t, tr, topicRequested, 3)
+	before := publishN(t, tr, topicRequested, 3)
 	receive(t, ch, len(before))
 
 	srv.Stop()
@@ -236,27 +171,11 @@ func TestNATSServerRestart(t *testing.T) {
 	restarted := time.Now()
 	waitFor(t, "readiness to recover", func() bool { return ready() == nil })
 	recovered := time.Since(restarted)
-	after := natsPublishN(t, tr, topicRequested, 3)
+	after := publishN(t, tr, topicRequested, 3)
 	receiveAll(t, ch, after, 2*cfg.AckDeadline+10*time.Second)
 	t.Logf("ready %v after the restart, the messages published then delivered %v after it",
 		recovered.Round(10*time.Millisecond), time.Since(restarted).Round(10*time.Millisecond))
 	receiveAll(t, subscribe(t, tr, "late", topicRequested), joined(before, after), 10*time.Second)
-}
-
-// natsPublishN is publishN with keys of its own: publishN's keys repeat,
-// and the stream would drop a second batch as copies of the first.
-func natsPublishN(t *testing.T, tr *Transport, topic string, n int) map[string]*message.Message {
-	t.Helper()
-	sent := make(map[string]*message.Message, n)
-	for range n {
-		m := message.NewMessage(watermill.NewUUID(), []byte(`{}`))
-		m.Metadata.Set(keyMetadata, "key-"+m.UUID)
-		sent[m.UUID] = m
-		if err := tr.Publisher().Publish(topic, m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return sent
 }
 
 // receiveAll acks what ch delivers until it delivered every message of
@@ -304,7 +223,7 @@ func TestNATSAckDeadlineChange(t *testing.T) {
 	cfg.AckDeadline = 10 * time.Second
 	tr := newTestTransport(t, cfg)
 	ch := subscribe(t, tr, "h", topicRequested)
-	receive(t, ch, len(natsPublishN(t, tr, topicRequested, 1)))
+	receive(t, ch, len(publishN(t, tr, topicRequested, 1)))
 	nc, err := nats.Connect(cfg.NATSURL)
 	if err != nil {
 		t.Fatal(err)

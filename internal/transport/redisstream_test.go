@@ -2,7 +2,6 @@ package transport
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,57 +44,15 @@ func TestRedisStreamTransport(t *testing.T) {
 		replicas := []<-chan *message.Message{subscribe(t, tr, "r", "shared"), subscribe(t, newTestTransport(t, cfg), "r", "shared")}
 		other := subscribe(t, tr, "other", "shared")
 		sent := publishN(t, tr, "shared", 20)
-
-		var mu sync.Mutex
-		got := map[int][]*message.Message{}
-		for i, ch := range replicas {
-			go func() { // until the subscription ends with the subtest
-				for m := range ch {
-					time.Sleep(10 * time.Millisecond) // a handler's work, so both replicas get some
-					m.Ack()
-					mu.Lock()
-					got[i] = append(got[i], m)
-					mu.Unlock()
-				}
-			}()
-		}
+		checkReplicasShare(t, replicas, sent, 10*time.Millisecond) // a handler's work, so both replicas get some
 		if all := uuids(receive(t, other, len(sent))); len(all) != len(sent) {
 			t.Errorf("the other handler got %d distinct messages, want %d", len(all), len(sent))
 		}
-		waitFor(t, "every message consumed by the replicas", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(got[0])+len(got[1]) >= len(sent)
-		})
-		mu.Lock()
-		defer mu.Unlock()
-		if len(got[0]) == 0 || len(got[1]) == 0 {
-			t.Errorf("replicas got %d and %d messages, want the work split between them", len(got[0]), len(got[1]))
-		}
-		if all := uuids(append(got[0], got[1]...)); len(all) != len(sent) || len(got[0])+len(got[1]) != len(sent) {
-			t.Errorf("replicas got %d messages, %d distinct, want each of the %d once", len(got[0])+len(got[1]), len(all), len(sent))
-		}
 	})
 
-	t.Run("a nacked message is redelivered", func(t *testing.T) {
-		ch := subscribe(t, tr, "n", "nack")
-		sent := publishN(t, tr, "nack", 1)
-		first := receive(t, ch, 1, (*message.Message).Nack)[0]
-		again := receive(t, ch, 1)[0]
-		if _, ok := sent[first.UUID]; !ok || again.UUID != first.UUID {
-			t.Fatalf("got %s then %s, want the sent message twice", first.UUID, again.UUID)
-		}
-	})
+	t.Run("a nacked message is redelivered", func(t *testing.T) { checkNackRedelivered(t, tr, "nack") })
 
-	t.Run("a message published before its group exists is delivered", func(t *testing.T) {
-		sent := publishN(t, tr, "early", 3)
-		got := uuids(receive(t, subscribe(t, tr, "late", "early"), len(sent)))
-		for id := range sent {
-			if !got[id] {
-				t.Errorf("message %s published before the subscription was not delivered", id)
-			}
-		}
-	})
+	t.Run("a message published before its group exists is delivered", func(t *testing.T) { checkEarlyDelivered(t, tr, "early") })
 
 	t.Run("an entry the marshaller cannot read is delivered and the subscription goes on", func(t *testing.T) {
 		ch := subscribe(t, tr, "foreign", "foreign")
@@ -137,34 +94,7 @@ func TestRedisStreamTransport(t *testing.T) {
 		}
 	})
 
-	t.Run("close ends every subscription and the publisher", func(t *testing.T) {
-		tr, err := New(t.Context(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		subs := []<-chan *message.Message{subscribe(t, tr, "a", "closing"), subscribe(t, tr, "b", "closing")}
-		start := time.Now()
-		if err := tr.Close(); err != nil {
-			t.Fatalf("close: %v", err)
-		}
-		for i, ch := range subs {
-			select {
-			case _, open := <-ch:
-				if open {
-					t.Errorf("subscription %d delivered after close", i+1)
-				}
-			case <-time.After(5 * time.Second):
-				t.Errorf("subscription %d still open 5s after close", i+1)
-			}
-		}
-		t.Logf("closed in %v", time.Since(start).Round(time.Millisecond))
-		if err := tr.Publisher().Publish("closing", message.NewMessage(watermill.NewUUID(), nil)); err == nil {
-			t.Error("publishing after close succeeded")
-		}
-		if err := tr.Close(); err != nil {
-			t.Errorf("second close: %v", err)
-		}
-	})
+	t.Run("close ends every subscription and the publisher", func(t *testing.T) { checkCloseEnds(t, cfg, "closing") })
 }
 
 // RedisStreamMaxLen, when set, trims the oldest entries, read or not.
