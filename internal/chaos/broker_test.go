@@ -5,38 +5,26 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // Scenario 3, broker outage, in lease mode on the shared Redis: the Kafka
 // broker "restarted" (every connection cut and refused for 10 s, its data
-// kept: see Kafka), and RabbitMQ cut off for 10 s by a TCP proxy in front
-// of the shared node. Nothing may be lost or doubled, the instances must
-// reconnect by themselves, and /readyz must say so.
+// kept: see Kafka), RabbitMQ cut off for 10 s by a TCP proxy in front of
+// the shared node, a NATS server of the row's own killed and started again
+// 10 s later on its JetStream store on disk, and a Redis of the row's own
+// holding the streams (append-only file) shut down and restarted 10 s
+// later. Nothing may be lost or doubled, the instances must reconnect by
+// themselves, and /readyz must say so.
 func brokerOutage(t *testing.T, svc Services, sc scale) {
-	for _, transport := range []string{"kafka", "amqp"} {
+	for _, transport := range []string{"kafka", "amqp", "nats", "redisstream"} {
 		if !sc.full && !shortRow("broker_outage", transport, "lease-redis") {
 			continue
 		}
 		t.Run(transport+"/lease-redis", func(t *testing.T) {
 			sc.parallel(t)
-			own := svc
-			down, up, fault := func() error { svc.Kafka.Pause(); return nil }, func() error { svc.Kafka.Resume(); return nil },
-				"broker restarted, 10 s down (connections cut and refused, data kept)"
-			if transport == "amqp" {
-				u, err := url.Parse(svc.AMQPURL)
-				if err != nil {
-					t.Fatal(err)
-				}
-				proxy, err := StartProxy(u.Host)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = proxy.Close() })
-				u.Host = proxy.Addr
-				own.AMQPURL = u.String()
-				down, up = func() error { proxy.Pause(); return nil }, func() error { proxy.Resume(); return nil }
-				fault = "RabbitMQ cut off from the instances 10 s (TCP proxy in front of the node)"
-			}
+			own, down, up, fault := brokerFault(t, svc, transport)
 			setup := Setup{Transport: transport, Store: "redis", Mode: "lease"}
 			row := NewRow(t, own, setup)
 			// The producer, another team's service, keeps its own
@@ -64,4 +52,42 @@ func brokerOutage(t *testing.T, svc Services, sc scale) {
 			record(res)
 		})
 	}
+}
+
+// brokerFault is the outage of transport's broker: the services the row
+// runs on (a broker of its own where the fault needs one), what breaks it
+// and mends it, and the fault as the report states it.
+func brokerFault(t *testing.T, svc Services, transport string) (own Services, down, up func() error, fault string) {
+	own = svc
+	switch transport {
+	case "kafka":
+		return own, func() error { svc.Kafka.Pause(); return nil }, func() error { svc.Kafka.Resume(); return nil },
+			"broker restarted, 10 s down (connections cut and refused, data kept)"
+	case "amqp":
+		u, err := url.Parse(svc.AMQPURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy, err := StartProxy(u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = proxy.Close() })
+		u.Host = proxy.Addr
+		own.AMQPURL = u.String()
+		return own, func() error { proxy.Pause(); return nil }, func() error { proxy.Resume(); return nil },
+			"RabbitMQ cut off from the instances 10 s (TCP proxy in front of the node)"
+	case "nats":
+		server := testenv.NATSServer(t)
+		own.NATSURL = server.URL()
+		return own, func() error { server.Stop(); return nil }, server.Start,
+			"NATS server killed (SIGKILL) and started again 10 s later on its JetStream store"
+	case "redisstream":
+		server := testenv.RedisServer(t, redisArgs(true)...)
+		own.StreamURL = "redis://" + server.Addr() + "/0"
+		return own, func() error { server.Shutdown(); return nil }, server.Restart,
+			"Redis of the streams (append-only file) shut down and restarted 10 s later"
+	}
+	t.Fatalf("no broker outage for transport %s", transport)
+	return
 }

@@ -89,7 +89,9 @@ func setUp(t *testing.T) Services {
 			t.Fatal(err)
 		}
 		services.AMQPURL = testenv.AMQP(t)
+		services.NATSURL = testenv.NATS(t)
 		services.RedisURL = "redis://" + testenv.RedisAddr() + "/0"
+		services.StreamURL = services.RedisURL
 	}
 	testenv.Redis(t)
 	return services

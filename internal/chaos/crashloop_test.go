@@ -16,7 +16,7 @@ func TestChaos(t *testing.T) {
 	sc := chaosScale()
 	t.Run("crash_loop", func(t *testing.T) {
 		sc.parallel(t)
-		for _, transport := range []string{"kafka", "amqp", "sql"} {
+		for _, transport := range []string{"kafka", "amqp", "sql", "nats", "redisstream"} {
 			t.Run(transport, func(t *testing.T) {
 				sc.parallel(t)
 				for _, m := range modes {
@@ -43,10 +43,14 @@ func TestChaos(t *testing.T) {
 var shortRows = map[string]bool{
 	"crash_loop/amqp/lease-redis":                 true,
 	"crash_loop/sql/transaction-postgres":         true,
+	"crash_loop/nats/lease-redis":                 true,
+	"crash_loop/redisstream/lease-postgres":       true,
 	"handler_faults/sql/fail-after-tx":            true,
 	"graceful_shutdown/amqp/lease-redis":          true,
 	"store_outage/amqp/redis-restart-fail-closed": true,
 	"broker_outage/amqp/lease-redis":              true,
+	"broker_outage/nats/lease-redis":              true,
+	"broker_outage/redisstream/lease-redis":       true,
 }
 
 func shortRow(parts ...string) bool {

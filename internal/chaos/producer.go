@@ -11,15 +11,19 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
+	wmnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
+	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/redis/go-redis/v9"
 )
 
 // NewPublisher returns a producer that knows nothing of onceflow but the
 // message contract of the README, built from Watermill's packages alone,
-// for transport kafka (brokers), amqp (url) or sql (a PostgreSQL URL, the
-// service's database and schema). Close it when done.
+// for transport kafka (brokers), amqp (url), sql (a PostgreSQL URL, the
+// service's database and schema), nats (url) or redisstream (a redis://
+// URL). Close it when done.
 func NewPublisher(transport, addr string, brokers []string) (message.Publisher, error) {
 	switch transport {
 	case "kafka":
@@ -45,6 +49,15 @@ func NewPublisher(transport, addr string, brokers []string) (message.Publisher, 
 			return nil, err
 		}
 		return closeBoth{pub, db}, nil
+	case "nats":
+		return wmnats.NewPublisher(wmnats.PublisherConfig{URL: addr}, watermill.NopLogger{})
+	case "redisstream":
+		opts, err := redis.ParseURL(addr)
+		if err != nil {
+			return nil, err
+		}
+		// The publisher closes the client with itself.
+		return redisstream.NewPublisher(redisstream.PublisherConfig{Client: redis.NewClient(opts)}, watermill.NopLogger{})
 	}
 	return nil, fmt.Errorf("no producer for transport %q", transport)
 }

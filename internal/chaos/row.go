@@ -11,6 +11,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	amqp091 "github.com/rabbitmq/amqp091-go"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/memory"
@@ -24,12 +25,16 @@ type Services struct {
 	Bin      string
 	Kafka    *Kafka // the in-process broker; nil when no row uses kafka
 	AMQPURL  string
-	RedisURL string // redis://host:port/db
+	NATSURL  string
+	RedisURL string // redis://host:port/db: the records of STORE=redis
+	// StreamURL is the Redis of TRANSPORT=redisstream, set apart from
+	// RedisURL so that an outage of one is not one of the other.
+	StreamURL string
 }
 
 // Setup is one row's configuration.
 type Setup struct {
-	Transport string   // kafka, amqp or sql
+	Transport string   // kafka, amqp, sql, nats or redisstream
 	Store     string   // postgres or redis
 	Mode      string   // transaction or lease
 	Env       []string // further KEY=VALUE settings, overriding the defaults
@@ -75,6 +80,12 @@ func NewRow(t testing.TB, svc Services, setup Setup) *Row {
 	case "amqp":
 		r.env = append(r.env, "AMQP_URL="+svc.AMQPURL)
 		t.Cleanup(func() { deleteAMQP(svc.AMQPURL, r.Prefix, "onceflow_"+id) })
+	case "nats":
+		r.env = append(r.env, "NATS_URL="+svc.NATSURL)
+		testenv.DeleteNATSStreamsOnCleanup(t, svc.NATSURL, transport.NATSStream(r.Prefix))
+	case "redisstream":
+		r.env = append(r.env, "REDIS_STREAM_URL="+svc.StreamURL)
+		deleteStreamsOnCleanup(t, svc.StreamURL, r.Prefix)
 	}
 	if setup.Store == "redis" {
 		r.env = append(r.env, "REDIS_URL="+svc.RedisURL)
@@ -139,6 +150,10 @@ func (r *Row) publisher() (message.Publisher, error) {
 		brokers = r.svc.Kafka.Brokers()
 	case "amqp":
 		addr = r.ProducerAMQPURL
+	case "nats":
+		addr = r.svc.NATSURL
+	case "redisstream":
+		addr = r.svc.StreamURL
 	}
 	return NewPublisher(r.Transport, addr, brokers)
 }
@@ -211,6 +226,21 @@ func tail(path string, n int) string {
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// deleteStreamsOnCleanup deletes the row's streams from the Redis at url
+// when t ends; a Redis of the row's own, gone by then, has nothing to
+// delete.
+func deleteStreamsOnCleanup(t testing.TB, url, prefix string) {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { _ = c.Close() })
+	if c.Ping(t.Context()).Err() == nil {
+		testenv.DeleteRedisKeysOnCleanup(t, c, prefix)
+	}
 }
 
 // deleteAMQP deletes the durable exchanges and queues a service with this
