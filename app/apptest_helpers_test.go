@@ -216,3 +216,28 @@ func (w testWriter) Write(p []byte) (int, error) {
 func paymentRoutes() handlers.Routes {
 	return handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes()
 }
+
+// startupFails builds an App from environ, its HTTP listener on loopback,
+// and requires New to fail within limit with one line that contains want
+// and never secret (the password of a URL in environ).
+func startupFails(t *testing.T, environ []string, want, secret string, limit time.Duration) {
+	t.Helper()
+	cfg, err := LoadConfig(append([]string{"HTTP_ADDR=127.0.0.1:0"}, environ...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	a, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	took := time.Since(start)
+	if err == nil {
+		_ = a.Close()
+		t.Fatalf("New succeeded with %v", environ)
+	}
+	if msg := err.Error(); !strings.Contains(msg, want) || strings.Contains(msg, "\n") || (secret != "" && strings.Contains(msg, secret)) {
+		t.Errorf("error %q: want one line containing %q, without the password", msg, want)
+	}
+	if took > limit {
+		t.Errorf("New failed after %v, want within %v", took, limit)
+	}
+	t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
+}

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -106,25 +105,7 @@ func TestRedisStreamStartup(t *testing.T) {
 		"REDIS_URL":        {"REDIS_URL=redis://:s3cret@" + closed + "/0", "REDIS_URL=redis://:xxxxx@" + closed + "/0: "},
 	} {
 		t.Run(name+" unreachable", func(t *testing.T) {
-			cfg, err := LoadConfig([]string{"TRANSPORT=redisstream", c.env, "HTTP_ADDR=127.0.0.1:0"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			a, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
-			took := time.Since(start)
-			if err == nil {
-				_ = a.Close()
-				t.Fatal("New succeeded without Redis")
-			}
-			msg := err.Error()
-			if !strings.HasPrefix(msg, c.want) || strings.Contains(msg, "s3cret") || strings.Contains(msg, "\n") {
-				t.Errorf("error %q: want one line starting %q", msg, c.want)
-			}
-			if took > 3*time.Second {
-				t.Errorf("New failed after %v, want at once", took)
-			}
-			t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
+			startupFails(t, []string{"TRANSPORT=redisstream", c.env}, c.want, "s3cret", 3*time.Second)
 		})
 	}
 
