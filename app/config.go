@@ -317,7 +317,8 @@ func (c Config) validateAddresses() error {
 		when(c.Transport == "sql", func() error { return need("DATABASE_URL", c.DatabaseURL != "", "TRANSPORT=sql") }),
 		when(c.Transport == "nats", func() error { return need("NATS_URL", c.NATSURL != "", "TRANSPORT=nats") }),
 		when(c.Transport == "redisstream", func() error {
-			return need("REDIS_STREAM_URL or REDIS_URL", c.redisStreamURL() != "", "TRANSPORT=redisstream")
+			_, url := c.redisStream()
+			return need("REDIS_STREAM_URL or REDIS_URL", url != "", "TRANSPORT=redisstream")
 		}),
 		when(c.Store == "postgres", func() error { return need("DATABASE_URL", c.DatabaseURL != "", "STORE=postgres") }),
 		when(c.Store == "redis", func() error {

@@ -44,6 +44,7 @@ func openTransport(ctx context.Context, cfg Config, pool *pgxpool.Pool, topics [
 // on one delivery, so that a message still being retried is never handed
 // out twice.
 func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slog.Logger) transport.Config {
+	_, streamURL := c.redisStream()
 	return transport.Config{
 		Kind:               c.Transport,
 		ServiceName:        c.ServiceName,
@@ -56,7 +57,7 @@ func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slo
 		AMQPConnectTimeout: c.AMQPConnectTimeout,
 		NATSURL:            c.NATSURL,
 		NATSMaxAge:         c.NATSMaxAge,
-		RedisStreamURL:     c.redisStreamURL(),
+		RedisStreamURL:     streamURL,
 		RedisStreamMaxLen:  c.RedisStreamMaxLen,
 		Pool:               pool,
 		SQLPollInterval:    c.SQLPollInterval,
@@ -66,20 +67,13 @@ func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slo
 	}
 }
 
-// redisStreamURL is REDIS_STREAM_URL, or REDIS_URL when it is unset.
-func (c Config) redisStreamURL() string {
+// redisStream is the variable the redisstream transport's URL comes from
+// and its value: REDIS_STREAM_URL, or REDIS_URL when that is unset.
+func (c Config) redisStream() (name, url string) {
 	if c.RedisStreamURL != "" {
-		return c.RedisStreamURL
+		return "REDIS_STREAM_URL", c.RedisStreamURL
 	}
-	return c.RedisURL
-}
-
-// redisStreamVar names the variable redisStreamURL came from.
-func (c Config) redisStreamVar() string {
-	if c.RedisStreamURL != "" {
-		return "REDIS_STREAM_URL"
-	}
-	return "REDIS_URL"
+	return "REDIS_URL", c.RedisURL
 }
 
 // transportError names the environment variables behind err, a transport
@@ -95,7 +89,8 @@ func (c Config) transportError(ctx context.Context, err error) error {
 	case c.Transport == transport.NATS:
 		return fmt.Errorf("NATS_URL=%s: %w", redact(c.NATSURL), err)
 	case c.Transport == transport.RedisStream:
-		return fmt.Errorf("%s=%s: %w", c.redisStreamVar(), redact(c.redisStreamURL()), err)
+		name, url := c.redisStream()
+		return fmt.Errorf("%s=%s: %w", name, redact(url), err)
 	case errors.As(err, &urlErr):
 		return fmt.Errorf("AMQP_URL=%s is not an AMQP URI: %v", redact(c.AMQPURL), urlErr.Err)
 	case errors.As(err, &connErr):
