@@ -7,7 +7,6 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	wmnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
-	"github.com/nats-io/nats.go"
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/internal/testenv"
@@ -32,7 +31,7 @@ func TestNATSAppChargesOnce(t *testing.T) {
 		t.Errorf("summary = %+v, want %+v", got, want)
 	}
 	for _, topic := range []string{handlers.TopicPaymentRequested, handlers.TopicPaymentCharged} {
-		if n := natsStreamMessages(t, url, prefix+topic); n != 1 {
+		if n := testenv.NATSStreamMessages(t, url, transport.NATSStream(prefix+topic)); n != 1 {
 			t.Errorf("stream of %s holds %d messages, want 1: the server keeps one of the copies", topic, n)
 		}
 	}
@@ -150,23 +149,4 @@ func natsWaitForCopies(t *testing.T, a *running, payments, copies int) {
 	if got := a.receipts(t); got != payments {
 		t.Errorf("ledger holds %d receipts, want one for each of %d payments", got, payments)
 	}
-}
-
-// natsStreamMessages is how many messages the stream of subject holds.
-func natsStreamMessages(t *testing.T, url, subject string) uint64 {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := nc.JetStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := js.StreamInfo(transport.NATSStream(subject))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
 }

@@ -64,3 +64,23 @@ func DeleteNATSStreamsOnCleanup(t testing.TB, url, prefix string) {
 		}
 	})
 }
+
+// NATSStreamMessages is how many messages the stream named stream holds on
+// the NATS server at url.
+func NATSStreamMessages(t testing.TB, url, stream string) uint64 {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.Timeout(5*time.Second), nats.NoReconnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := nc.JetStream(nats.MaxWait(5 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := js.StreamInfo(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}

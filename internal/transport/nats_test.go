@@ -80,7 +80,7 @@ func TestNATSTransport(t *testing.T) {
 			t.Errorf("got %s (%s) too, want the copy of k1 dropped", m.UUID, m.Payload)
 		case <-time.After(500 * time.Millisecond):
 		}
-		if n := natsStreamMessages(t, cfg.NATSURL, cfg.TopicPrefix+"dedup"); n != 2 {
+		if n := testenv.NATSStreamMessages(t, cfg.NATSURL, NATSStream(cfg.TopicPrefix+"dedup")); n != 2 {
 			t.Errorf("stream holds %d messages, want 2", n)
 		}
 	})
@@ -283,23 +283,4 @@ func natsTestConfig(t *testing.T, url string, topics ...string) Config {
 	testenv.DeleteNATSStreamsOnCleanup(t, url, NATSStream(prefix))
 	return Config{Kind: NATS, NATSURL: url, TopicPrefix: prefix, ServiceName: service, Topics: topics,
 		ResendInterval: 100 * time.Millisecond}
-}
-
-// natsStreamMessages is how many messages the stream of subject holds.
-func natsStreamMessages(t *testing.T, url, subject string) uint64 {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := nc.JetStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := js.StreamInfo(NATSStream(subject))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
 }
