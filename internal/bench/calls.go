@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores"
 )
 
@@ -57,7 +56,7 @@ func ReceiverCalls(env *Env, b Backend, callers, size int, window time.Duration)
 			return 0, err
 		}
 		defer closeStore()
-		r, err := middleware.NewReceiver(middleware.Config{Store: s, TTL: 10 * time.Minute})
+		r, err := newReceiver(s)
 		if err != nil {
 			return 0, err
 		}

@@ -15,7 +15,7 @@ import (
 // failed handler's redelivery is acked as a duplicate: the comparison is
 // of speed only.)
 func Deduplicator() ([]message.HandlerMiddleware, func(), error) {
-	repo, err := wmmw.NewMapExpiringKeyRepository(10 * time.Minute)
+	repo, err := wmmw.NewMapExpiringKeyRepository(recordTTL)
 	if err != nil {
 		return nil, nil, err
 	}

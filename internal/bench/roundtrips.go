@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/onceflow/onceflow/internal/redismeter"
 	"github.com/onceflow/onceflow/middleware"
@@ -26,7 +25,7 @@ func RoundTrips(env *Env, b Backend, n int, duplicate bool) func(ctx context.Con
 			return 0, err
 		}
 		defer closeStore()
-		r, err := middleware.NewReceiver(middleware.Config{Store: s, TTL: 10 * time.Minute})
+		r, err := newReceiver(s)
 		if err != nil {
 			return 0, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 
 	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/stores"
 )
 
 // keySeq makes idempotency keys unique across the rounds of a run.
@@ -28,6 +29,16 @@ type Middleware func() ([]message.HandlerMiddleware, func(), error)
 // NoMiddleware is the router with nothing but the handler.
 func NoMiddleware() ([]message.HandlerMiddleware, func(), error) { return nil, func() {}, nil }
 
+// recordTTL is how long the records of a bench round live: longer than any
+// round, and as long as the Deduplicator it is compared with keeps a key.
+const recordTTL = 10 * time.Minute
+
+// newReceiver is the receiver every bench measures: store s, defaults
+// otherwise.
+func newReceiver(s stores.Store) (*middleware.Receiver, error) {
+	return middleware.NewReceiver(middleware.Config{Store: s, TTL: recordTTL})
+}
+
 // ReceiverOn returns the onceflow receiver on a fresh store of backend b.
 func ReceiverOn(env *Env, b Backend) Middleware {
 	return func() ([]message.HandlerMiddleware, func(), error) {
@@ -35,7 +46,7 @@ func ReceiverOn(env *Env, b Backend) Middleware {
 		if err != nil {
 			return nil, nil, err
 		}
-		r, err := middleware.NewReceiver(middleware.Config{Store: s, TTL: 10 * time.Minute})
+		r, err := newReceiver(s)
 		if err != nil {
 			closeStore()
 			return nil, nil, err
