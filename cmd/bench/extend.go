@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/bench"
@@ -57,6 +56,7 @@ type brokers struct{ amqp, nats, redisStream string }
 // benches.
 func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers) (func() error, error) {
 	env, z := deps.Env, sizesFor(plan.Size)
+	pairs := pairRounds{}
 	var closers []func() error
 	closeAll := func() error {
 		var errs []error
@@ -86,9 +86,10 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers
 		plan.Add(bench.Comparison{Name: "transport-" + kind, Unit: "msg/s", Rounds: flowRounds, Contenders: []bench.Contender{
 			{Name: "off", Measure: func(ctx context.Context) (float64, error) { return tb.Round(ctx, false) }},
 			{Name: "on", Measure: func(ctx context.Context) (float64, error) { return tb.Round(ctx, true) }},
+			{Name: pairContender, Measure: pairs.round(kind, env)},
 		}}, bench.Target{Name: "transport-" + kind, Of: "on", Over: "off", Op: bench.AtLeast, Goal: 0.8})
 	}
-	plan.Notes = append(plan.Notes, transportBound(env))
+	plan.Notes = append(plan.Notes, pairs.note)
 
 	mb, err := flow.NewModeBench(ctx, flow.ModeOptions{PostgresURL: env.PostgresURL, Messages: z.mode})
 	if err != nil {
@@ -126,45 +127,4 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers
 		Contenders: []bench.Contender{{Name: "sweeping", Measure: retention.P99Ratio(ro)}}},
 		bench.Target{Name: "retention-claim-p99", Of: "sweeping", Op: bench.AtMost, Goal: 1.2})
 	return closeAll, nil
-}
-
-// transportBound states, for each transport whose target was missed, the
-// most its ratio can be with the Redis round trips measured at the end of
-// the run: a lane handles one message at a time and the receiver adds a
-// Claim and a Complete to each, so at off messages/s over lanes the ratio
-// is at most lanes / (lanes + off x pair), whatever the receiver's own
-// code costs.
-func transportBound(env *bench.Env) bench.Note {
-	return func(ctx context.Context, rep *bench.Report) ([]string, error) {
-		var lines []string
-		var bound flow.RedisBound
-		for _, v := range rep.Verdicts {
-			kind, ok := strings.CutPrefix(v.Name, "transport-")
-			if !ok || v.Pass {
-				continue
-			}
-			res, _ := rep.Result(v.Comparison)
-			off, ok := res.Median("off")
-			if !ok {
-				continue
-			}
-			if bound.Pair == 0 {
-				var err error
-				if bound, err = flow.MeasureRedisBound(ctx, env.Redis, 500); err != nil {
-					return nil, err
-				}
-			}
-			lanes := float64(transportLanes[kind])
-			ceiling := lanes / (lanes + off*bound.Pair.Seconds())
-			verdict := "out of reach while each message waits for its own round trips"
-			if ceiling >= v.Goal {
-				verdict = "within reach of the round trips; the rest is the receiver's own cost"
-			}
-			lines = append(lines, fmt.Sprintf("Bound: transport-%s handles %.0f msg/s on %.0f lane(s) with the receiver off; "+
-				"a Claim+Complete pair on Redis takes %s (median of 500; PING %s), so receiver on / off is at most %.3f "+
-				"(measured %.3f, goal %g): %s.",
-				kind, off, lanes, bound.Pair.Round(time.Microsecond), bound.RTT.Round(time.Microsecond), ceiling, v.Value, v.Goal, verdict))
-		}
-		return lines, nil
-	}
 }
