@@ -22,7 +22,7 @@ func TestPairBoundUsesItsOwnRounds(t *testing.T) {
 		"sql": {{Pair: time.Millisecond, RTT: time.Millisecond}},
 	}
 	rep := &bench.Report{
-		Results: []bench.Result{{Name: "transport-amqp", Samples: []bench.Samples{{Contender: "off", Median: 2000}}}},
+		Results:  []bench.Result{{Name: "transport-amqp", Samples: []bench.Samples{{Contender: "off", Median: 2000}}}},
 		Verdicts: []bench.Verdict{{Target: bench.Target{Name: "transport-amqp", Comparison: "transport-amqp", Goal: 0.8}, Value: 0.5}},
 	}
 	lines, err := pairs.note(context.Background(), rep)
@@ -39,4 +39,3 @@ func TestPairBoundUsesItsOwnRounds(t *testing.T) {
 		}
 	}
 }
-
