@@ -22,7 +22,7 @@ FUZZ_TARGETS = \
 	./handlers:FuzzDecodePaymentRequested \
 	./handlers:FuzzDecodePaymentCharged
 
-.PHONY: help run build test test-short e2e fuzz chaos bench bench-tools vet up down clean
+.PHONY: help run build test test-short e2e fuzz chaos bench bench-tools vet lint up down clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -40,7 +40,7 @@ build: ## build bin/onceflow
 # different packages one at a time, so they are a step of their own.)
 BENCH_PKGS = $(shell grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u)
 
-test: vet ## vet, then every test (unit and integration) with the race detector, then every benchmark once
+test: lint ## lint, then every test (unit and integration) with the race detector, then every benchmark once
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
 
@@ -109,6 +109,19 @@ bench-tools: ## install redis-benchmark (redis-tools) and pgbench (postgresql-co
 
 vet: ## go vet
 	$(GO) vet $(PKGS)
+
+# staticcheck 2026.2.2 (module version v0.8.2), whose go.mod requires Go
+# 1.26; go install puts each version in a directory of its own under
+# bin/tools, so changing STATICCHECK_VERSION installs that one.
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK = $(CURDIR)/bin/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+
+lint: $(STATICCHECK) ## go vet and staticcheck (STATICCHECK_VERSION, installed in bin/tools); zero findings
+	$(GO) vet $(PKGS)
+	$(STATICCHECK) $(PKGS)
+
+$(STATICCHECK):
+	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 up: ## start PostgreSQL, Redis, RabbitMQ, NATS and Kafka with docker compose and wait until healthy
 	$(COMPOSE) up -d --wait postgres redis rabbitmq nats kafka

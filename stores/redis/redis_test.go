@@ -99,14 +99,21 @@ func TestClusterKeepsEachRecordInOneKey(t *testing.T) {
 // slotOwners maps every slot to the address of the master that serves it.
 func slotOwners(t *testing.T, c *redis.ClusterClient) map[int64]string {
 	t.Helper()
-	slots, err := c.ClusterSlots(testCtx(t)).Result()
+	shards, err := c.ClusterShards(testCtx(t)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	owners := make(map[int64]string)
-	for _, r := range slots {
-		for slot := r.Start; slot <= r.End; slot++ {
-			owners[int64(slot)] = r.Nodes[0].Addr
+	for _, sh := range shards {
+		i := slices.IndexFunc(sh.Nodes, func(n redis.Node) bool { return n.Role == "master" })
+		if i < 0 {
+			t.Fatalf("shard %v has no master", sh.Slots)
+		}
+		addr := net.JoinHostPort(sh.Nodes[i].Endpoint, strconv.FormatInt(sh.Nodes[i].Port, 10))
+		for _, r := range sh.Slots {
+			for slot := r.Start; slot <= r.End; slot++ {
+				owners[slot] = addr
+			}
 		}
 	}
 	return owners
