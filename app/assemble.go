@@ -193,7 +193,11 @@ func (b *assembly) newRouter(context.Context) error {
 // known before Run.
 func (b *assembly) newHTTP(context.Context) (err error) {
 	api := handlers.NewHTTP(b.ledger, b.api, b.logger)
-	b.server, err = newHTTPServer(b.cfg, api, b.receiver, b.router, b.store, b.transport.Readiness(), b.reg, b.logger)
+	keysAdmin, err := b.adminAPI()
+	if err != nil {
+		return err
+	}
+	b.server, err = newHTTPServer(b.cfg, api, keysAdmin, b.receiver, b.router, b.store, b.transport.Readiness(), b.reg, b.logger)
 	if err != nil {
 		return err
 	}

@@ -131,6 +131,10 @@ type Config struct {
 	// PublishAPIKey is the key `onceflow publish` sends to a service that
 	// has API_KEYS set. Never logged.
 	PublishAPIKey string `env:"PUBLISH_API_KEY"`
+	// AdminAPIKey, when set, serves the key admin under /admin/keys (see
+	// `onceflow keys`), behind "Authorization: Bearer <key>"; unset, those
+	// routes do not exist. A secret: masked in logs.
+	AdminAPIKey string `env:"ADMIN_API_KEY"`
 	// IdempotencyMaxBody bounds, in bytes, the response body stored for an
 	// Idempotency-Key: a larger response is served but not stored, and its
 	// key is released. The HTTP face shares the DEDUP_* settings: TTL,
@@ -388,6 +392,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("log_level", c.LogLevel),
 		slog.String("log_format", c.LogFormat),
 		slog.String("api_keys", maskAPIKeys(c.APIKeys)),
+		slog.Bool("admin_api_key_set", c.AdminAPIKey != ""),
 		slog.Int64("idempotency_max_body", c.IdempotencyMaxBody),
 		slog.String("env", c.Env),
 		slog.Float64("chaos_fail_before", c.ChaosFailBefore),
