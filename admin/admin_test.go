@@ -42,8 +42,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) { b.mu.Lock(); defer b.mu.Unlock(); return b.b.Write(p) }
-func (b *syncBuffer) String() string              { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
@@ -215,8 +219,8 @@ func TestAdminRefusesBadInputAndChangesNothing(t *testing.T) {
 	}
 	// Nothing changed.
 	for key, want := range map[string]string{
-		middleware.RecordKey("charge_payment", "pay-1"): "completed",
-		middleware.RecordKey("charge_payment", "pay-2"): "in_progress",
+		middleware.RecordKey("charge_payment", "pay-1"):                                                     "completed",
+		middleware.RecordKey("charge_payment", "pay-2"):                                                     "in_progress",
 		middleware.RecordKey("http", middleware.RequestKey("client-a", "POST", "POST /v1/payments", "k-1")): "completed",
 	} {
 		if got := f.state(t, key); got != want {
