@@ -29,6 +29,12 @@ type Config struct {
 	// DatabaseURL is PostgreSQL: the postgres store, the sql transport and
 	// the shared ledger (when set, the ledger lives there).
 	DatabaseURL string `env:"DATABASE_URL"`
+	// MigrateOnStart makes start-up apply the pending migrations of
+	// DATABASE_URL's schema (safe from every replica at once: they take
+	// turns under a lock). false: start-up only checks that none is
+	// pending, and refuses to start naming `onceflow migrate up`, for
+	// deployments that migrate as a step of their own.
+	MigrateOnStart bool `env:"MIGRATE_ON_START" envDefault:"true"`
 	// DatabaseMaxConns sizes the PostgreSQL pool of the store, the ledger
 	// and the sql transport's publisher (its subscribers have their own).
 	DatabaseMaxConns int32 `env:"DATABASE_MAX_CONNS" envDefault:"20"`
@@ -359,6 +365,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("store", c.Store),
 		slog.String("database_url", redact(c.DatabaseURL)),
 		slog.Int("database_max_conns", int(c.DatabaseMaxConns)),
+		slog.Bool("migrate_on_start", c.MigrateOnStart),
 		slog.String("redis_url", redact(c.RedisURL)),
 		slog.Any("redis_addrs", c.RedisAddrs),
 		slog.Bool("redis_require_durable", c.RedisRequireDurable),
