@@ -290,3 +290,60 @@ func TestAdminActions(t *testing.T) {
 		}
 	}
 }
+
+// takenOver is a memory store on which, right after every Lookup, the key's
+// record is replaced by a new owner's claim: what the admin read is gone
+// by the time it removes it.
+type takenOver struct{ *memory.Store }
+
+func (s takenOver) Lookup(ctx context.Context, key string) (stores.Entry, error) {
+	e, err := s.Store.Lookup(ctx, key)
+	if err == nil {
+		if err := s.Store.Remove(ctx, key, e.Token); err != nil {
+			return e, err
+		}
+		if _, err := s.Store.Claim(ctx, key, nil, time.Hour); err != nil {
+			return e, err
+		}
+	}
+	return e, err
+}
+
+// A record that changed between the read and the removal is left alone.
+func TestAdminLeavesARecordThatChanged(t *testing.T) {
+	t.Parallel()
+	m := memory.New(memory.Config{})
+	t.Cleanup(func() { _ = m.Close() })
+	ctx := context.Background()
+	key := middleware.RecordKey("charge_payment", "pay-1")
+	if _, err := m.Claim(ctx, key, nil, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := admin.New(admin.Config{Store: takenOver{m}, Handlers: []string{"charge_payment"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Release(ctx, admin.Target{Handler: "charge_payment", Key: "pay-1"}, true)
+	if problem.KindOf(err) != problem.Conflict || !strings.Contains(err.Error(), "changed") {
+		t.Fatalf("Release of a record taken over meanwhile: %v, want a conflict", err)
+	}
+	if e, err := m.Lookup(ctx, key); err != nil || e.Status != stores.InProgress {
+		t.Fatalf("the new owner's record: %v, %v; want it kept", e.Status, err)
+	}
+}
+
+// A store outage is a 503 to retry, not a 404 that would say the key is
+// free.
+func TestAdminStoreDownIsUnavailable(t *testing.T) {
+	t.Parallel()
+	m := memory.New(memory.Config{})
+	_ = m.Close()
+	svc, err := admin.New(admin.Config{Store: m, Handlers: []string{"charge_payment"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Get(context.Background(), admin.Target{Handler: "charge_payment", Key: "pay-1"})
+	if problem.KindOf(err) != problem.Unavailable || !errors.Is(err, stores.ErrUnavailable) {
+		t.Fatalf("Get on a closed store: %v, want unavailable", err)
+	}
+}
