@@ -35,7 +35,8 @@ type App struct {
 }
 
 // New connects to every backend the configuration names, applies the
-// migrations, assembles the router and binds the HTTP listener (so Addr is
+// migrations (or, with MIGRATE_ON_START=false, refuses a schema that lacks
+// some), assembles the router and binds the HTTP listener (so Addr is
 // known before Run; HTTP_ADDR may use port 0). On error, whatever it opened
 // is closed again.
 func New(ctx context.Context, cfg Config, logger *slog.Logger) (*App, error) {

@@ -42,7 +42,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 	b := &assembly{App: a, seams: sm, reg: prometheus.NewRegistry()}
 	b.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, step := range []func(context.Context) error{
-		b.openDatabase,  // DATABASE_URL, migrated
+		b.openDatabase,  // DATABASE_URL, migrated (MIGRATE_ON_START) or checked
 		b.openStore,     // STORE, with Redis's durability check and the postgres sweeper
 		b.newRoutes,     // the example's ledger and the handlers' routes
 		b.connectBroker, // TRANSPORT, with the routes' topics
@@ -59,7 +59,8 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 }
 
 // openDatabase opens the PostgreSQL pool when DATABASE_URL is set and
-// applies the migrations.
+// applies the migrations, or with MIGRATE_ON_START=false checks that none
+// is pending.
 func (b *assembly) openDatabase(ctx context.Context) (err error) {
 	if b.cfg.DatabaseURL == "" {
 		return nil
@@ -68,6 +69,9 @@ func (b *assembly) openDatabase(ctx context.Context) (err error) {
 		return err
 	}
 	b.closers = append(b.closers, func() error { b.pool.Close(); return nil })
+	if !b.cfg.MigrateOnStart {
+		return checkSchema(ctx, b.pool)
+	}
 	return migrate(ctx, b.pool)
 }
 
@@ -193,7 +197,11 @@ func (b *assembly) newRouter(context.Context) error {
 // known before Run.
 func (b *assembly) newHTTP(context.Context) (err error) {
 	api := handlers.NewHTTP(b.ledger, b.api, b.logger)
-	b.server, err = newHTTPServer(b.cfg, api, b.receiver, b.router, b.store, b.transport.Readiness(), b.reg, b.logger)
+	keysAdmin, err := b.adminAPI()
+	if err != nil {
+		return err
+	}
+	b.server, err = newHTTPServer(b.cfg, api, keysAdmin, b.receiver, b.router, b.store, b.transport.Readiness(), b.reg, b.logger)
 	if err != nil {
 		return err
 	}

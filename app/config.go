@@ -29,6 +29,12 @@ type Config struct {
 	// DatabaseURL is PostgreSQL: the postgres store, the sql transport and
 	// the shared ledger (when set, the ledger lives there).
 	DatabaseURL string `env:"DATABASE_URL"`
+	// MigrateOnStart makes start-up apply the pending migrations of
+	// DATABASE_URL's schema (safe from every replica at once: they take
+	// turns under a lock). false: start-up only checks that none is
+	// pending, and refuses to start naming `onceflow migrate up`, for
+	// deployments that migrate as a step of their own.
+	MigrateOnStart bool `env:"MIGRATE_ON_START" envDefault:"true"`
 	// DatabaseMaxConns sizes the PostgreSQL pool of the store, the ledger
 	// and the sql transport's publisher (its subscribers have their own).
 	DatabaseMaxConns int32 `env:"DATABASE_MAX_CONNS" envDefault:"20"`
@@ -131,6 +137,10 @@ type Config struct {
 	// PublishAPIKey is the key `onceflow publish` sends to a service that
 	// has API_KEYS set. Never logged.
 	PublishAPIKey string `env:"PUBLISH_API_KEY"`
+	// AdminAPIKey, when set, serves the key admin under /admin/keys (see
+	// `onceflow keys`), behind "Authorization: Bearer <key>"; unset, those
+	// routes do not exist. A secret: masked in logs.
+	AdminAPIKey string `env:"ADMIN_API_KEY"`
 	// IdempotencyMaxBody bounds, in bytes, the response body stored for an
 	// Idempotency-Key: a larger response is served but not stored, and its
 	// key is released. The HTTP face shares the DEDUP_* settings: TTL,
@@ -355,6 +365,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("store", c.Store),
 		slog.String("database_url", redact(c.DatabaseURL)),
 		slog.Int("database_max_conns", int(c.DatabaseMaxConns)),
+		slog.Bool("migrate_on_start", c.MigrateOnStart),
 		slog.String("redis_url", redact(c.RedisURL)),
 		slog.Any("redis_addrs", c.RedisAddrs),
 		slog.Bool("redis_require_durable", c.RedisRequireDurable),
@@ -388,6 +399,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("log_level", c.LogLevel),
 		slog.String("log_format", c.LogFormat),
 		slog.String("api_keys", maskAPIKeys(c.APIKeys)),
+		slog.Bool("admin_api_key_set", c.AdminAPIKey != ""),
 		slog.Int64("idempotency_max_body", c.IdempotencyMaxBody),
 		slog.String("env", c.Env),
 		slog.Float64("chaos_fail_before", c.ChaosFailBefore),

@@ -50,6 +50,7 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"DEDUP_MODE=once"}, `DEDUP_MODE="once" is not allowed: use one of lease, transaction`},
 		{[]string{"DEDUP_MODE=transaction", "STORE=redis", "REDIS_URL=redis://r:6379/0"}, `DEDUP_MODE=transaction requires STORE=postgres`},
 		{[]string{"REDIS_REQUIRE_DURABLE=maybe"}, `REDIS_REQUIRE_DURABLE: strconv.ParseBool`},
+		{[]string{"MIGRATE_ON_START=maybe"}, `MIGRATE_ON_START: strconv.ParseBool`},
 		{[]string{"REDIS_REQUIRE_DURABLE=true"}, `REDIS_REQUIRE_DURABLE=true applies to STORE=redis only (STORE="memory")`},
 		{[]string{"STORE=redis", "REDIS_URL=redis://r:6379/0", "REDIS_WAIT_REPLICAS=-1"}, `REDIS_WAIT_REPLICAS=-1 must be zero (do not wait) or more`},
 		{[]string{"REDIS_WAIT_REPLICAS=1"}, `REDIS_WAIT_REPLICAS=1 applies to STORE=redis only (STORE="memory")`},
@@ -80,6 +81,7 @@ func TestConfigLogMasksSecrets(t *testing.T) {
 		"STORE=postgres", "DATABASE_URL=postgres://app:s3cret@db:5432/app",
 		"AMQP_URL=amqp://guest:hunter2@mq:5672/",
 		"REDIS_URL=redis://:redispass@cache:6379/0",
+		"ADMIN_API_KEY=adm1n-s3cret",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -87,12 +89,12 @@ func TestConfigLogMasksSecrets(t *testing.T) {
 	var b strings.Builder
 	slog.New(slog.NewTextHandler(&b, nil)).Info("config", "config", cfg)
 	out := b.String()
-	for _, secret := range []string{"s3cret", "hunter2", "redispass"} {
+	for _, secret := range []string{"s3cret", "hunter2", "redispass", "adm1n"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("logged config reveals %q: %s", secret, out)
 		}
 	}
-	if !strings.Contains(out, "db:5432") {
+	if !strings.Contains(out, "db:5432") || !strings.Contains(out, "admin_api_key_set=true") {
 		t.Errorf("logged config lost the non-secret parts: %s", out)
 	}
 }

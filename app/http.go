@@ -31,8 +31,10 @@ const readinessTimeout = 2 * time.Second
 //
 // Both write their errors with problem.Write, as the handlers do, so every
 // problem the service answers comes from one writer and one table of
-// statuses. /metrics and the probes stay open.
-func newHTTPServer(cfg Config, api *handlers.HTTP, receiver *middleware.Receiver, router *message.Router,
+// statuses. The key admin (/admin/keys/..., ADMIN_API_KEY) has its own
+// authentication and exists only when keysAdmin is set. /metrics and the
+// probes stay open.
+func newHTTPServer(cfg Config, api *handlers.HTTP, keysAdmin http.Handler, receiver *middleware.Receiver, router *message.Router,
 	store idempotencyStore, broker func(context.Context) error, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
 	v1 := http.NewServeMux()
 	api.Routes(v1, receiver.HTTP(
@@ -50,6 +52,9 @@ func newHTTPServer(cfg Config, api *handlers.HTTP, receiver *middleware.Receiver
 
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", apiHandler)
+	if keysAdmin != nil {
+		mux.Handle("/admin/", keysAdmin)
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	// /healthz: the process is up and serving.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

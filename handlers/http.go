@@ -44,6 +44,11 @@ func NewHTTP(ledger Ledger, publisher Publisher, logger *slog.Logger) *HTTP {
 	return &HTTP{ledger: ledger, publisher: publisher, logger: logger}
 }
 
+// IdempotentRoutes lists the patterns whose handlers Routes wraps in
+// unsafe: the routes whose Idempotency-Key records the key admin (package
+// admin) addresses.
+func IdempotentRoutes() []string { return []string{RouteCreatePayment} }
+
 // Routes registers the API on mux. The handler of each unsafe method (POST)
 // is wrapped in unsafe, the first outermost: that is where the
 // Idempotency-Key middleware belongs. Safe methods are never wrapped.

@@ -254,4 +254,14 @@ func TestRoutesWrapOnlyUnsafeMethods(t *testing.T) {
 	if !slices.Equal(order, want) {
 		t.Errorf("middleware ran %q, want %q", order, want)
 	}
+	// IdempotentRoutes names exactly the wrapped routes, for the key admin.
+	var wrapped []string
+	for _, o := range order {
+		if p, ok := strings.CutPrefix(o, "inner "); ok {
+			wrapped = append(wrapped, p)
+		}
+	}
+	if got := handlers.IdempotentRoutes(); !slices.Equal(got, wrapped) {
+		t.Errorf("IdempotentRoutes() = %q, want the wrapped %q", got, wrapped)
+	}
 }

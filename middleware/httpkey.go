@@ -75,13 +75,32 @@ func idempotencyKey(h http.Header) (string, error) {
 	return key, nil
 }
 
-// requestKey is the record key of a request within the "http" scope: the
-// client identity, the method, the route pattern and the Idempotency-Key,
-// each quoted, so that no two different tuples give the same key and no
-// client's key can name another client's record.
+// ParseIdempotencyKey returns the key that an Idempotency-Key header value
+// names, by the rules of [IdempotencyKeyHeader]: the same key for an
+// sf-string and its bare form. An empty value, or one that is not a key,
+// gives a [*problem.Error] of kind [problem.Invalid] saying why.
+func ParseIdempotencyKey(value string) (string, error) {
+	key, err := idempotencyKey(http.Header{IdempotencyKeyHeader: {value}})
+	if err == nil && key == "" {
+		err = errMissingKey
+	}
+	return key, err
+}
+
+// RequestKey is the key, within [HTTPScope], under which [Receiver.HTTP]
+// keeps the response to client's request with idempotency key key to the
+// route pattern (such as "POST /v1/payments") by method: the four, each
+// quoted, so that no two different tuples give the same key and no
+// client's key can name another client's record. Its record is
+// RecordKey(HTTPScope, RequestKey(...)).
+func RequestKey(client, method, pattern, key string) string {
+	return strconv.Quote(client) + " " + strconv.Quote(method) + " " +
+		strconv.Quote(pattern) + " " + strconv.Quote(key)
+}
+
+// requestKey is RequestKey of a request.
 func requestKey(client string, r *http.Request, key string) string {
-	return strconv.Quote(client) + " " + strconv.Quote(r.Method) + " " +
-		strconv.Quote(r.Pattern) + " " + strconv.Quote(key)
+	return RequestKey(client, r.Method, r.Pattern, key)
 }
 
 // requestFingerprint is the SHA-256 of the method, the escaped path, the

@@ -30,9 +30,9 @@ func NewReceiver(cfg Config) (*Receiver, error) {
 func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 
 // Execute runs fn at most once per scope and key, as far as the store allows,
-// and reports what happened. The record's key is scope + ":" + key, so the
-// same idempotency key is processed once per scope (a handler name, or
-// "http"). Neither may be empty; scopes should not contain ":".
+// and reports what happened. The record's key is [RecordKey] of scope and
+// key, so the same idempotency key is processed once per scope (a handler
+// name, or "http"). Neither may be empty; scopes should not contain ":".
 //
 //   - The key is free: fn runs with the fencing token in its context (see
 //     [TokenFromContext]) while a heartbeat extends the lease every Lease/3
@@ -64,7 +64,7 @@ func (r *Receiver) Execute(ctx context.Context, scope, key string, fingerprint [
 	if scope == "" || key == "" {
 		return Result{}, fmt.Errorf("%w: scope %q and key %q must not be empty", ErrNoKey, scope, key)
 	}
-	k := scope + ":" + key
+	k := RecordKey(scope, key)
 	if r.cfg.Transactor != nil {
 		return r.executeInTx(ctx, scope, k, fingerprint, fn)
 	}

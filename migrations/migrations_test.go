@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"testing"
 	"time"
 
@@ -130,5 +131,46 @@ func TestUpWithoutSchema(t *testing.T) {
 	defer db.Close()
 	if err := migrations.Up(context.Background(), db); err == nil {
 		t.Fatal("Up succeeded with no existing schema in search_path")
+	}
+}
+
+// Check fails on a schema that lacks migrations, naming the versions,
+// passes once they are applied, fails again after one is undone, and
+// passes a schema ahead of the build.
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	db := openDB(t, testenv.PostgresSchema(t))
+	ctx := context.Background()
+	var behind *migrations.BehindError
+	if err := migrations.Check(ctx, db); !errors.As(err, &behind) || behind.Current != 0 || behind.Target < 1 {
+		t.Fatalf("Check of an empty schema = %v, want a BehindError from 0", err)
+	}
+	target := behind.Target
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Check(ctx, db); err != nil {
+		t.Fatalf("Check after Up = %v", err)
+	}
+	p, err := migrations.NewProvider(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Check(ctx, db); !errors.As(err, &behind) || behind.Current != target-1 || behind.Target != target {
+		t.Fatalf("Check after one Down = %v, want a BehindError from %d to %d", err, target-1, target)
+	}
+
+	// A schema a newer build migrated further passes.
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "INSERT INTO "+migrations.VersionTable+" (version_id, is_applied) VALUES ($1, true)", target+1); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Check(ctx, db); err != nil {
+		t.Fatalf("Check of a schema ahead of the build = %v", err)
 	}
 }

@@ -24,6 +24,10 @@ var (
 	// store-error policy (fail-closed or fail-open) applies to exactly these.
 	ErrUnavailable = errors.New("store unavailable")
 
+	// ErrNotFound means a record is absent, or its lease or TTL has ended
+	// ([Admin]), or it is no longer the record a Remove named.
+	ErrNotFound = errors.New("record not found")
+
 	// ErrClosed means the store was closed. Stores return it wrapped in an
 	// UnavailableError, so it matches ErrUnavailable too.
 	ErrClosed = errors.New("store closed")

@@ -1,7 +1,10 @@
 // Command onceflow runs the service (onceflow serve, the default), sends the
 // duplicate demo to a running one (onceflow publish), loads one with
-// payments and checks its ledger (onceflow load), or checks that one is
-// ready (onceflow healthcheck, the container image's health check).
+// payments and checks its ledger (onceflow load), reads or removes one
+// idempotency record through its key admin (onceflow keys), applies,
+// undoes or lists the database migrations (onceflow migrate), or checks
+// that one is ready (onceflow healthcheck, the container image's health
+// check).
 //
 // Configuration comes from the environment; see the README.
 package main
@@ -49,9 +52,16 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return app.Publish(ctx, environ, opts, stdout)
 	case "load":
 		return load(ctx, args, environ, stdout, stderr)
+	case "keys":
+		return keys(ctx, args, environ, stdout, stderr)
+	case "migrate":
+		if len(args) != 1 {
+			return fmt.Errorf("migrate takes one action: up, down or status")
+		}
+		return app.Migrate(ctx, environ, args[0], stdout)
 	case "healthcheck":
 		return app.Healthcheck(ctx, environ)
 	default:
-		return fmt.Errorf("unknown command %q: use serve, publish, load or healthcheck", cmd)
+		return fmt.Errorf("unknown command %q: use serve, publish, load, keys, migrate or healthcheck", cmd)
 	}
 }

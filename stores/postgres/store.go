@@ -147,6 +147,7 @@ func (s *Store) With(q Querier) *Store {
 type statements struct {
 	claim, complete, release, extend, sweep string
 	claimBatch, completeBatch               string
+	admin                                   adminStatements
 }
 
 func newStatements(table string) *statements {
@@ -159,5 +160,6 @@ func newStatements(table string) *statements {
 
 		claimBatch:    fmt.Sprintf(claimBatchSQL, table),
 		completeBatch: fmt.Sprintf(completeBatchSQL, table),
+		admin:         newAdminStatements(table),
 	}
 }

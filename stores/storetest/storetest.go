@@ -1,5 +1,6 @@
 // Package storetest is the one conformance suite that every [stores.Store]
-// implementation passes against its real backend. Each implementation's test
+// implementation, with its [stores.Admin] operations, passes against its
+// real backend. Each implementation's test
 // calls Run with a Harness that makes fresh stores.
 package storetest
 
@@ -67,4 +68,10 @@ var cases = []testCase{
 	{"InvalidArguments", testInvalidArguments},
 	{"CancelledContextChangesNothing", testCancelledContextChangesNothing},
 	{"BackendDownIsUnavailable", testBackendDownIsUnavailable},
+	// admin.go: stores.Admin, reading and removing records.
+	{"LookupReadsEachState", testLookupReadsEachState},
+	{"RemoveFreesHeldKey", testRemoveFreesHeldKey},
+	{"RemoveCompletedRunsAgain", testRemoveCompletedRunsAgain},
+	{"EndedRecordIsNotFound", testEndedRecordIsNotFound},
+	{"AdminBadInput", testAdminBadInput},
 }

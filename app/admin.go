@@ -1,0 +1,41 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/onceflow/onceflow/admin"
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/stores"
+)
+
+// adminAPI is the key admin on the receiver's store (through its local
+// cache, which then drops what it removes), for the routes' handlers, the
+// HTTP face's routes and API_KEYS' clients; nil when ADMIN_API_KEY is
+// unset, so that its routes do not exist.
+func (b *assembly) adminAPI() (http.Handler, error) {
+	if b.cfg.AdminAPIKey == "" {
+		return nil, nil
+	}
+	store, ok := b.store.Store.(stores.Admin)
+	if !ok {
+		return nil, fmt.Errorf("ADMIN_API_KEY is set but the store (%T) cannot be administered", b.store.Store)
+	}
+	names := make([]string, len(b.routes))
+	for i, r := range b.routes {
+		names[i] = r.Name
+	}
+	cfg := admin.Config{Store: store, Handlers: names, HTTPRoutes: handlers.IdempotentRoutes(), Logger: b.logger}
+	keys, err := b.cfg.apiKeys()
+	if err != nil {
+		return nil, err
+	}
+	if keys != nil {
+		cfg.Clients = keys.Clients()
+	}
+	svc, err := admin.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return svc.Handler(b.cfg.AdminAPIKey)
+}

@@ -1,0 +1,92 @@
+package app
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/onceflow/onceflow/admin"
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/problem"
+)
+
+// adminCall sends an admin request with the key and an actor and returns the
+// status and the decoded record or problem.
+func (r *running) adminCall(t *testing.T, method, path, apiKey string) (int, admin.Record, problem.Details) {
+	t.Helper()
+	req, err := http.NewRequest(method, r.base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	req.Header.Set(admin.ActorHeader, "test")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var rec admin.Record
+	var d problem.Details
+	if resp.StatusCode == http.StatusOK {
+		err = json.Unmarshal(body, &rec)
+	} else if resp.Header.Get("Content-Type") == problem.ContentType {
+		err = json.Unmarshal(body, &d)
+	}
+	if err != nil {
+		t.Fatalf("%s %s: %d %q: %v", method, path, resp.StatusCode, body, err)
+	}
+	return resp.StatusCode, rec, d
+}
+
+// The key admin reads and evicts a handler's record on the service's own
+// store (postgres through the local cache of completed records), and the
+// next copy of the message is processed again.
+func TestKeysAdminEvictsThroughTheService(t *testing.T) {
+	for _, name := range []string{"memory", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			a := startApp(t, append(storeEnvs(t)[name](t), "ADMIN_API_KEY=adm1n")...)
+			id := "pay-" + uuid.NewString()[:8]
+			path := "/admin/keys/" + handlers.ChargePaymentHandler + "?key=" + id
+			processed := func() float64 {
+				return a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "processed")
+			}
+			if code := a.post(t, "/v1/payments", paymentBody(id)); code != http.StatusAccepted {
+				t.Fatalf("POST: %d", code)
+			}
+			waitFor(t, "the charge", func() bool {
+				code, rec, _ := a.adminCall(t, "GET", path, "adm1n")
+				return code == http.StatusOK && rec.State == "completed"
+			})
+			if code, _, d := a.adminCall(t, "GET", path, "wrong"); code != http.StatusUnauthorized || d.Status != code {
+				t.Fatalf("a wrong admin key got %d %+v, want 401", code, d)
+			}
+			if code, rec, _ := a.adminCall(t, "POST", "/admin/keys/"+handlers.ChargePaymentHandler+"/evict?key="+id, "adm1n"); code != http.StatusOK || rec.Key != id {
+				t.Fatalf("evict: %d %+v", code, rec)
+			}
+			if code, _, d := a.adminCall(t, "GET", path, "adm1n"); code != http.StatusNotFound || d.Status != code {
+				t.Fatalf("after the evict: %d %+v, want 404", code, d)
+			}
+			before := processed()
+			// Another request (its own Idempotency-Key) publishes the same
+			// payment: its message is processed again, not a duplicate.
+			if code := a.post(t, "/v1/payments", paymentBody(id)); code != http.StatusAccepted {
+				t.Fatalf("POST: %d", code)
+			}
+			waitFor(t, "the second charge", func() bool { return processed() == before+1 })
+		})
+	}
+}
+
+// Without ADMIN_API_KEY the admin routes do not exist.
+func TestKeysAdminOffByDefault(t *testing.T) {
+	t.Parallel()
+	a := startApp(t)
+	if code, _, _ := a.adminCall(t, "GET", "/admin/keys/"+handlers.ChargePaymentHandler+"?key=k", ""); code != http.StatusNotFound {
+		t.Fatalf("GET /admin/keys/... without ADMIN_API_KEY: %d, want 404", code)
+	}
+}

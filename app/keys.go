@@ -1,0 +1,64 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/onceflow/onceflow/admin"
+)
+
+// KeysOptions are the flags of `onceflow keys`.
+type KeysOptions struct {
+	// Action is get, release or evict.
+	Action string
+	// Target names the record.
+	Target admin.Target
+	// Force releases a key whose owner holds a live lease.
+	Force bool
+	// Actor is who acts, logged by the service. Required.
+	Actor string
+	// ServiceURL is the running service (default from HTTP_ADDR).
+	ServiceURL string
+}
+
+// Keys runs one key admin action on the running service's /admin API with
+// its ADMIN_API_KEY, and writes the record, as read before the action, to
+// out as indented JSON.
+func Keys(ctx context.Context, environ []string, opts KeysOptions, out io.Writer) error {
+	cfg, err := LoadConfig(environ)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cfg.AdminAPIKey == "":
+		return errors.New("ADMIN_API_KEY is required: the key admin API of the service needs it")
+	case opts.Actor == "":
+		return errors.New("--actor is required (default $USER): the service logs who acts")
+	}
+	if opts.ServiceURL == "" {
+		if opts.ServiceURL, err = serviceURL(cfg.HTTPAddr); err != nil {
+			return err
+		}
+	}
+	c := admin.Client{BaseURL: opts.ServiceURL, APIKey: cfg.AdminAPIKey, Actor: opts.Actor}
+	var rec admin.Record
+	switch opts.Action {
+	case "get":
+		rec, err = c.Get(ctx, opts.Target)
+	case "release":
+		rec, err = c.Release(ctx, opts.Target, opts.Force)
+	case "evict":
+		rec, err = c.Evict(ctx, opts.Target)
+	default:
+		return fmt.Errorf("unknown keys action %q: use get, release or evict", opts.Action)
+	}
+	if err != nil {
+		return fmt.Errorf("keys %s: %w", opts.Action, err)
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rec)
+}

@@ -1,0 +1,122 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/stores"
+)
+
+var _ stores.Admin = (*Store)(nil)
+
+// The admin scripts, each the prelude followed by its body. Like the
+// others they touch only the record's own hash, so they run on a Cluster.
+var (
+	lookupScript = redis.NewScript(prelude + lookupLua)
+	removeScript = redis.NewScript(prelude + removeLua)
+)
+
+// lookupLua reads the live record, changing nothing.
+//
+// Returns one of
+//
+//	{"absent"}
+//	{"in_progress", token, fingerprint, created_at, lease_until}
+//	{"completed", token, fingerprint, result, created_at, completed_at, expires_at}
+const lookupLua = `
+local r = redis.call('HMGET', KEYS[1], 'state', 'token', 'fingerprint', 'result',
+  'created_at', 'lease_until', 'completed_at', 'expires_at')
+if r[1] == 'in_progress' and tonumber(r[6]) > now then
+  return {'in_progress', r[2], r[3], tonumber(r[5]), tonumber(r[6])}
+end
+if r[1] == 'completed' and tonumber(r[8]) > now then
+  return {'completed', r[2], r[3], r[4], tonumber(r[5]), tonumber(r[7]), tonumber(r[8])}
+end
+return {'absent'}
+`
+
+// removeLua deletes the live record whose token is ARGV[1], whatever its
+// state. Returns 1, or 0 if there is no such record.
+const removeLua = `
+local r = redis.call('HMGET', KEYS[1], 'state', 'token', 'lease_until', 'expires_at')
+local ends = r[3]
+if r[1] == 'completed' then
+  ends = r[4]
+end
+if r[2] ~= ARGV[1] or not ends or tonumber(ends) <= now then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+return 1
+`
+
+// Lookup implements [stores.Admin]. It runs lookupScript: one round trip.
+func (s *Store) Lookup(ctx context.Context, key string) (stores.Entry, error) {
+	k, err := stores.StorageKey(key)
+	if err != nil {
+		return stores.Entry{}, fmt.Errorf("looking up key %q: %w", shown(key), err)
+	}
+	reply, err := s.run(ctx, "lookup", lookupScript, k)
+	var e stores.Entry
+	if err == nil {
+		e, err = parseLookup(reply)
+	}
+	if err != nil {
+		return stores.Entry{}, fmt.Errorf("looking up key %q: %w", k, err)
+	}
+	return e, nil
+}
+
+// Remove implements [stores.Admin]. It runs removeScript: one round trip.
+func (s *Store) Remove(ctx context.Context, key string, token stores.Token) error {
+	k, err := stores.CheckToken(key, token)
+	if err != nil {
+		return fmt.Errorf("removing key %q: %w", shown(key), err)
+	}
+	reply, err := s.run(ctx, "remove", removeScript, k, string(token))
+	if err == nil {
+		switch reply {
+		case int64(1):
+		case int64(0):
+			err = stores.ErrNotFound
+		default:
+			err = fmt.Errorf("unexpected script reply %#v", reply)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("removing key %q: %w", k, err)
+	}
+	return nil
+}
+
+// parseLookup turns the reply of lookupScript into a [stores.Entry].
+func parseLookup(reply any) (stores.Entry, error) {
+	r, ok := reply.([]any)
+	if !ok || len(r) == 0 {
+		return stores.Entry{}, fmt.Errorf("unexpected lookup reply %#v", reply)
+	}
+	p := fields{r: r}
+	var e stores.Entry
+	switch p.str(0) {
+	case "absent":
+		return e, stores.ErrNotFound
+	case "in_progress":
+		e.Status, e.Token = stores.InProgress, stores.Token(p.str(1))
+		e.Record.Fingerprint = p.bytes(2)
+		e.Record.CreatedAt = p.time(3)
+		e.LeaseUntil = p.time(4)
+		return e, p.check(5)
+	case "completed":
+		e.Status, e.Token = stores.Completed, stores.Token(p.str(1))
+		e.Record.Fingerprint = p.bytes(2)
+		e.Record.Result = p.bytes(3)
+		e.Record.CreatedAt = p.time(4)
+		e.Record.CompletedAt = p.time(5)
+		e.Record.ExpiresAt = p.time(6)
+		return e, p.check(7)
+	default:
+		return e, fmt.Errorf("unexpected lookup reply %#v", reply)
+	}
+}
