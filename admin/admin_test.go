@@ -197,6 +197,7 @@ func TestAdminRefusesBadInputAndChangesNothing(t *testing.T) {
 			nil, 400, "not an sf-string"},
 		{"unknown route", "GET", "/admin/keys/http", url.Values{"key": {"k-1"}, "client": {"client-a"}, "route": {"POST /v1/x"}},
 			nil, 400, "unknown route"},
+		{"no such route", "DELETE", "/admin/keys/charge_payment", url.Values{"key": {"pay-1"}}, nil, 404, "no such admin route"},
 		{"absent key", "GET", "/admin/keys/charge_payment", url.Values{"key": {"pay-9"}}, nil, 404, "no live record"},
 		{"release without force", "POST", "/admin/keys/charge_payment/release", url.Values{"key": {"pay-2"}},
 			nil, 409, "held by its owner until"},

@@ -18,6 +18,9 @@ import (
 // may act; this header says who did, for the log. It is required.
 const ActorHeader = "X-Admin-Actor"
 
+var errNoRoute = problem.New(problem.NotFound,
+	"no such admin route: use GET /admin/keys/{handler}?key=..., or POST /admin/keys/{handler}/release or /evict")
+
 // maxActor bounds the actor's length, in bytes.
 const maxActor = 128
 
@@ -48,6 +51,9 @@ func (s *Service) Handler(apiKey string) (http.Handler, error) {
 	mux.Handle(RouteGet, s.action("get", s.get))
 	mux.Handle(RouteRelease, s.action("release", s.release))
 	mux.Handle(RouteEvict, s.action("evict", s.evict))
+	mux.HandleFunc("/admin/", func(w http.ResponseWriter, _ *http.Request) {
+		problem.Write(w, errNoRoute)
+	})
 	return middleware.Authenticate(keys, nil)(mux), nil
 }
 

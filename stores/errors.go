@@ -39,7 +39,7 @@ var (
 // method that returns it names the operation and the key once, as in
 // `claiming key "k": store unavailable: dial tcp ...`.
 type UnavailableError struct {
-	Op  string // the store operation: "claim", "complete", "release", "extend"
+	Op  string // the store operation: "claim", "complete", "release", "extend", "lookup", "remove"
 	Err error  // the cause reported by the driver
 }
 

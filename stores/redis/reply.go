@@ -76,7 +76,7 @@ func (p *fields) time(i int) time.Time {
 // a length other than n.
 func (p *fields) check(n int) error {
 	if p.bad || len(p.r) != n {
-		return fmt.Errorf("unexpected claim reply of %d fields", len(p.r))
+		return fmt.Errorf("unexpected script reply of %d fields", len(p.r))
 	}
 	return nil
 }

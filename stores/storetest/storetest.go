@@ -69,9 +69,5 @@ var cases = []testCase{
 	{"CancelledContextChangesNothing", testCancelledContextChangesNothing},
 	{"BackendDownIsUnavailable", testBackendDownIsUnavailable},
 	// admin.go: stores.Admin, reading and removing records.
-	{"LookupReadsEachState", testLookupReadsEachState},
-	{"RemoveFreesHeldKey", testRemoveFreesHeldKey},
-	{"RemoveCompletedRunsAgain", testRemoveCompletedRunsAgain},
-	{"EndedRecordIsNotFound", testEndedRecordIsNotFound},
-	{"AdminBadInput", testAdminBadInput},
+	{"Admin", testAdmin},
 }
