@@ -68,7 +68,7 @@ func (b *assembly) openDatabase(ctx context.Context) (err error) {
 		return err
 	}
 	b.closers = append(b.closers, func() error { b.pool.Close(); return nil })
-	return migrate(ctx, b.pool)
+	return migrate(ctx, b.pool, b.cfg.PGRecordsLayout)
 }
 
 // openStore opens the idempotency store STORE names: Redis after checking
@@ -100,7 +100,13 @@ func (b *assembly) openStore(ctx context.Context) (err error) {
 		}
 	}
 	if b.store.pg != nil {
-		b.sweeper = postgres.NewSweeper(b.store.pg, postgres.SweeperConfig{Logger: b.logger})
+		if err = b.store.pg.CheckLayout(ctx); err != nil {
+			return fmt.Errorf("PG_RECORDS_LAYOUT=%s: %w", b.cfg.PGRecordsLayout, err)
+		}
+		b.sweeper = postgres.NewSweeper(b.store.pg, postgres.SweeperConfig{Logger: b.logger, PartitionWidth: b.cfg.PGPartitionWidth})
+		if err = b.sweeper.CreateAhead(ctx); err != nil {
+			return fmt.Errorf("creating the partitions of the records table: %w", err)
+		}
 	}
 	return nil
 }

@@ -37,10 +37,10 @@ func (s *Store) CheckLayout(ctx context.Context) error {
 	var kind *string
 	err := s.db.QueryRow(ctx, `SELECT relkind::text FROM pg_class WHERE oid = to_regclass($1)`, s.table).Scan(&kind)
 	if err != nil {
-		return fmt.Errorf("reading the layout of %s: %w", s.table, translate(ctx, "check layout", err))
+		return fmt.Errorf("reading the layout of %s: %w", s.name, translate(ctx, "check layout", err))
 	}
 	if kind == nil {
-		return fmt.Errorf("records table %s does not exist", s.table)
+		return fmt.Errorf("records table %s does not exist", s.name)
 	}
 	have := LayoutRows
 	if *kind == "p" {
@@ -48,7 +48,7 @@ func (s *Store) CheckLayout(ctx context.Context) error {
 	}
 	if have != s.Layout() {
 		return fmt.Errorf("records table %s has the %s layout, not %s: the layout is chosen when the migrations create the table",
-			s.table, have, s.Layout())
+			s.name, have, s.Layout())
 	}
 	return nil
 }

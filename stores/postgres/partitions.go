@@ -108,7 +108,7 @@ func (s *Store) CreatePartitions(ctx context.Context, from, to time.Time, width 
 		err = conn.QueryRow(ctx, `SELECT n.nspname, c.relname FROM pg_class AS c
 			JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, s.table).Scan(&schema, &parent)
 		if err != nil {
-			return fmt.Errorf("reading records table %s: %w", s.table, err)
+			return fmt.Errorf("reading records table %s: %w", s.name, err)
 		}
 		for _, g := range gaps(parts, from, to, width) {
 			name := pgx.Identifier{schema, parent + "_" + g[0].UTC().Format("20060102_150405")}.Sanitize()
@@ -272,7 +272,7 @@ func (s *Store) dropIfExpired(ctx context.Context, conn *pgxpool.Conn, p Partiti
 // running f when another session holds it.
 func (s *Store) withMaintenance(ctx context.Context, lock bool, f func(*pgxpool.Conn) error) error {
 	if !s.partitioned {
-		return fmt.Errorf("records table %s has the rows layout: it has no partitions", s.table)
+		return fmt.Errorf("records table %s has the rows layout: it has no partitions", s.name)
 	}
 	pool, ok := s.db.(*pgxpool.Pool)
 	if !ok {

@@ -104,9 +104,10 @@ type Config struct {
 type Store struct {
 	db  Querier
 	sql *statements
-	// table is the quoted table name; partitioned and lockClass are set in
-	// the partitioned layout (see claim_partitioned.go).
-	table       string
+	// table is the quoted table name, name the table as configured (for
+	// messages); partitioned and lockClass are set in the partitioned
+	// layout (see claim_partitioned.go).
+	table, name string
 	partitioned bool
 	lockClass   int32
 	// pool and batch are set when batching is on.
@@ -137,7 +138,7 @@ func New(db Querier, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("negative batch setting: size %d, workers %d, timeout %v", cfg.BatchSize, cfg.BatchWorkers, cfg.BatchTimeout)
 	}
 	quoted := pgx.Identifier(parts).Sanitize()
-	s := &Store{db: db, table: quoted}
+	s := &Store{db: db, table: quoted, name: table}
 	switch cfg.Layout {
 	case "", LayoutRows:
 		s.sql = newStatements(quoted)
@@ -168,7 +169,7 @@ func New(db Querier, cfg Config) (*Store, error) {
 // Claim of the same key waits on the row. It is cheap; make one per
 // transaction.
 func (s *Store) With(q Querier) *Store {
-	return &Store{db: q, sql: s.sql, table: s.table, partitioned: s.partitioned, lockClass: s.lockClass}
+	return &Store{db: q, sql: s.sql, table: s.table, name: s.name, partitioned: s.partitioned, lockClass: s.lockClass}
 }
 
 // statements are the SQL texts of one table, built once by New.

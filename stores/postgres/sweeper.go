@@ -199,12 +199,7 @@ func (w *Sweeper) Pass(ctx context.Context) (int64, error) {
 	if !w.store.partitioned {
 		return w.passRows(ctx)
 	}
-	var now time.Time
-	if err := w.store.db.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
-		return 0, fmt.Errorf("sweeping: %w", translate(ctx, "sweep", err))
-	}
-	_, err := w.store.CreatePartitions(ctx, now, now.Add(time.Duration(w.ahead+1)*w.width), w.width)
-	if err != nil {
+	if err := w.CreateAhead(ctx); err != nil {
 		return 0, fmt.Errorf("sweeping: %w", err)
 	}
 	_, n, err := w.store.DropPartitions(ctx, w.grace)
@@ -212,6 +207,22 @@ func (w *Sweeper) Pass(ctx context.Context) (int64, error) {
 		return n, fmt.Errorf("sweeping: %w", err)
 	}
 	return n, nil
+}
+
+// CreateAhead creates, in the partitioned layout, the partitions that
+// cover from now to PartitionsAhead partitions past the current one, as
+// every Pass does; run it at start-up so that claims find their partition
+// before the first pass. In the rows layout it does nothing.
+func (w *Sweeper) CreateAhead(ctx context.Context) error {
+	if !w.store.partitioned {
+		return nil
+	}
+	var now time.Time
+	if err := w.store.db.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+		return translate(ctx, "create partitions", err)
+	}
+	_, err := w.store.CreatePartitions(ctx, now, now.Add(time.Duration(w.ahead+1)*w.width), w.width)
+	return err
 }
 
 // passRows deletes expired records batch by batch, each batch resuming at the
