@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"time"
 
@@ -92,8 +91,7 @@ func listPartitions(ctx context.Context, conn *pgxpool.Conn, table string) ([]Pa
 // created. A partition is made as a table of its own and then attached,
 // which locks the records table in SHARE UPDATE EXCLUSIVE mode only, so
 // claims never wait for it (CREATE TABLE ... PARTITION OF would lock them
-// out). When another process maintains the table at the moment, it
-// creates nothing and returns 0.
+// out). It waits while another process maintains the table.
 func (s *Store) CreatePartitions(ctx context.Context, from, to time.Time, width time.Duration) (int, error) {
 	if width <= 0 {
 		return 0, fmt.Errorf("creating partitions: width %v must be positive", width)
@@ -191,8 +189,10 @@ func gaps(parts []Partition, from, to time.Time, width time.Duration) [][2]time.
 // concurrent Claim. The check after the detach catches the case: the
 // partition is attached again, nothing is dropped, and the error says so.
 //
-// When another process maintains the table at the moment, it drops nothing
-// and returns 0.
+// It waits while another process maintains the table, and goes on with
+// the next partition when one fails. A partition whose DETACH ...
+// CONCURRENTLY was interrupted (DetachPending) is finalised, checked and
+// dropped like the others.
 func (s *Store) DropPartitions(ctx context.Context, grace time.Duration) (dropped int, records int64, err error) {
 	if grace < 0 {
 		return 0, 0, fmt.Errorf("dropping partitions: grace %v must not be negative", grace)
@@ -268,8 +268,8 @@ func (s *Store) dropIfExpired(ctx context.Context, conn *pgxpool.Conn, p Partiti
 
 // withMaintenance runs f on a connection of the Store's pool. With lock,
 // it first takes the table's maintenance lock (a session advisory lock, so
-// that replicas never maintain one table at once) and returns nil without
-// running f when another session holds it.
+// that replicas never maintain one table at once), waiting for another
+// session that holds it.
 func (s *Store) withMaintenance(ctx context.Context, lock bool, f func(*pgxpool.Conn) error) error {
 	if !s.partitioned {
 		return fmt.Errorf("records table %s has the rows layout: it has no partitions", s.name)
@@ -286,13 +286,9 @@ func (s *Store) withMaintenance(ctx context.Context, lock bool, f func(*pgxpool.
 	if !lock {
 		return f(conn)
 	}
-	id := maintenanceLock(s.table)
-	var held bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", id).Scan(&held); err != nil {
+	var id int64
+	if err := conn.QueryRow(ctx, maintenanceLockSQL, s.table).Scan(&id, nil); err != nil {
 		return translate(ctx, "maintain partitions", err)
-	}
-	if !held {
-		return nil
 	}
 	defer func() {
 		// A connection that cannot unlock is closed, which unlocks.
@@ -303,9 +299,10 @@ func (s *Store) withMaintenance(ctx context.Context, lock bool, f func(*pgxpool.
 	return f(conn)
 }
 
-// maintenanceLock is the session advisory lock of table's maintenance.
-func maintenanceLock(table string) int64 {
-	h := fnv.New64a()
-	_, _ = fmt.Fprintf(h, "onceflow/partitions\x00%s", table)
-	return int64(h.Sum64())
-}
+// maintenanceLockSQL takes the session advisory lock of the maintenance of
+// the table $1, keyed by the table's oid (the same table name in another
+// schema is another lock), waiting for another session that holds it. It
+// returns the lock's key.
+const maintenanceLockSQL = `
+SELECT k, pg_advisory_lock(k)
+FROM (SELECT hashtextextended('onceflow/partitions/' || to_regclass($1)::oid, 0) AS k) AS l`

@@ -27,7 +27,7 @@ const (
 func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	res := Result{Options: b.opts}
 	sweeper := postgres.NewSweeper(b.store, postgres.SweeperConfig{
-		Batch: b.opts.Batch, Pause: b.opts.Pause, Logger: slog.New(slog.DiscardHandler),
+		Batch: b.opts.Batch, Pause: b.opts.Pause, Logger: slog.New(slog.DiscardHandler), Grace: time.Second,
 	})
 	var idle, sweeping []time.Duration
 	var ratios []float64
@@ -47,24 +47,24 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 		idleP99 := p99(lat)
 
 		sctx, stop := context.WithCancel(ctx)
-		swept := make(chan struct{})
+		swept := make(chan int64)
 		start := time.Now()
-		go func() { defer close(swept); sweepUntilDone(sctx, sweeper) }()
+		go func() { swept <- sweepUntilDone(sctx, sweeper) }()
 		lat, err = b.claimWindow(ctx, &seq)
 		stop()
-		<-swept
+		removed := <-swept
 		res.SweepTime += time.Since(start)
 		if err != nil {
 			return res, err
 		}
 		sweeping = append(sweeping, lat...)
-		if idleP99 > 0 {
+		if idleP99 > 0 && removed > 0 {
 			ratios = append(ratios, float64(p99(lat))/float64(idleP99))
 		}
 	}
 	res.IdleClaims, res.SweepClaims = len(idle), len(sweeping)
 	res.IdleP99, res.SweepP99 = p99(idle), p99(sweeping)
-	res.P99Ratio = median(ratios)
+	res.P99Ratio, res.Pairs = median(ratios), len(ratios)
 
 	afterWindows, err := b.filledLeft(ctx)
 	if err != nil {
@@ -90,17 +90,22 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-// sweepUntilDone runs passes back to back until ctx ends. A pass that finds nothing waits a little before
-// the next, as a drained backlog leaves nothing to race for.
-func sweepUntilDone(ctx context.Context, w *postgres.Sweeper) {
+// sweepUntilDone runs passes back to back until ctx ends and returns how
+// many records they reported removed. A pass that finds nothing waits a
+// little before the next, as a drained backlog leaves nothing to race for.
+func sweepUntilDone(ctx context.Context, w *postgres.Sweeper) int64 {
+	var total int64
 	for ctx.Err() == nil {
-		if n, _ := w.Pass(ctx); n == 0 {
+		n, _ := w.Pass(ctx)
+		total += n
+		if n == 0 {
 			select {
 			case <-ctx.Done():
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
 	}
+	return total
 }
 
 // claimWindow runs opts.Callers goroutines doing Claim+Complete on unique keys
