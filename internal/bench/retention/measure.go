@@ -46,19 +46,30 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 		idle = append(idle, lat...)
 		idleP99 := p99(lat)
 
+		// A pair counts only if retention had work at the start of its
+		// sweeping window.
+		backlog, err := b.filledLeft(ctx)
+		if err != nil {
+			return res, err
+		}
 		sctx, stop := context.WithCancel(ctx)
-		swept := make(chan int64)
+		type swept struct{ busy time.Duration }
+		done := make(chan swept)
 		start := time.Now()
-		go func() { swept <- sweepUntilDone(sctx, sweeper) }()
+		go func() {
+			_, busy := sweepUntilDone(sctx, sweeper)
+			done <- swept{busy}
+		}()
 		lat, err = b.claimWindow(ctx, &seq)
 		stop()
-		removed := <-swept
+		sw := <-done
 		res.SweepTime += time.Since(start)
+		res.SweepBusy += sw.busy
 		if err != nil {
 			return res, err
 		}
 		sweeping = append(sweeping, lat...)
-		if idleP99 > 0 && removed > 0 {
+		if idleP99 > 0 && backlog > 0 {
 			ratios = append(ratios, float64(p99(lat))/float64(idleP99))
 		}
 	}
@@ -91,13 +102,17 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 }
 
 // sweepUntilDone runs passes back to back until ctx ends and returns how
-// many records they reported removed. A pass that finds nothing waits a
-// little before the next, as a drained backlog leaves nothing to race for.
-func sweepUntilDone(ctx context.Context, w *postgres.Sweeper) int64 {
-	var total int64
+// many records they reported removed and how long the passes that removed
+// some took. A pass that finds nothing waits a little before the next, as a
+// drained backlog leaves nothing to race for.
+func sweepUntilDone(ctx context.Context, w *postgres.Sweeper) (total int64, busy time.Duration) {
 	for ctx.Err() == nil {
+		start := time.Now()
 		n, _ := w.Pass(ctx)
 		total += n
+		if n > 0 {
+			busy += time.Since(start)
+		}
 		if n == 0 {
 			select {
 			case <-ctx.Done():
@@ -105,7 +120,7 @@ func sweepUntilDone(ctx context.Context, w *postgres.Sweeper) int64 {
 			}
 		}
 	}
-	return total
+	return total, busy
 }
 
 // claimWindow runs opts.Callers goroutines doing Claim+Complete on unique keys

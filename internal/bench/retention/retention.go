@@ -95,16 +95,19 @@ type Result struct {
 	// sweeping window after it, of the sweeping p99 divided by the idle
 	// one: 1.2 means sweeping made the slowest claims 20% slower. Pairing
 	// adjacent windows keeps a burst of unrelated load on the machine from
-	// deciding the figure. Only pairs whose sweeping window removed
-	// records count (Pairs of them): dropping partitions can clear the
-	// whole backlog in the first window, and the windows after it, with
-	// nothing left to remove, would say nothing about its cost.
+	// deciding the figure. Only pairs whose sweeping window began with
+	// filled records left count (Pairs of them): dropping partitions can
+	// clear the whole backlog in the first window, and the windows after
+	// it, with nothing left to remove, would say nothing about its cost.
 	P99Ratio float64
 	Pairs    int
 	// SweptUnderLoad is how many records the sweeper removed during the
-	// sweeping windows, which lasted SweepTime in all.
+	// sweeping windows, which lasted SweepTime in all; SweepBusy is the
+	// part of it spent in passes that removed records (the partitioned
+	// layout may clear the backlog in a fraction of one window).
 	SweptUnderLoad int64
 	SweepTime      time.Duration
+	SweepBusy      time.Duration
 	// Drained is how many records the sweeper removed after the windows,
 	// with no claims running, in DrainTime.
 	Drained   int64
@@ -123,8 +126,15 @@ func (r Result) ClaimsRatio() float64 {
 	return float64(r.SweepClaims) / float64(r.IdleClaims)
 }
 
-// UnderLoadRate is the records removed per second while claims ran.
-func (r Result) UnderLoadRate() float64 { return rate(r.SweptUnderLoad, r.SweepTime) }
+// UnderLoadRate is the records removed per second while claims ran, over
+// the time of the passes that removed them (SweepBusy), or over SweepTime
+// when that is unknown.
+func (r Result) UnderLoadRate() float64 {
+	if r.SweepBusy > 0 {
+		return rate(r.SweptUnderLoad, r.SweepBusy)
+	}
+	return rate(r.SweptUnderLoad, r.SweepTime)
+}
 
 // DrainRate is the records removed per second with no claims running.
 func (r Result) DrainRate() float64 { return rate(r.Drained, r.DrainTime) }
@@ -140,12 +150,12 @@ func rate(n int64, d time.Duration) float64 {
 func (r Result) String() string {
 	return fmt.Sprintf("layout %s: rows %d filled in %s\n"+
 		"claim p99 idle %s (%d claims), sweeping %s (%d claims); median ratio of %d window pairs %.2fx; claims/s sweeping vs idle %.2fx\n"+
-		"swept under load %d rows in %s: %.0f rows/s\n"+
+		"swept under load %d rows in %s of passes (%s of windows): %.0f rows/s\n"+
 		"drained %d rows in %s: %.0f rows/s; %d left\n"+
 		"callers %d, windows %d x %s, batch %d, pause %s",
 		r.Options.Layout, r.Options.Rows, r.Fill.Round(time.Millisecond),
 		r.IdleP99.Round(time.Microsecond), r.IdleClaims, r.SweepP99.Round(time.Microsecond), r.SweepClaims, r.Pairs, r.P99Ratio, r.ClaimsRatio(),
-		r.SweptUnderLoad, r.SweepTime.Round(time.Millisecond), r.UnderLoadRate(),
+		r.SweptUnderLoad, r.SweepBusy.Round(time.Millisecond), r.SweepTime.Round(time.Millisecond), r.UnderLoadRate(),
 		r.Drained, r.DrainTime.Round(time.Millisecond), r.DrainRate(), r.Left,
 		r.Options.Callers, r.Options.Windows, r.Options.Window, r.Options.Batch, r.Options.Pause)
 }
