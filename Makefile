@@ -81,7 +81,7 @@ LOAD_ARGS ?= --rate 200 --duration 30s --concurrency 16 --dup-ratio 0.2
 RETENTION_ROWS ?= 10000000
 
 .PHONY: bench-retention
-bench-retention: ## the PostgreSQL sweeper against RETENTION_ROWS (10M) expired records: rows/s, claim p99 sweeping vs idle
+bench-retention: ## PostgreSQL retention against RETENTION_ROWS (10M) expired records, rows and partitioned layouts: rows/s, claim p99 sweeping vs idle
 	$(GO) test -tags bench -count=1 -run TestScale -v -timeout 1h ./internal/bench/retention/ -args -rows=$(RETENTION_ROWS)
 
 .PHONY: load

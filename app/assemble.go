@@ -72,7 +72,7 @@ func (b *assembly) openDatabase(ctx context.Context) (err error) {
 	if !b.cfg.MigrateOnStart {
 		return checkSchema(ctx, b.pool)
 	}
-	return migrate(ctx, b.pool)
+	return migrate(ctx, b.pool, b.cfg.PGRecordsLayout)
 }
 
 // openStore opens the idempotency store STORE names: Redis after checking
@@ -104,7 +104,13 @@ func (b *assembly) openStore(ctx context.Context) (err error) {
 		}
 	}
 	if b.store.pg != nil {
-		b.sweeper = postgres.NewSweeper(b.store.pg, postgres.SweeperConfig{Logger: b.logger})
+		if err = b.store.pg.CheckLayout(ctx); err != nil {
+			return fmt.Errorf("PG_RECORDS_LAYOUT=%s: %w", b.cfg.PGRecordsLayout, err)
+		}
+		b.sweeper = postgres.NewSweeper(b.store.pg, postgres.SweeperConfig{Logger: b.logger, PartitionWidth: b.cfg.PGPartitionWidth})
+		if err = b.sweeper.CreateAhead(ctx); err != nil {
+			return fmt.Errorf("creating the partitions of the records table: %w", err)
+		}
 	}
 	return nil
 }

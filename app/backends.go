@@ -37,13 +37,14 @@ func openPostgres(ctx context.Context, databaseURL string, maxConns int32) (*pgx
 	return pool, nil
 }
 
-// migrate applies the migrations through pool. It is safe from every
-// replica at once (goose takes a session lock) and is bounded by ctx only:
-// waiting for another replica's migration is not a connection timeout.
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+// migrate applies the migrations through pool, the records table in
+// PG_RECORDS_LAYOUT if they create it. It is safe from every replica at
+// once (goose takes a session lock) and is bounded by ctx only: waiting for
+// another replica's migration is not a connection timeout.
+func migrate(ctx context.Context, pool *pgxpool.Pool, layout string) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	return migrations.Up(ctx, db)
+	return migrations.Up(ctx, db, migrations.WithLayout(migrations.Layout(layout)))
 }
 
 // openRedis returns a Cluster client for REDIS_ADDRS, else a single-node

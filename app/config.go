@@ -61,6 +61,14 @@ type Config struct {
 	// (500µs) before its batch is sent. 0 or 1 turns batching off; the
 	// postgres store never batches in DEDUP_MODE=transaction.
 	StoreBatchSize int `env:"STORE_BATCH_SIZE" envDefault:"64"`
+	// PGRecordsLayout is the layout of the PostgreSQL records table: rows
+	// (expired rows deleted in batches) or partitioned (partitions by
+	// created_at, dropped whole once expired). It is chosen when the
+	// migrations first create the table; a later mismatch refuses to start.
+	PGRecordsLayout string `env:"PG_RECORDS_LAYOUT" envDefault:"rows"`
+	// PGPartitionWidth is the range of created_at of each partition the
+	// partitioned layout creates.
+	PGPartitionWidth time.Duration `env:"PG_PARTITION_WIDTH" envDefault:"1h"`
 	// KafkaBrokers, comma separated host:port.
 	KafkaBrokers []string `env:"KAFKA_BROKERS" envSeparator:","`
 	// KafkaPartitions is the partition count of topics the service creates.
@@ -184,6 +192,7 @@ type Config struct {
 var (
 	transports         = transport.Kinds
 	storeKinds         = []string{"memory", "redis", "postgres"}
+	recordsLayouts     = []string{"rows", "partitioned"}
 	dedupModes         = []string{"lease", "transaction"}
 	inProgressPolicies = []string{"reject", "wait"}
 	storeErrPolicies   = []string{"fail-closed", "fail-open"}
@@ -211,6 +220,7 @@ func (c Config) Validate() error {
 	}{
 		{"TRANSPORT", c.Transport, transports},
 		{"STORE", c.Store, storeKinds},
+		{"PG_RECORDS_LAYOUT", c.PGRecordsLayout, recordsLayouts},
 		{"DEDUP_MODE", c.DedupMode, dedupModes},
 		{"DEDUP_ON_IN_PROGRESS", c.DedupOnInProgress, inProgressPolicies},
 		{"DEDUP_ON_STORE_ERROR", c.DedupOnStoreError, storeErrPolicies},
@@ -230,6 +240,7 @@ func (c Config) Validate() error {
 		{"SHUTDOWN_TIMEOUT", c.ShutdownTimeout}, {"AMQP_CONNECT_TIMEOUT", c.AMQPConnectTimeout},
 		{"SQL_POLL_INTERVAL", c.SQLPollInterval}, {"REDIS_WAIT_TIMEOUT", c.RedisWaitTimeout},
 		{"DEDUP_CACHE_MAX_AGE", c.DedupCacheMaxAge}, {"NATS_MAX_AGE", c.NATSMaxAge},
+		{"PG_PARTITION_WIDTH", c.PGPartitionWidth},
 	} {
 		if d.value <= 0 {
 			return fmt.Errorf("%s=%v must be a positive duration such as 30s", d.name, d.value)
@@ -270,6 +281,11 @@ func (c Config) Validate() error {
 	}
 	if c.DedupMode == "transaction" && c.Store != "postgres" {
 		return fmt.Errorf("DEDUP_MODE=transaction requires STORE=postgres (STORE=%q): use DEDUP_MODE=lease with other stores", c.Store)
+	}
+	if c.PGRecordsLayout == "partitioned" && c.DedupMode == "transaction" && c.Transport == "sql" {
+		return errors.New("PG_RECORDS_LAYOUT=partitioned does not support DEDUP_MODE=transaction with TRANSPORT=sql: " +
+			"Watermill SQL consumes in REPEATABLE READ transactions, and the partitioned layout claims under READ COMMITTED only " +
+			"(the claim's snapshot must follow its key's lock); use PG_RECORDS_LAYOUT=rows, DEDUP_MODE=lease or another transport")
 	}
 	if c.IdempotencyMaxBody < 1 {
 		return fmt.Errorf("IDEMPOTENCY_MAX_BODY=%d must be at least 1 (bytes)", c.IdempotencyMaxBody)
@@ -372,6 +388,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("redis_wait_replicas", c.RedisWaitReplicas),
 		slog.Duration("redis_wait_timeout", c.RedisWaitTimeout),
 		slog.Int("store_batch_size", c.StoreBatchSize),
+		slog.String("pg_records_layout", c.PGRecordsLayout),
+		slog.Duration("pg_partition_width", c.PGPartitionWidth),
 		slog.Any("kafka_brokers", c.KafkaBrokers),
 		slog.Int("kafka_partitions", c.KafkaPartitions),
 		slog.String("amqp_url", redact(c.AMQPURL)),

@@ -46,7 +46,7 @@ func Migrate(ctx context.Context, environ []string, action string, out io.Writer
 	defer pool.Close()
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	p, err := migrations.NewProvider(ctx, db)
+	p, err := migrations.NewProvider(ctx, db, migrations.WithLayout(migrations.Layout(cfg.PGRecordsLayout)))
 	if err != nil {
 		return err
 	}

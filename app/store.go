@@ -42,7 +42,7 @@ func newStore(cfg Config, pool *pgxpool.Pool, rdb redis.UniversalClient) (idempo
 		if cfg.DedupMode == "transaction" {
 			batch = 0
 		}
-		s, err := postgres.New(pool, postgres.Config{BatchSize: batch})
+		s, err := postgres.New(pool, postgres.Config{BatchSize: batch, Layout: postgres.Layout(cfg.PGRecordsLayout)})
 		if err != nil {
 			return idempotencyStore{}, fmt.Errorf("postgres store: %w", err)
 		}

@@ -1,4 +1,6 @@
--- Idempotency records: one row per key, kept by stores/postgres.
+-- Idempotency records: one row per key, kept by stores/postgres. This is the
+-- rows layout (PG_RECORDS_LAYOUT=rows, the default); see
+-- 00001_idempotency_records_partitioned.sql for the other.
 --
 -- expires_at is the moment the row stops mattering, whatever its state: the
 -- lease end of an in-progress record, the TTL end of a completed one. One

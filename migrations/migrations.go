@@ -6,6 +6,13 @@
 // "-- +goose Up" and a "-- +goose Down" section and runs in its own
 // transaction.
 //
+// Version 1, the idempotency records table, comes in two layouts (see
+// Layout): 00001_idempotency_records.sql (rows, the default) and
+// 00001_idempotency_records_partitioned.sql. A provider reads one of the
+// two and never sees the other, so the layout is chosen once, when version 1
+// is applied; later runs with another layout change nothing (the store
+// checks the table's layout at start-up and refuses a mismatch).
+//
 // Objects are created unqualified, so they land in the first schema of the
 // connection's search_path, and so does goose's version table: one database
 // can hold several independent deployments (or tests) in separate schemas.
@@ -30,6 +37,36 @@ import (
 //go:embed *.sql
 var FS embed.FS
 
+// Layout is how the idempotency records table is stored.
+type Layout string
+
+// The layouts of the idempotency records table.
+const (
+	// Rows is one plain table, cleared by deleting expired rows in batches.
+	Rows Layout = "rows"
+	// Partitioned is a table partitioned by range of created_at, cleared by
+	// dropping partitions whose records have all expired.
+	Partitioned Layout = "partitioned"
+)
+
+// Layouts lists the layouts, the default first.
+var Layouts = []Layout{Rows, Partitioned}
+
+// recordsFiles are the version 1 files of each layout.
+var recordsFiles = map[Layout]string{
+	Rows:        "00001_idempotency_records.sql",
+	Partitioned: "00001_idempotency_records_partitioned.sql",
+}
+
+// Option configures Up, UpURL and NewProvider.
+type Option func(*options)
+
+type options struct{ layout Layout }
+
+// WithLayout selects the layout of the idempotency records table, applied
+// if version 1 is still pending. Default Rows.
+func WithLayout(l Layout) Option { return func(o *options) { o.layout = l } }
+
 // VersionTable is the table, in the current schema, where goose records which
 // migrations were applied.
 const VersionTable = "goose_db_version"
@@ -41,8 +78,8 @@ const VersionTable = "goose_db_version"
 //
 // db must use a PostgreSQL driver; to migrate through an existing pgx pool,
 // pass stdlib.OpenDBFromPool(pool).
-func Up(ctx context.Context, db *sql.DB) error {
-	p, err := NewProvider(ctx, db)
+func Up(ctx context.Context, db *sql.DB, opts ...Option) error {
+	p, err := NewProvider(ctx, db, opts...)
 	if err != nil {
 		return err
 	}
@@ -54,20 +91,34 @@ func Up(ctx context.Context, db *sql.DB) error {
 
 // UpURL is Up on a connection opened from databaseURL (a postgres:// URL or
 // key=value DSN) and closed before it returns.
-func UpURL(ctx context.Context, databaseURL string) error {
+func UpURL(ctx context.Context, databaseURL string, opts ...Option) error {
 	cfg, err := pgx.ParseConfig(databaseURL)
 	if err != nil {
 		return fmt.Errorf("parsing database URL: %w", err)
 	}
 	db := stdlib.OpenDB(*cfg)
 	defer db.Close()
-	return Up(ctx, db)
+	return Up(ctx, db, opts...)
 }
 
 // NewProvider returns a goose provider for FS on db, configured as Up uses
 // it: version table VersionTable in the current schema, and a session lock
-// per database and schema. Use it for status, version and down migrations.
-func NewProvider(ctx context.Context, db *sql.DB) (*goose.Provider, error) {
+// per database and schema, the files of the layout opts select. Use it for
+// status, version and down migrations.
+func NewProvider(ctx context.Context, db *sql.DB, opts ...Option) (*goose.Provider, error) {
+	o := options{layout: Rows}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var skip []string
+	for l, name := range recordsFiles {
+		if l != o.layout {
+			skip = append(skip, name)
+		}
+	}
+	if len(skip) == len(recordsFiles) {
+		return nil, fmt.Errorf("unknown records layout %q: use %s or %s", o.layout, Rows, Partitioned)
+	}
 	lockID, err := schemaLockID(ctx, db)
 	if err != nil {
 		return nil, err
@@ -82,6 +133,7 @@ func NewProvider(ctx context.Context, db *sql.DB) (*goose.Provider, error) {
 		goose.WithTableName(VersionTable),
 		goose.WithSessionLocker(locker),
 		goose.WithDisableGlobalRegistry(true),
+		goose.WithExcludeNames(skip),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("creating migration provider: %w", err)

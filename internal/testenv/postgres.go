@@ -64,13 +64,13 @@ func Postgres(t testing.TB) *pgxpool.Pool {
 }
 
 // MigratedPostgres is Postgres with every migration applied to the fresh
-// schema.
-func MigratedPostgres(t testing.TB) *pgxpool.Pool {
+// schema, with opts (such as a records layout).
+func MigratedPostgres(t testing.TB, opts ...migrations.Option) *pgxpool.Pool {
 	t.Helper()
 	u := PostgresSchema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := migrations.UpURL(ctx, u); err != nil {
+	if err := migrations.UpURL(ctx, u, opts...); err != nil {
 		t.Fatalf("migrating: %v", err)
 	}
 	return openPool(t, u)

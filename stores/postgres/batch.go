@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -92,7 +93,18 @@ func (s *Store) claimMany(ctx context.Context, reqs []claimReq, round []int, res
 		keys[j], tokens[j], fps[j], leases[j] = r.key, string(r.token), r.fingerprint, r.lease
 		at[r.key] = i
 	}
-	rows, err := s.pool.Query(ctx, s.sql.claimBatch, keys, tokens, fps, leases)
+	var (
+		rows pgx.Rows
+		br   pgx.BatchResults
+		err  error
+	)
+	if s.partitioned {
+		if br, err = s.sendLocked(ctx, s.pool, s.sql.lockBatch, keys, s.sql.claimBatch, keys, tokens, fps, leases); err == nil {
+			rows, err = br.Query()
+		}
+	} else {
+		rows, err = s.pool.Query(ctx, s.sql.claimBatch, keys, tokens, fps, leases)
+	}
 	if err == nil {
 		var row claimRow
 		var key string
@@ -107,6 +119,9 @@ func (s *Store) claimMany(ctx context.Context, reqs []claimReq, round []int, res
 			row = claimRow{}
 			return nil
 		})
+	}
+	if br != nil {
+		err = errors.Join(err, br.Close())
 	}
 	if err == nil && len(at) > 0 {
 		err = fmt.Errorf("batched claim returned no row for %d of %d keys", len(at), len(round))

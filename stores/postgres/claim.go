@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -87,8 +88,12 @@ type claimReq struct {
 	lease       int64
 }
 
-// claimOne runs claimSQL for one key.
+// claimOne runs claimSQL for one key, or in the partitioned layout lockSQL
+// and claimPartitionedSQL in one round trip.
 func (s *Store) claimOne(ctx context.Context, req claimReq) (stores.Claim, error) {
+	if s.partitioned {
+		return s.claimOnePartitioned(ctx, req)
+	}
 	var (
 		acquired bool
 		row      claimRow
@@ -100,6 +105,26 @@ func (s *Store) claimOne(ctx context.Context, req claimReq) (stores.Claim, error
 	}
 	if acquired {
 		row.token = string(req.token)
+	}
+	return row.claim(req.token), nil
+}
+
+func (s *Store) claimOnePartitioned(ctx context.Context, req claimReq) (stores.Claim, error) {
+	db, ok := s.db.(batchSender)
+	if !ok {
+		return stores.Claim{}, errors.New("the partitioned layout needs a database that sends batches (SendBatch)")
+	}
+	br, err := s.sendLocked(ctx, db, s.sql.lock, req.key, s.sql.claim, req.key, string(req.token), req.fingerprint, req.lease)
+	if errors.Is(err, errIsolation) {
+		return stores.Claim{}, err
+	}
+	if err != nil {
+		return stores.Claim{}, translate(ctx, "claim", err)
+	}
+	var row claimRow
+	err = br.QueryRow().Scan(&row.token, &row.state, &row.rec.Fingerprint, &row.rec.Result, &row.rec.CreatedAt, &row.completedAt, &row.expiresAt)
+	if err = errors.Join(err, br.Close()); err != nil {
+		return stores.Claim{}, translate(ctx, "claim", err)
 	}
 	return row.claim(req.token), nil
 }

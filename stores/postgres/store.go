@@ -1,8 +1,13 @@
 // Package postgres is the PostgreSQL implementation of [stores.Store], on pgx.
 //
-// The records live in one table (see package migrations, which creates it).
+// The records live in one table (see package migrations, which creates it)
+// in one of two layouts (see Layout): rows, a plain table whose expired rows
+// the Sweeper deletes in batches, or partitioned, whose partitions the
+// Sweeper drops once all their records have expired.
 // Every method is exactly one SQL statement, so each is atomic on its own and
-// needs no transaction; because the store runs on a small Querier interface,
+// needs no transaction (except Claim in the partitioned layout: two
+// statements in one round trip and one transaction, see
+// claim_partitioned.go); because the store runs on a small Querier interface,
 // the same statements can also run inside a caller's pgx.Tx (see Store.With),
 // so that the claim, the handler's writes and the result commit or roll back
 // together.
@@ -87,6 +92,10 @@ type Config struct {
 	// BatchTimeout bounds how long a call waits to be sent. Default
 	// DefaultBatchTimeout.
 	BatchTimeout time.Duration
+
+	// Layout is the layout of Table, as migrations created it. Default
+	// LayoutRows. CheckLayout compares it with the table's.
+	Layout Layout
 }
 
 // Store is a [stores.Store] on PostgreSQL. It is safe for concurrent use when
@@ -95,6 +104,12 @@ type Config struct {
 type Store struct {
 	db  Querier
 	sql *statements
+	// table is the quoted table name, name the table as configured (for
+	// messages); partitioned and lockClass are set in the partitioned
+	// layout (see claim_partitioned.go).
+	table, name string
+	partitioned bool
+	lockClass   int32
 	// pool and batch are set when batching is on.
 	pool  *pgxpool.Pool
 	batch *batchers
@@ -104,7 +119,9 @@ var _ stores.Store = (*Store)(nil)
 
 // New returns a Store that runs its statements on db, typically a
 // *pgxpool.Pool. It fails only when db is nil, cfg.Table is not "name"
-// or "schema.name", or a batching setting is negative.
+// or "schema.name", cfg.Layout is unknown, or a batching setting is
+// negative. In the partitioned layout db must also send batches
+// (SendBatch, as a pool, a pgx.Conn and a pgx.Tx do).
 func New(db Querier, cfg Config) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("missing database")
@@ -120,7 +137,19 @@ func New(db Querier, cfg Config) (*Store, error) {
 	if cfg.BatchSize < 0 || cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 {
 		return nil, fmt.Errorf("negative batch setting: size %d, workers %d, timeout %v", cfg.BatchSize, cfg.BatchWorkers, cfg.BatchTimeout)
 	}
-	s := &Store{db: db, sql: newStatements(pgx.Identifier(parts).Sanitize())}
+	quoted := pgx.Identifier(parts).Sanitize()
+	s := &Store{db: db, table: quoted, name: table}
+	switch cfg.Layout {
+	case "", LayoutRows:
+		s.sql = newStatements(quoted)
+	case LayoutPartitioned:
+		if _, ok := db.(batchSender); !ok {
+			return nil, errors.New("the partitioned layout needs a database that sends batches (SendBatch)")
+		}
+		s.sql, s.partitioned, s.lockClass = newPartitionedStatements(quoted), true, lockClass(quoted)
+	default:
+		return nil, fmt.Errorf("unknown layout %q: use %s or %s", cfg.Layout, LayoutRows, LayoutPartitioned)
+	}
 	if pool, ok := db.(*pgxpool.Pool); ok && cfg.BatchSize > 1 {
 		if cfg.BatchWorkers == 0 {
 			cfg.BatchWorkers = DefaultBatchWorkers
@@ -140,7 +169,7 @@ func New(db Querier, cfg Config) (*Store, error) {
 // Claim of the same key waits on the row. It is cheap; make one per
 // transaction.
 func (s *Store) With(q Querier) *Store {
-	return &Store{db: q, sql: s.sql}
+	return &Store{db: q, sql: s.sql, table: s.table, name: s.name, partitioned: s.partitioned, lockClass: s.lockClass}
 }
 
 // statements are the SQL texts of one table, built once by New.
@@ -148,6 +177,9 @@ type statements struct {
 	claim, complete, release, extend, sweep string
 	claimBatch, completeBatch               string
 	admin                                   adminStatements
+	// lock and lockBatch take the claims' advisory locks in the
+	// partitioned layout; empty in the rows layout.
+	lock, lockBatch string
 }
 
 func newStatements(table string) *statements {

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -73,6 +74,9 @@ func (s *Store) SweepFrom(ctx context.Context, after time.Time, batch int) (n in
 	if batch <= 0 {
 		return 0, after, fmt.Errorf("sweeping: batch %d must be positive", batch)
 	}
+	if s.partitioned {
+		return 0, after, errors.New("sweeping: the partitioned layout drops partitions (DropPartitions) instead of deleting rows")
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, after, fmt.Errorf("sweeping: %w", err)
 	}
@@ -104,17 +108,35 @@ type SweeperConfig struct {
 	// Logger receives one line per pass that deleted something, and sweep
 	// errors. Default slog.Default().
 	Logger *slog.Logger
+
+	// The partitioned layout's settings; Batch and Pause do not apply to
+	// it. PartitionWidth is the range of created_at of each partition it
+	// creates (default DefaultPartitionWidth), PartitionsAhead how many
+	// partitions past the current one it keeps created (default
+	// DefaultPartitionsAhead), and Grace how far in the past a partition's
+	// range and expiries must lie before it is dropped (default
+	// DefaultPartitionGrace; see DropPartitions).
+	PartitionWidth  time.Duration
+	PartitionsAhead int
+	Grace           time.Duration
 }
 
-// Sweeper deletes expired records periodically. PostgreSQL has no TTL, so
+// Sweeper removes expired records periodically. PostgreSQL has no TTL, so
 // without it completed and abandoned records accumulate; correctness never
-// depends on it.
+// depends on it. In the rows layout it deletes expired rows in batches; in
+// the partitioned layout it creates the partitions ahead of time and drops
+// those whose records have all expired, so a Store on that layout needs its
+// Sweeper running (claims fail once no partition covers the time).
 type Sweeper struct {
 	store    *Store
 	interval time.Duration
 	batch    int
 	pause    time.Duration
 	logger   *slog.Logger
+
+	width time.Duration
+	ahead int
+	grace time.Duration
 }
 
 // NewSweeper returns a Sweeper of s's table. Run it on a pool-backed store.
@@ -131,6 +153,16 @@ func NewSweeper(s *Store, cfg SweeperConfig) *Sweeper {
 	}
 	if w.logger == nil {
 		w.logger = slog.Default()
+	}
+	w.width, w.ahead, w.grace = cfg.PartitionWidth, cfg.PartitionsAhead, cfg.Grace
+	if w.width <= 0 {
+		w.width = DefaultPartitionWidth
+	}
+	if w.ahead <= 0 {
+		w.ahead = DefaultPartitionsAhead
+	}
+	if w.grace <= 0 {
+		w.grace = DefaultPartitionGrace
 	}
 	return w
 }
@@ -159,13 +191,47 @@ func (w *Sweeper) Run(ctx context.Context) error {
 	}
 }
 
-// Pass deletes expired records batch by batch, each batch resuming at the
+// Pass removes expired records and returns how many. In the partitioned
+// layout it creates the partitions up to PartitionsAhead past the current
+// one, then drops those whose records have all expired (see
+// DropPartitions); otherwise see passRows.
+func (w *Sweeper) Pass(ctx context.Context) (int64, error) {
+	if !w.store.partitioned {
+		return w.passRows(ctx)
+	}
+	if err := w.CreateAhead(ctx); err != nil {
+		return 0, fmt.Errorf("sweeping: %w", err)
+	}
+	_, n, err := w.store.DropPartitions(ctx, w.grace)
+	if err != nil {
+		return n, fmt.Errorf("sweeping: %w", err)
+	}
+	return n, nil
+}
+
+// CreateAhead creates, in the partitioned layout, the partitions that
+// cover from now to PartitionsAhead partitions past the current one, as
+// every Pass does; run it at start-up so that claims find their partition
+// before the first pass. In the rows layout it does nothing.
+func (w *Sweeper) CreateAhead(ctx context.Context) error {
+	if !w.store.partitioned {
+		return nil
+	}
+	var now time.Time
+	if err := w.store.db.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+		return translate(ctx, "create partitions", err)
+	}
+	_, err := w.store.CreatePartitions(ctx, now, now.Add(time.Duration(w.ahead+1)*w.width), w.width)
+	return err
+}
+
+// passRows deletes expired records batch by batch, each batch resuming at the
 // expiry where the previous one stopped and sleeping Pause before it, until a
 // batch comes back short or ctx is done, and returns how many it deleted. A
 // pass starts with no lower bound, so it also deletes what an earlier pass
 // left behind its cursor. It ends once it has caught up with the records
 // expiring meanwhile: every full batch deletes batch of them.
-func (w *Sweeper) Pass(ctx context.Context) (int64, error) {
+func (w *Sweeper) passRows(ctx context.Context) (int64, error) {
 	var (
 		total int64
 		after time.Time

@@ -50,7 +50,7 @@ func Open(ctx context.Context, opts Options) (*Bench, error) {
 	q := u.Query()
 	q.Set("search_path", b.schema)
 	u.RawQuery = q.Encode()
-	if err := migrations.UpURL(ctx, u.String()); err != nil {
+	if err := migrations.UpURL(ctx, u.String(), migrations.WithLayout(migrations.Layout(opts.Layout))); err != nil {
 		return nil, b.closeWith(err)
 	}
 	cfg, err := pgxpool.ParseConfig(u.String())
@@ -68,7 +68,7 @@ func Open(ctx context.Context, opts Options) (*Bench, error) {
 		b.pool.Close()
 		return nil, b.closeWith(err)
 	}
-	if b.store, err = postgres.New(b.pool, postgres.Config{}); err != nil {
+	if b.store, err = postgres.New(b.pool, postgres.Config{Layout: opts.Layout}); err != nil {
 		return nil, b.closeWith(err)
 	}
 	return b, nil
@@ -109,6 +109,18 @@ func (b *Bench) Fill(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("filling: %w", err)
 	}
 	n := b.opts.Rows
+	if b.opts.Layout == postgres.LayoutPartitioned {
+		// The partitions of the fill's creation times, as the sweeper
+		// would have created them over the past two days.
+		var now time.Time
+		if err := conn.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+			return 0, fmt.Errorf("filling: %w", err)
+		}
+		from := now.Add(-48*time.Hour - 2*time.Minute)
+		if _, err := b.store.CreatePartitions(ctx, from, now.Add(-23*time.Hour), postgres.DefaultPartitionWidth); err != nil {
+			return 0, fmt.Errorf("filling: %w", err)
+		}
+	}
 	for from := 1; from <= n; from += fillChunk {
 		to := min(from+fillChunk-1, n)
 		_, err := conn.Exec(ctx, `

@@ -27,7 +27,7 @@ const (
 func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	res := Result{Options: b.opts}
 	sweeper := postgres.NewSweeper(b.store, postgres.SweeperConfig{
-		Batch: b.opts.Batch, Pause: b.opts.Pause, Logger: slog.New(slog.DiscardHandler),
+		Batch: b.opts.Batch, Pause: b.opts.Pause, Logger: slog.New(slog.DiscardHandler), Grace: time.Second,
 	})
 	var idle, sweeping []time.Duration
 	var ratios []float64
@@ -46,25 +46,36 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 		idle = append(idle, lat...)
 		idleP99 := p99(lat)
 
+		// A pair counts only if retention had work at the start of its
+		// sweeping window.
+		backlog, err := b.filledLeft(ctx)
+		if err != nil {
+			return res, err
+		}
 		sctx, stop := context.WithCancel(ctx)
-		swept := make(chan struct{})
+		type swept struct{ busy time.Duration }
+		done := make(chan swept)
 		start := time.Now()
-		go func() { defer close(swept); sweepUntilDone(sctx, sweeper) }()
+		go func() {
+			_, busy := sweepUntilDone(sctx, sweeper)
+			done <- swept{busy}
+		}()
 		lat, err = b.claimWindow(ctx, &seq)
 		stop()
-		<-swept
+		sw := <-done
 		res.SweepTime += time.Since(start)
+		res.SweepBusy += sw.busy
 		if err != nil {
 			return res, err
 		}
 		sweeping = append(sweeping, lat...)
-		if idleP99 > 0 {
+		if idleP99 > 0 && backlog > 0 {
 			ratios = append(ratios, float64(p99(lat))/float64(idleP99))
 		}
 	}
 	res.IdleClaims, res.SweepClaims = len(idle), len(sweeping)
 	res.IdleP99, res.SweepP99 = p99(idle), p99(sweeping)
-	res.P99Ratio = median(ratios)
+	res.P99Ratio, res.Pairs = median(ratios), len(ratios)
 
 	afterWindows, err := b.filledLeft(ctx)
 	if err != nil {
@@ -90,17 +101,26 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-// sweepUntilDone runs passes back to back until ctx ends. A pass that finds nothing waits a little before
-// the next, as a drained backlog leaves nothing to race for.
-func sweepUntilDone(ctx context.Context, w *postgres.Sweeper) {
+// sweepUntilDone runs passes back to back until ctx ends and returns how
+// many records they reported removed and how long the passes that removed
+// some took. A pass that finds nothing waits a little before the next, as a
+// drained backlog leaves nothing to race for.
+func sweepUntilDone(ctx context.Context, w *postgres.Sweeper) (total int64, busy time.Duration) {
 	for ctx.Err() == nil {
-		if n, _ := w.Pass(ctx); n == 0 {
+		start := time.Now()
+		n, _ := w.Pass(ctx)
+		total += n
+		if n > 0 {
+			busy += time.Since(start)
+		}
+		if n == 0 {
 			select {
 			case <-ctx.Done():
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
 	}
+	return total, busy
 }
 
 // claimWindow runs opts.Callers goroutines doing Claim+Complete on unique keys

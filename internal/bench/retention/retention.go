@@ -1,6 +1,8 @@
 // Package retention measures the PostgreSQL sweeper at scale: how fast it
 // removes a backlog of expired idempotency records, and how much it slows
-// claims while it does.
+// claims while it does, on either layout of the records table (see
+// Options.Layout): the rows layout deletes expired rows in batches, the
+// partitioned one drops whole partitions.
 //
 // A round creates its own schema in the target database, migrates it, fills
 // it with Options.Rows expired records, then alternates measurement windows
@@ -37,10 +39,17 @@ type Options struct {
 	// Windows is how many idle windows, and as many sweeping ones, the
 	// round alternates (idle first). Default 5.
 	Windows int
-	// Batch and Pause configure the sweeper (see postgres.SweeperConfig).
-	// Default postgres.DefaultSweepBatch and no pause.
+	// Batch and Pause configure the sweeper of the rows layout (see
+	// postgres.SweeperConfig). Default postgres.DefaultSweepBatch and no
+	// pause.
 	Batch int
 	Pause time.Duration
+	// Layout is the records table's layout. Default postgres.LayoutRows.
+	// In the partitioned layout the fill's records spread over partitions
+	// of postgres.DefaultPartitionWidth, and the sweeper drops a partition
+	// once its records expired more than a second ago (the service's
+	// grace is an hour; the fill's latest expiry is a minute old).
+	Layout postgres.Layout
 }
 
 func (o Options) withDefaults() Options {
@@ -65,6 +74,9 @@ func (o Options) withDefaults() Options {
 	if o.Pause < 0 {
 		o.Pause = 0
 	}
+	if o.Layout == "" {
+		o.Layout = postgres.LayoutRows
+	}
 	return o
 }
 
@@ -83,12 +95,19 @@ type Result struct {
 	// sweeping window after it, of the sweeping p99 divided by the idle
 	// one: 1.2 means sweeping made the slowest claims 20% slower. Pairing
 	// adjacent windows keeps a burst of unrelated load on the machine from
-	// deciding the figure.
+	// deciding the figure. Only pairs whose sweeping window began with
+	// filled records left count (Pairs of them): dropping partitions can
+	// clear the whole backlog in the first window, and the windows after
+	// it, with nothing left to remove, would say nothing about its cost.
 	P99Ratio float64
+	Pairs    int
 	// SweptUnderLoad is how many records the sweeper removed during the
-	// sweeping windows, which lasted SweepTime in all.
+	// sweeping windows, which lasted SweepTime in all; SweepBusy is the
+	// part of it spent in passes that removed records (the partitioned
+	// layout may clear the backlog in a fraction of one window).
 	SweptUnderLoad int64
 	SweepTime      time.Duration
+	SweepBusy      time.Duration
 	// Drained is how many records the sweeper removed after the windows,
 	// with no claims running, in DrainTime.
 	Drained   int64
@@ -107,8 +126,15 @@ func (r Result) ClaimsRatio() float64 {
 	return float64(r.SweepClaims) / float64(r.IdleClaims)
 }
 
-// UnderLoadRate is the records removed per second while claims ran.
-func (r Result) UnderLoadRate() float64 { return rate(r.SweptUnderLoad, r.SweepTime) }
+// UnderLoadRate is the records removed per second while claims ran, over
+// the time of the passes that removed them (SweepBusy), or over SweepTime
+// when that is unknown.
+func (r Result) UnderLoadRate() float64 {
+	if r.SweepBusy > 0 {
+		return rate(r.SweptUnderLoad, r.SweepBusy)
+	}
+	return rate(r.SweptUnderLoad, r.SweepTime)
+}
 
 // DrainRate is the records removed per second with no claims running.
 func (r Result) DrainRate() float64 { return rate(r.Drained, r.DrainTime) }
@@ -122,14 +148,14 @@ func rate(n int64, d time.Duration) float64 {
 
 // String renders r on a few lines for a log.
 func (r Result) String() string {
-	return fmt.Sprintf("rows %d filled in %s\n"+
-		"claim p99 idle %s (%d claims), sweeping %s (%d claims); median ratio of window pairs %.2fx; claims/s sweeping vs idle %.2fx\n"+
-		"swept under load %d rows in %s: %.0f rows/s\n"+
+	return fmt.Sprintf("layout %s: rows %d filled in %s\n"+
+		"claim p99 idle %s (%d claims), sweeping %s (%d claims); median ratio of %d window pairs %.2fx; claims/s sweeping vs idle %.2fx\n"+
+		"swept under load %d rows in %s of passes (%s of windows): %.0f rows/s\n"+
 		"drained %d rows in %s: %.0f rows/s; %d left\n"+
 		"callers %d, windows %d x %s, batch %d, pause %s",
-		r.Options.Rows, r.Fill.Round(time.Millisecond),
-		r.IdleP99.Round(time.Microsecond), r.IdleClaims, r.SweepP99.Round(time.Microsecond), r.SweepClaims, r.P99Ratio, r.ClaimsRatio(),
-		r.SweptUnderLoad, r.SweepTime.Round(time.Millisecond), r.UnderLoadRate(),
+		r.Options.Layout, r.Options.Rows, r.Fill.Round(time.Millisecond),
+		r.IdleP99.Round(time.Microsecond), r.IdleClaims, r.SweepP99.Round(time.Microsecond), r.SweepClaims, r.Pairs, r.P99Ratio, r.ClaimsRatio(),
+		r.SweptUnderLoad, r.SweepBusy.Round(time.Millisecond), r.SweepTime.Round(time.Millisecond), r.UnderLoadRate(),
 		r.Drained, r.DrainTime.Round(time.Millisecond), r.DrainRate(), r.Left,
 		r.Options.Callers, r.Options.Windows, r.Options.Window, r.Options.Batch, r.Options.Pause)
 }
@@ -155,12 +181,16 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 }
 
 // P99Ratio returns a function that runs one round with opts and returns its
-// Result.P99Ratio: the Measure of a contender in a benchmark harness.
-func P99Ratio(opts Options) func(ctx context.Context) (float64, error) {
+// Result.P99Ratio: the Measure of a contender in a benchmark harness. When
+// last is not nil, it also keeps there the Result of the latest round.
+func P99Ratio(opts Options, last *Result) func(ctx context.Context) (float64, error) {
 	return func(ctx context.Context) (float64, error) {
 		res, err := Run(ctx, opts)
 		if err != nil {
 			return 0, err
+		}
+		if last != nil {
+			*last = res
 		}
 		return res.P99Ratio, nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/bench/retention"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/stores/postgres"
 )
 
 // check fails t unless res shows a round that claimed in both kinds of
@@ -33,21 +34,29 @@ func check(t *testing.T, res retention.Result, rows int) {
 func TestRunDrainsEveryFilledRecord(t *testing.T) {
 	testenv.Integration(t)
 	testenv.PostgresSchema(t) // skips or fails, per REQUIRE_SERVICES, when PostgreSQL is down
-	const rows = 20_000
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	// A batch small enough that the sweeping windows cannot finish the
-	// backlog, so the drain has work too.
-	res, err := retention.Run(ctx, retention.Options{
-		URL: testenv.PostgresURL(), Rows: rows, Callers: 2,
-		Window: 300 * time.Millisecond, Windows: 2, Batch: 50, Pause: 5 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	check(t, res, rows)
-	if res.Drained == 0 {
-		t.Error("drain removed nothing: the windows should have left a backlog")
+	for _, layout := range []postgres.Layout{postgres.LayoutRows, postgres.LayoutPartitioned} {
+		t.Run(string(layout), func(t *testing.T) {
+			t.Parallel()
+			const rows = 20_000
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			// A batch small enough that the rows layout's sweeping windows
+			// cannot finish the backlog, so the drain has work too.
+			res, err := retention.Run(ctx, retention.Options{
+				URL: testenv.PostgresURL(), Rows: rows, Callers: 2,
+				Window: 300 * time.Millisecond, Windows: 2, Batch: 50, Pause: 5 * time.Millisecond, Layout: layout,
+			})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			check(t, res, rows)
+			if res.Options.Layout != layout || res.Pairs == 0 {
+				t.Errorf("round of layout %q with %d window pairs; want %q with at least one", res.Options.Layout, res.Pairs, layout)
+			}
+			if layout == postgres.LayoutRows && res.Drained == 0 {
+				t.Error("drain removed nothing: the windows should have left a backlog")
+			}
+		})
 	}
 }
 
@@ -56,10 +65,15 @@ func TestP99RatioRunsARound(t *testing.T) {
 	testenv.PostgresSchema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	var last retention.Result
 	ratio, err := retention.P99Ratio(retention.Options{
 		URL: testenv.PostgresURL(), Rows: 2_000, Callers: 1, Window: 100 * time.Millisecond, Windows: 1,
-	})(ctx)
+		Layout: postgres.LayoutPartitioned,
+	}, &last)(ctx)
 	if err != nil || ratio <= 0 {
 		t.Fatalf("Contender round = %v, %v; want a positive ratio", ratio, err)
+	}
+	if last.P99Ratio != ratio || last.Options.Layout != postgres.LayoutPartitioned {
+		t.Errorf("kept result: ratio %v of layout %q, want %v of partitioned", last.P99Ratio, last.Options.Layout, ratio)
 	}
 }

@@ -5,11 +5,13 @@ package retention_test
 import (
 	"context"
 	"flag"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/bench/retention"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/stores/postgres"
 )
 
 var (
@@ -19,9 +21,10 @@ var (
 	windows = flag.Int("windows", 5, "idle windows, and as many sweeping ones")
 	batch   = flag.Int("batch", 0, "sweeper batch (0: postgres.DefaultSweepBatch)")
 	pause   = flag.Duration("pause", 0, "sweeper pause between batches")
+	layouts = flag.String("layouts", "rows,partitioned", "records layouts to measure, one round each, comma separated")
 )
 
-// TestScale is the retention benchmark at full size:
+// TestScale is the retention benchmark at full size, one round per layout:
 //
 //	go test -tags bench -run TestScale -v -timeout 1h ./internal/bench/retention/ -args -rows=10000000
 func TestScale(t *testing.T) {
@@ -29,15 +32,17 @@ func TestScale(t *testing.T) {
 	testenv.PostgresSchema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
 	defer cancel()
-	res, err := retention.Run(ctx, retention.Options{
-		URL: testenv.PostgresURL(), Rows: *rows, Callers: *callers,
-		Window: *window, Windows: *windows, Batch: *batch, Pause: *pause,
-	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
+	for _, layout := range strings.Split(*layouts, ",") {
+		res, err := retention.Run(ctx, retention.Options{
+			URL: testenv.PostgresURL(), Rows: *rows, Callers: *callers,
+			Window: *window, Windows: *windows, Batch: *batch, Pause: *pause, Layout: postgres.Layout(layout),
+		})
+		if err != nil {
+			t.Fatalf("Run %s: %v", layout, err)
+		}
+		check(t, res, *rows)
+		t.Logf("RETENTION layout=%s rows=%d fill=%s swept_under_load=%.0f/s drain=%.0f/s p99_idle=%s p99_sweeping=%s ratio=%.2f pairs=%d",
+			layout, *rows, res.Fill.Round(time.Millisecond), res.UnderLoadRate(), res.DrainRate(),
+			res.IdleP99.Round(time.Microsecond), res.SweepP99.Round(time.Microsecond), res.P99Ratio, res.Pairs)
 	}
-	check(t, res, *rows)
-	t.Logf("RETENTION rows=%d fill=%s swept_under_load=%.0f/s drain=%.0f/s p99_idle=%s p99_sweeping=%s ratio=%.2f",
-		*rows, res.Fill.Round(time.Millisecond), res.UnderLoadRate(), res.DrainRate(),
-		res.IdleP99.Round(time.Microsecond), res.SweepP99.Round(time.Microsecond), res.P99Ratio)
 }

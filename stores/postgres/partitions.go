@@ -1,0 +1,308 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Defaults of the partition settings of SweeperConfig.
+const (
+	// DefaultPartitionWidth is the range of created_at each new partition
+	// covers. Every Claim looks its key up in every partition, so fewer,
+	// wider partitions make claims cheaper, narrower ones free space
+	// sooner: a partition goes about Width + DEDUP_TTL + Grace after its
+	// range began.
+	DefaultPartitionWidth = time.Hour
+	// DefaultPartitionsAhead is how many partitions past the current one
+	// are kept created.
+	DefaultPartitionsAhead = 3
+	// DefaultPartitionGrace is how long a partition's range, and every
+	// expiry in it, must lie in the past before it is dropped.
+	DefaultPartitionGrace = time.Hour
+)
+
+// Partition is one range partition of a partitioned records table.
+type Partition struct {
+	// Name is the partition, quoted and schema-qualified.
+	Name string
+	// From and To bound its created_at: From inclusive, To exclusive.
+	From, To time.Time
+	// DetachPending is set while an interrupted DETACH ... CONCURRENTLY
+	// is still to be finalised.
+	DetachPending bool
+}
+
+// partitionsSQL lists the range partitions of the table $1 with their
+// bounds, which the catalog holds only as text.
+const partitionsSQL = `
+SELECT n.nspname, c.relname, i.inhdetachpending, b[1]::timestamptz, b[2]::timestamptz
+FROM pg_inherits AS i
+JOIN pg_class AS c ON c.oid = i.inhrelid
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']*)''\) TO \(''([^'']*)''\)') AS b
+WHERE i.inhparent = to_regclass($1) AND b IS NOT NULL
+ORDER BY 4`
+
+// attachSQL builds the ATTACH statement of a partition ($2) to its table
+// ($1) for the range [$3, $4), quoting on the server: DDL takes no
+// parameters.
+const attachSQL = `SELECT format('ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%L) TO (%L)', $1::regclass, $2::regclass, $3::timestamptz, $4::timestamptz)`
+
+// Partitions lists the partitions of the records table, oldest first. It
+// needs the partitioned layout and a Store on a *pgxpool.Pool.
+func (s *Store) Partitions(ctx context.Context) ([]Partition, error) {
+	var parts []Partition
+	err := s.withMaintenance(ctx, false, func(conn *pgxpool.Conn) (err error) {
+		parts, err = listPartitions(ctx, conn, s.table)
+		return err
+	})
+	return parts, err
+}
+
+func listPartitions(ctx context.Context, conn *pgxpool.Conn, table string) ([]Partition, error) {
+	rows, err := conn.Query(ctx, partitionsSQL, table)
+	if err != nil {
+		return nil, fmt.Errorf("listing partitions: %w", err)
+	}
+	var schema, name string
+	var p Partition
+	parts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Partition, error) {
+		if err := row.Scan(&schema, &name, &p.DetachPending, &p.From, &p.To); err != nil {
+			return Partition{}, err
+		}
+		p.Name = pgx.Identifier{schema, name}.Sanitize()
+		return p, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing partitions: %w", err)
+	}
+	return parts, nil
+}
+
+// CreatePartitions creates partitions so that every created_at in
+// [from, to) has one: each missing range is cut at multiples of width (in
+// UTC) and at the existing partitions' bounds. It returns how many it
+// created. A partition is made as a table of its own and then attached,
+// which locks the records table in SHARE UPDATE EXCLUSIVE mode only, so
+// claims never wait for it (CREATE TABLE ... PARTITION OF would lock them
+// out). It waits while another process maintains the table.
+func (s *Store) CreatePartitions(ctx context.Context, from, to time.Time, width time.Duration) (int, error) {
+	if width <= 0 {
+		return 0, fmt.Errorf("creating partitions: width %v must be positive", width)
+	}
+	created := 0
+	err := s.withMaintenance(ctx, true, func(conn *pgxpool.Conn) error {
+		parts, err := listPartitions(ctx, conn, s.table)
+		if err != nil {
+			return err
+		}
+		var schema, parent string
+		err = conn.QueryRow(ctx, `SELECT n.nspname, c.relname FROM pg_class AS c
+			JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, s.table).Scan(&schema, &parent)
+		if err != nil {
+			return fmt.Errorf("reading records table %s: %w", s.name, err)
+		}
+		for _, g := range gaps(parts, from, to, width) {
+			name := pgx.Identifier{schema, parent + "_" + g[0].UTC().Format("20060102_150405")}.Sanitize()
+			if err := createPartition(ctx, conn, s.table, name, g[0], g[1]); err != nil {
+				return err
+			}
+			created++
+		}
+		return nil
+	})
+	return created, err
+}
+
+func createPartition(ctx context.Context, conn *pgxpool.Conn, table, name string, from, to time.Time) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)", name, table))
+		if err == nil {
+			err = attach(ctx, tx, table, name, from, to)
+		}
+		if err != nil {
+			return fmt.Errorf("creating partition %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+func attach(ctx context.Context, q Querier, table, name string, from, to time.Time) error {
+	var stmt string
+	if err := q.QueryRow(ctx, attachSQL, table, name, from, to).Scan(&stmt); err != nil {
+		return err
+	}
+	_, err := q.Exec(ctx, stmt)
+	return err
+}
+
+// gaps returns the ranges of [from, to) that no partition of parts (sorted
+// by From) covers, cut at multiples of width and at partition bounds.
+func gaps(parts []Partition, from, to time.Time, width time.Duration) [][2]time.Time {
+	var out [][2]time.Time
+	c := from.Truncate(width)
+	for c.Before(to) {
+		i := slices.IndexFunc(parts, func(p Partition) bool { return !c.Before(p.From) && c.Before(p.To) })
+		if i >= 0 {
+			c = parts[i].To
+			continue
+		}
+		next := c.Truncate(width).Add(width)
+		for _, p := range parts {
+			if p.From.After(c) && p.From.Before(next) {
+				next = p.From
+			}
+		}
+		out = append(out, [2]time.Time{c, next})
+		c = next
+	}
+	return out
+}
+
+// DropPartitions drops the partitions whose records have all expired and
+// returns how many it dropped and how many records they held. A partition
+// qualifies once its range and its latest expiry both lie more than grace in
+// the past (max(expires_at), read from its index).
+//
+// It is detached with DETACH PARTITION ... CONCURRENTLY, which locks the
+// records table in SHARE UPDATE EXCLUSIVE mode only (claims never wait) and
+// waits until no transaction that could still use the partition runs; then
+// it is checked again, and dropped only if every record in it has expired.
+//
+// Why no live record is lost: a record is inserted only into the partition
+// of the moment it is written (see claim_partitioned.go), so no row enters
+// a partition whose range is over; and no statement can make an expired
+// record live again (Complete and Extend need a live lease, a takeover
+// moves the key to the current partition). So once every committed record
+// of a closed partition has expired, only a transaction still open since
+// before the range ended can hold a live record there, uncommitted. grace
+// is the bound on that: a transaction using the store that stays open
+// longer than grace (set idle_in_transaction_session_timeout, and
+// transaction_timeout from PostgreSQL 17, below it) could, in the moment
+// between the detach and the check after it, leave its key unseen by a
+// concurrent Claim. The check after the detach catches the case: the
+// partition is attached again, nothing is dropped, and the error says so.
+//
+// It waits while another process maintains the table, and goes on with
+// the next partition when one fails. A partition whose DETACH ...
+// CONCURRENTLY was interrupted (DetachPending) is finalised, checked and
+// dropped like the others.
+func (s *Store) DropPartitions(ctx context.Context, grace time.Duration) (dropped int, records int64, err error) {
+	if grace < 0 {
+		return 0, 0, fmt.Errorf("dropping partitions: grace %v must not be negative", grace)
+	}
+	err = s.withMaintenance(ctx, true, func(conn *pgxpool.Conn) error {
+		parts, err := listPartitions(ctx, conn, s.table)
+		if err != nil {
+			return err
+		}
+		var now time.Time
+		if err := conn.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+			return fmt.Errorf("reading the time: %w", err)
+		}
+		var errs []error
+		for _, p := range parts {
+			if p.To.After(now.Add(-grace)) {
+				break
+			}
+			n, done, err := s.dropIfExpired(ctx, conn, p, grace)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if done {
+				dropped++
+				records += n
+			}
+		}
+		return errors.Join(errs...)
+	})
+	return dropped, records, err
+}
+
+// dropIfExpired detaches and drops p if every record in it expired more
+// than grace ago, and reports whether it did and how many records p held.
+func (s *Store) dropIfExpired(ctx context.Context, conn *pgxpool.Conn, p Partition, grace time.Duration) (int64, bool, error) {
+	if !p.DetachPending {
+		var expired bool
+		err := conn.QueryRow(ctx, fmt.Sprintf(
+			`SELECT coalesce(max(expires_at) <= now() - $1::bigint * interval '1 microsecond', true) FROM %s`, p.Name),
+			grace.Microseconds()).Scan(&expired)
+		if err != nil {
+			return 0, false, fmt.Errorf("reading expiries of partition %s: %w", p.Name, err)
+		}
+		if !expired {
+			return 0, false, nil
+		}
+	}
+	detach := "ALTER TABLE %s DETACH PARTITION %s CONCURRENTLY"
+	if p.DetachPending {
+		detach = "ALTER TABLE %s DETACH PARTITION %s FINALIZE"
+	}
+	if _, err := conn.Exec(ctx, fmt.Sprintf(detach, s.table, p.Name)); err != nil {
+		return 0, false, fmt.Errorf("detaching partition %s: %w", p.Name, err)
+	}
+	var n int64
+	var expired bool
+	err := conn.QueryRow(ctx, fmt.Sprintf(`SELECT count(*), coalesce(max(expires_at) <= now(), true) FROM %s`, p.Name)).Scan(&n, &expired)
+	if err != nil {
+		return 0, false, fmt.Errorf("checking detached partition %s: %w", p.Name, err)
+	}
+	if !expired {
+		if err := attach(ctx, conn, s.table, p.Name, p.From, p.To); err != nil {
+			return 0, false, fmt.Errorf("partition %s held a live record once detached, and attaching it again failed: %w", p.Name, err)
+		}
+		return 0, false, fmt.Errorf("partition %s held a live record once detached (a transaction open longer than the grace?): attached it again", p.Name)
+	}
+	if _, err := conn.Exec(ctx, "DROP TABLE "+p.Name); err != nil {
+		return 0, false, fmt.Errorf("dropping partition %s: %w", p.Name, err)
+	}
+	return n, true, nil
+}
+
+// withMaintenance runs f on a connection of the Store's pool. With lock,
+// it first takes the table's maintenance lock (a session advisory lock, so
+// that replicas never maintain one table at once), waiting for another
+// session that holds it.
+func (s *Store) withMaintenance(ctx context.Context, lock bool, f func(*pgxpool.Conn) error) error {
+	if !s.partitioned {
+		return fmt.Errorf("records table %s has the rows layout: it has no partitions", s.name)
+	}
+	pool, ok := s.db.(*pgxpool.Pool)
+	if !ok {
+		return errors.New("maintaining partitions needs a Store on a *pgxpool.Pool")
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return translate(ctx, "maintain partitions", err)
+	}
+	defer conn.Release()
+	if !lock {
+		return f(conn)
+	}
+	var id int64
+	if err := conn.QueryRow(ctx, maintenanceLockSQL, s.table).Scan(&id, nil); err != nil {
+		return translate(ctx, "maintain partitions", err)
+	}
+	defer func() {
+		// A connection that cannot unlock is closed, which unlocks.
+		if _, err := conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", id); err != nil {
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
+	return f(conn)
+}
+
+// maintenanceLockSQL takes the session advisory lock of the maintenance of
+// the table $1, keyed by the table's oid (the same table name in another
+// schema is another lock), waiting for another session that holds it. It
+// returns the lock's key.
+const maintenanceLockSQL = `
+SELECT k, pg_advisory_lock(k)
+FROM (SELECT hashtextextended('onceflow/partitions/' || to_regclass($1)::oid, 0) AS k) AS l`
