@@ -100,7 +100,11 @@ func (b *assembly) openStore(ctx context.Context) (err error) {
 		}
 	}
 	if b.store.pg != nil {
-		b.sweeper = postgres.NewSweeper(b.store.pg, postgres.SweeperConfig{Logger: b.logger})
+		onPass, err := sweeperMetrics(b.reg)
+		if err != nil {
+			return err
+		}
+		b.sweeper = postgres.NewSweeper(b.store.pg, postgres.SweeperConfig{Logger: b.logger, OnPass: onPass})
 	}
 	return nil
 }
@@ -144,7 +148,7 @@ func (b *assembly) openOutbox(ctx context.Context) error {
 // counted on the registry; in transaction mode its unit of work is a
 // PostgreSQL transaction.
 func (b *assembly) newReceiver(context.Context) error {
-	observer, err := middleware.NewPrometheusObserver(b.reg)
+	observer, err := receiverMetrics(b.reg, b.cfg.Store, b.routes)
 	if err != nil {
 		return err
 	}
@@ -185,7 +189,7 @@ func (b *assembly) newRouter(context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.router, err = newRouter(b.cfg, b.transport, b.receiver, b.outbox, b.routes, poison, b.logger)
+	b.router, err = newRouter(b.cfg, b.transport, b.receiver, b.outbox, b.routes, poison, routerMetrics(b.reg), b.logger)
 	return err
 }
 
