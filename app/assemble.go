@@ -185,7 +185,11 @@ func (b *assembly) newRoutes(context.Context) error {
 // newRouter assembles the Watermill router with the routes and the poison
 // topic's reader.
 func (b *assembly) newRouter(context.Context) error {
-	poison, err := newPoisonLog(b.reg, b.logger)
+	consumed := make([]string, 0, len(b.routes))
+	for _, r := range b.routes {
+		consumed = append(consumed, r.Consumes)
+	}
+	poison, err := newPoisonLog(b.reg, consumed, b.logger)
 	if err != nil {
 		return err
 	}
