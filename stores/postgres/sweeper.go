@@ -104,9 +104,10 @@ type SweeperConfig struct {
 	// Logger receives one line per pass that deleted something, and sweep
 	// errors. Default slog.Default().
 	Logger *slog.Logger
-	// OnPass, when set, is told about every pass Run makes: how many
-	// records it deleted, how long it took and its error. It is called
-	// from Run's goroutine. Default none.
+	// OnPass, when set, is told about every pass Run makes, except one
+	// cut short by the end of Run's context: how many records it deleted,
+	// how long it took and its error. It is called from Run's goroutine.
+	// Default none.
 	OnPass func(deleted int64, took time.Duration, err error)
 }
 
