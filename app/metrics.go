@@ -49,9 +49,8 @@ func receiverMetrics(reg prometheus.Registerer, store string, routes handlers.Ro
 
 // routerMetrics builds Watermill's Prometheus metrics of the router, named
 // onceflow_router_*: newRouter registers its middleware outermost but for
-// the recoverer and the correlation id, so it times every delivery,
-// duplicates included, and decorates the handlers' subscribers and
-// publishers.
+// the recoverer, so it times every delivery, duplicates included, and
+// decorates the handlers' subscribers and publishers.
 func routerMetrics(reg prometheus.Registerer) metrics.PrometheusMetricsBuilder {
 	return metrics.NewPrometheusMetricsBuilder(reg, "onceflow", "router")
 }

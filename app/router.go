@@ -49,8 +49,8 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 	// Outermost first. The order matters:
 	//   recoverer    turns a handler panic into an error (after the receiver
 	//                has released the claim);
-	//   correlation  copies the correlation id onto produced messages;
 	//   metrics      Watermill's handler execution time, per delivery;
+	//   correlation  copies the correlation id onto produced messages;
 	//   poison       parks permanent failures, acking the original;
 	//   keepContext  hands poison the message with its original context;
 	//   retry        retries the rest with exponential backoff, each attempt
@@ -66,8 +66,8 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 	}
 	router.AddMiddleware(
 		wmmw.Recoverer,
-		wmmw.CorrelationID,
 		m.NewRouterMiddleware().Middleware,
+		wmmw.CorrelationID,
 		poison,
 		keepContext,
 		wmmw.Retry{
