@@ -107,7 +107,11 @@ func (b *assembly) openStore(ctx context.Context) (err error) {
 		if err = b.store.pg.CheckLayout(ctx); err != nil {
 			return fmt.Errorf("PG_RECORDS_LAYOUT=%s: %w", b.cfg.PGRecordsLayout, err)
 		}
-		b.sweeper = postgres.NewSweeper(b.store.pg, postgres.SweeperConfig{Logger: b.logger, PartitionWidth: b.cfg.PGPartitionWidth})
+		onPass, err := sweeperMetrics(b.reg)
+		if err != nil {
+			return err
+		}
+		b.sweeper = postgres.NewSweeper(b.store.pg, postgres.SweeperConfig{Logger: b.logger, PartitionWidth: b.cfg.PGPartitionWidth, OnPass: onPass})
 		if err = b.sweeper.CreateAhead(ctx); err != nil {
 			return fmt.Errorf("creating the partitions of the records table: %w", err)
 		}
@@ -154,7 +158,7 @@ func (b *assembly) openOutbox(ctx context.Context) error {
 // counted on the registry; in transaction mode its unit of work is a
 // PostgreSQL transaction.
 func (b *assembly) newReceiver(context.Context) error {
-	observer, err := middleware.NewPrometheusObserver(b.reg)
+	observer, err := receiverMetrics(b.reg, b.cfg.Store, b.routes)
 	if err != nil {
 		return err
 	}
@@ -191,11 +195,15 @@ func (b *assembly) newRoutes(context.Context) error {
 // newRouter assembles the Watermill router with the routes and the poison
 // topic's reader.
 func (b *assembly) newRouter(context.Context) error {
-	poison, err := newPoisonLog(b.reg, b.logger)
+	consumed := make([]string, 0, len(b.routes))
+	for _, r := range b.routes {
+		consumed = append(consumed, r.Consumes)
+	}
+	poison, err := newPoisonLog(b.reg, consumed, b.logger)
 	if err != nil {
 		return err
 	}
-	b.router, err = newRouter(b.cfg, b.transport, b.receiver, b.outbox, b.routes, poison, b.logger)
+	b.router, err = newRouter(b.cfg, b.transport, b.receiver, b.outbox, b.routes, poison, routerMetrics(b.reg), b.logger)
 	return err
 }
 

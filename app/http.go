@@ -37,10 +37,14 @@ const readinessTimeout = 2 * time.Second
 func newHTTPServer(cfg Config, api *handlers.HTTP, keysAdmin http.Handler, receiver *middleware.Receiver, router *message.Router,
 	store idempotencyStore, broker func(context.Context) error, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
 	v1 := http.NewServeMux()
-	api.Routes(v1, receiver.HTTP(
+	guard, err := httpIdempotencyMetrics(reg, receiver.HTTP(
 		middleware.WithMaxRequestBody(handlers.MaxRequestBody),
 		middleware.WithMaxStoredResponse(cfg.IdempotencyMaxBody),
 	))
+	if err != nil {
+		return nil, err
+	}
+	api.Routes(v1, guard)
 	var apiHandler http.Handler = v1
 	keys, err := cfg.apiKeys()
 	if err != nil {

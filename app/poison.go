@@ -20,13 +20,18 @@ type poisonLog struct {
 	poisoned *prometheus.CounterVec
 }
 
-func newPoisonLog(reg prometheus.Registerer, logger *slog.Logger) (*poisonLog, error) {
+// newPoisonLog counts on reg, with the series of every topic in topics (the
+// routes' consumed topics) at zero from the start.
+func newPoisonLog(reg prometheus.Registerer, topics []string, logger *slog.Logger) (*poisonLog, error) {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "onceflow_poisoned_messages_total",
 		Help: "Messages parked in the poison topic, by the topic they came from.",
 	}, []string{"topic"})
 	if err := reg.Register(c); err != nil {
 		return nil, err
+	}
+	for _, topic := range topics {
+		c.WithLabelValues(topic)
 	}
 	return &poisonLog{logger: logger, poisoned: c}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/components/metrics"
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
@@ -35,7 +36,7 @@ func permanent(err error) bool {
 // messages are written through it inside their unit of work instead of
 // being published by the router.
 func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middleware.Outbox,
-	routes handlers.Routes, pl *poisonLog, logger *slog.Logger) (*message.Router, error) {
+	routes handlers.Routes, pl *poisonLog, m metrics.PrometheusMetricsBuilder, logger *slog.Logger) (*message.Router, error) {
 	wlog := watermill.NewSlogLogger(logger)
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.ShutdownTimeout}, wlog)
 	if err != nil {
@@ -48,6 +49,7 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 	// Outermost first. The order matters:
 	//   recoverer    turns a handler panic into an error (after the receiver
 	//                has released the claim);
+	//   metrics      Watermill's handler execution time, per delivery;
 	//   correlation  copies the correlation id onto produced messages;
 	//   poison       parks permanent failures, acking the original;
 	//   keepContext  hands poison the message with its original context;
@@ -64,6 +66,7 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 	}
 	router.AddMiddleware(
 		wmmw.Recoverer,
+		m.NewRouterMiddleware().Middleware,
 		wmmw.CorrelationID,
 		poison,
 		keepContext,
@@ -80,6 +83,9 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 		wmmw.Timeout(cfg.HandlerTimeout),
 		receiver.Middleware(receiverOpts...),
 	)
+
+	router.AddPublisherDecorators(m.DecoratePublisher)
+	router.AddSubscriberDecorators(m.DecorateSubscriber)
 
 	for _, r := range routes {
 		sub, err := t.Subscriber(r.Name)

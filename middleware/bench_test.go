@@ -204,7 +204,7 @@ func BenchmarkReceiverHandler(b *testing.B) {
 	})
 	b.Run("receiver-memory-prometheus", func(b *testing.B) {
 		_, s := newBenchReceiver(b)
-		obs, err := NewPrometheusObserver(prometheus.NewRegistry())
+		obs, err := NewPrometheusObserver(prometheus.NewRegistry(), "memory")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -63,12 +63,16 @@ func (h *heartbeat) beat() {
 	switch {
 	case err == nil:
 		h.leaseEnd = start.Add(h.r.cfg.Lease)
+		h.r.cfg.Observer.LeaseExtension(h.scope, ExtensionExtended)
 	case h.ctx.Err() != nil:
 	case errors.Is(err, stores.ErrLeaseLost):
+		h.r.cfg.Observer.LeaseExtension(h.scope, ExtensionLost)
 		h.fnCtx.cancel(err) // it names the operation and the key
 	case !time.Now().Before(h.leaseEnd):
+		h.r.cfg.Observer.LeaseExtension(h.scope, ExtensionFailed)
 		h.fnCtx.cancel(fmt.Errorf("%w: %w", stores.ErrLeaseLost, err))
 	default:
+		h.r.cfg.Observer.LeaseExtension(h.scope, ExtensionFailed)
 		h.r.cfg.Logger.WarnContext(h.ctx, "extending lease failed, will retry",
 			"scope", h.scope, "key", shown(h.k), "err", err)
 	}

@@ -33,6 +33,9 @@ func TestHeartbeatKeepsLeaseAlive(t *testing.T) {
 	if err != nil || res.Outcome != OutcomeProcessed {
 		t.Fatalf("Execute = %q, %v; want processed", res.Outcome, err)
 	}
+	if got, calls := rec.extensions(ExtensionExtended), rec.opCount("extend"); got != calls || got < 9 {
+		t.Errorf("%d extensions observed as extended, want every one of the %d extend calls", got, calls)
+	}
 }
 
 // Fencing: once the store says the token lost the key, the function's
@@ -55,6 +58,9 @@ func TestLeaseLostCancelsFunction(t *testing.T) {
 	if res.Outcome != OutcomeLeaseLost || rec.count(OutcomeLeaseLost) != 1 || rec.total() != 1 {
 		t.Fatalf("outcome %q, observed %v; want one lease_lost", res.Outcome, rec.outcomes)
 	}
+	if n := rec.extensions(ExtensionLost); n != 1 {
+		t.Errorf("%d extensions observed as lost, want 1", n)
+	}
 }
 
 // A store that cannot be reached cannot confirm the lease either: once the
@@ -63,7 +69,7 @@ func TestUnreachableStoreEndsLease(t *testing.T) {
 	t.Parallel()
 	store := newFaultyStore(t)
 	store.fail("extend", stores.Unavailable("extend", errDriver))
-	r, _ := newReceiver(t, Config{Store: store, Lease: shortLease})
+	r, rec := newReceiver(t, Config{Store: store, Lease: shortLease})
 	begun := time.Now()
 	_, err := r.Execute(context.Background(), testScope, testKey, fingerprint, func(ctx context.Context) ([]byte, error) {
 		<-ctx.Done()
@@ -74,5 +80,8 @@ func TestUnreachableStoreEndsLease(t *testing.T) {
 	}
 	if held := time.Since(begun); held < shortLease {
 		t.Fatalf("fenced after %v, before the lease of %v ran out", held, shortLease)
+	}
+	if failed, extended := rec.extensions(ExtensionFailed), rec.extensions(ExtensionExtended); failed < 1 || extended != 0 {
+		t.Errorf("extensions observed: %d failed, %d extended; want failures only", failed, extended)
 	}
 }

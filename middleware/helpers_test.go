@@ -48,11 +48,14 @@ type recorder struct {
 	mu       sync.Mutex
 	outcomes map[Outcome]int
 	ops      map[string]int
+	extends  map[Extension]int
+	replayed int           // messages
 	changed  chan struct{} // signalled after every observation
 }
 
 func newRecorder() *recorder {
-	return &recorder{outcomes: map[Outcome]int{}, ops: map[string]int{}, changed: make(chan struct{}, 1)}
+	return &recorder{outcomes: map[Outcome]int{}, ops: map[string]int{}, extends: map[Extension]int{},
+		changed: make(chan struct{}, 1)}
 }
 
 func (r *recorder) Outcome(_ string, o Outcome) {
@@ -67,6 +70,32 @@ func (r *recorder) StoreLatency(op string, _ time.Duration) {
 	r.ops[op]++
 	r.mu.Unlock()
 	r.signal()
+}
+
+func (r *recorder) LeaseExtension(_ string, e Extension) {
+	r.mu.Lock()
+	r.extends[e]++
+	r.mu.Unlock()
+	r.signal()
+}
+
+func (r *recorder) Replayed(_ string, n int) {
+	r.mu.Lock()
+	r.replayed += n
+	r.mu.Unlock()
+	r.signal()
+}
+
+func (r *recorder) extensions(e Extension) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.extends[e]
+}
+
+func (r *recorder) replays() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.replayed
 }
 
 func (r *recorder) signal() {

@@ -116,6 +116,7 @@ func (r *Receiver) Middleware(opts ...MessageOption) message.HandlerMiddleware {
 				if err != nil {
 					return nil, fmt.Errorf("replaying key %q: %w", shown(key), err)
 				}
+				r.cfg.Observer.Replayed(scope, len(replay))
 				return replay, nil
 			}
 			return produced, nil

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,7 +11,7 @@ import (
 
 func TestPrometheusObserver(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	obs, err := NewPrometheusObserver(reg)
+	obs, err := NewPrometheusObserver(reg, "memory")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,66 @@ func TestPrometheusObserver(t *testing.T) {
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)
 	}
-	if _, err := NewPrometheusObserver(reg); err == nil {
+	if _, err := NewPrometheusObserver(reg, "memory"); err == nil {
 		t.Error("registering twice succeeded")
+	}
+}
+
+// Init exports every series of the scopes it is given at zero, the
+// latencies carry the store's name, and extensions and replays are counted
+// by scope.
+func TestPrometheusObserverSeries(t *testing.T) {
+	obs, err := NewPrometheusObserver(prometheus.NewPedanticRegistry(), "redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.Init("charge", "notify")
+	if n := testutil.CollectAndCount(obs.outcomes); n != 2*len(Outcomes()) {
+		t.Errorf("%d outcome series after Init, want %d", n, 2*len(Outcomes()))
+	}
+	if n := testutil.CollectAndCount(obs.extensions); n != 2*len(extensionOrder) {
+		t.Errorf("%d extension series after Init, want %d", n, 2*len(extensionOrder))
+	}
+	if n := testutil.CollectAndCount(obs.replayed); n != 2 {
+		t.Errorf("%d replay series after Init, want 2", n)
+	}
+	obs.LeaseExtension("charge", ExtensionExtended)
+	obs.LeaseExtension("charge", ExtensionExtended)
+	obs.LeaseExtension("notify", ExtensionLost)
+	obs.Replayed("charge", 2)
+	obs.Replayed("charge", 0)
+	for _, c := range []struct {
+		got  prometheus.Collector
+		want float64
+	}{
+		{obs.extensions.WithLabelValues("charge", "extended"), 2},
+		{obs.extensions.WithLabelValues("charge", "lost"), 0},
+		{obs.extensions.WithLabelValues("notify", "lost"), 1},
+		{obs.replayed.WithLabelValues("charge"), 2},
+		{obs.replayed.WithLabelValues("notify"), 0},
+	} {
+		if got := testutil.ToFloat64(c.got); got != c.want {
+			t.Errorf("%v = %v, want %v", c.got, got, c.want)
+		}
+	}
+	want := `
+# HELP onceflow_store_duration_seconds Latency of idempotency store calls by operation (claim, complete, release, extend) and store.
+# TYPE onceflow_store_duration_seconds histogram
+`
+	var b strings.Builder
+	b.WriteString(want)
+	for _, op := range storeOps {
+		for _, le := range []string{"0.0001", "0.00025", "0.000625", "0.0015625", "0.00390625", "0.009765625",
+			"0.0244140625", "0.06103515625", "0.152587890625", "0.3814697265625", "0.95367431640625", "2.384185791015625", "+Inf"} {
+			b.WriteString(`onceflow_store_duration_seconds_bucket{op="` + op + `",store="redis",le="` + le + `"} 0` + "\n")
+		}
+		b.WriteString(`onceflow_store_duration_seconds_sum{op="` + op + `",store="redis"} 0` + "\n")
+		b.WriteString(`onceflow_store_duration_seconds_count{op="` + op + `",store="redis"} 0` + "\n")
+	}
+	if err := testutil.CollectAndCompare(obs.latency, strings.NewReader(b.String())); err != nil {
+		t.Errorf("latencies after Init: %v", err)
+	}
+	if _, err := NewPrometheusObserver(prometheus.NewRegistry(), ""); err == nil {
+		t.Error("an empty store name was accepted")
 	}
 }

@@ -62,6 +62,9 @@ func TestDuplicateReplaysProducedMessages(t *testing.T) {
 	if effects.Load() != 1 || rec.count(OutcomeDuplicate) != 1 {
 		t.Fatalf("effects=%d duplicates=%d, want 1 and 1", effects.Load(), rec.count(OutcomeDuplicate))
 	}
+	if n := rec.replays(); n != 2 {
+		t.Errorf("%d replayed messages observed, want the duplicate's 2", n)
+	}
 }
 
 // The record is completed, then publishing the outputs fails (the process

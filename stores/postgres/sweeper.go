@@ -108,6 +108,11 @@ type SweeperConfig struct {
 	// Logger receives one line per pass that deleted something, and sweep
 	// errors. Default slog.Default().
 	Logger *slog.Logger
+	// OnPass, when set, is told about every pass Run makes, except one
+	// cut short by the end of Run's context: how many records it deleted,
+	// how long it took and its error. It is called from Run's goroutine.
+	// Default none.
+	OnPass func(deleted int64, took time.Duration, err error)
 
 	// The partitioned layout's settings; Batch and Pause do not apply to
 	// it. PartitionWidth is the range of created_at of each partition it
@@ -133,6 +138,7 @@ type Sweeper struct {
 	batch    int
 	pause    time.Duration
 	logger   *slog.Logger
+	onPass   func(deleted int64, took time.Duration, err error)
 
 	width time.Duration
 	ahead int
@@ -141,7 +147,8 @@ type Sweeper struct {
 
 // NewSweeper returns a Sweeper of s's table. Run it on a pool-backed store.
 func NewSweeper(s *Store, cfg SweeperConfig) *Sweeper {
-	w := &Sweeper{store: s, interval: cfg.Interval, batch: cfg.Batch, pause: cfg.Pause, logger: cfg.Logger}
+	w := &Sweeper{store: s, interval: cfg.Interval, batch: cfg.Batch, pause: cfg.Pause, logger: cfg.Logger,
+		onPass: cfg.OnPass}
 	if w.interval <= 0 {
 		w.interval = time.Minute
 	}
@@ -153,6 +160,9 @@ func NewSweeper(s *Store, cfg SweeperConfig) *Sweeper {
 	}
 	if w.logger == nil {
 		w.logger = slog.Default()
+	}
+	if w.onPass == nil {
+		w.onPass = func(int64, time.Duration, error) {}
 	}
 	w.width, w.ahead, w.grace = cfg.PartitionWidth, cfg.PartitionsAhead, cfg.Grace
 	if w.width <= 0 {
@@ -174,7 +184,11 @@ func (w *Sweeper) Run(ctx context.Context) error {
 	ticker := time.NewTicker(w.interval)
 	defer ticker.Stop()
 	for {
+		start := time.Now()
 		n, err := w.Pass(ctx)
+		if ctx.Err() == nil {
+			w.onPass(n, time.Since(start), err)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return nil
