@@ -27,11 +27,13 @@ type assembly struct {
 	receiver *middleware.Receiver
 	ledger   handlers.Ledger
 	routes   handlers.Routes
+	tracing  tracing // the zero value when tracing is off
 }
 
 // newApp builds an App step by step, each on what the steps before it
 // built; on error it closes whatever was opened.
 func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *App, err error) {
+	logger = withContextAttrs(logger)
 	a := &App{cfg: cfg, logger: logger}
 	defer func() {
 		if err != nil {
@@ -42,6 +44,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 	b := &assembly{App: a, seams: sm, reg: prometheus.NewRegistry()}
 	b.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, step := range []func(context.Context) error{
+		b.openTracing,   // OTEL_EXPORTER_OTLP_*: first opened, last closed (flushed)
 		b.openDatabase,  // DATABASE_URL, migrated
 		b.openStore,     // STORE, with Redis's durability check and the postgres sweeper
 		b.newRoutes,     // the example's ledger and the handlers' routes
@@ -114,7 +117,7 @@ func (b *assembly) connectBroker(ctx context.Context) error {
 	}
 	b.transport = t
 	b.closers = append(b.closers, t.Close)
-	b.api = t.Publisher()
+	b.api = b.tracing.messages.Publisher(t.Publisher())
 	return nil
 }
 
@@ -127,11 +130,11 @@ func (b *assembly) openOutbox(ctx context.Context) error {
 	}
 	o := outbox{direct: b.cfg.Transport == "sql", prefix: b.cfg.TopicPrefix, outputs: b.routes.Outputs(),
 		publisher: b.transport.Publisher(), logger: b.logger}
-	b.outbox, b.api = o.write, outboxPublisher{o}
+	b.outbox, b.api = o.write, b.tracing.messages.Publisher(outboxPublisher{o})
 	if o.direct {
 		return nil
 	}
-	relay, consumers, err := newRelay(ctx, b.cfg, b.pool, b.transport.Publisher(), b.logger)
+	relay, consumers, err := newRelay(ctx, b.cfg, b.pool, b.tracing.messages.Publisher(b.transport.Publisher()), b.logger)
 	if err != nil {
 		return err
 	}
@@ -162,6 +165,8 @@ func (b *assembly) newReceiver(context.Context) error {
 		OnStoreError: middleware.StoreErrorPolicy(b.cfg.DedupOnStoreError),
 		Observer:     observer,
 		Logger:       b.logger,
+		// nil when tracing is off: no spans at all
+		TracerProvider: b.tracing.provider,
 	})
 	return err
 }
@@ -185,7 +190,7 @@ func (b *assembly) newRouter(context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.router, err = newRouter(b.cfg, b.transport, b.receiver, b.outbox, b.routes, poison, b.logger)
+	b.router, err = newRouter(b.cfg, b.transport, b.receiver, b.outbox, b.routes, poison, b.tracing.messages, b.logger)
 	return err
 }
 
@@ -193,7 +198,7 @@ func (b *assembly) newRouter(context.Context) error {
 // known before Run.
 func (b *assembly) newHTTP(context.Context) (err error) {
 	api := handlers.NewHTTP(b.ledger, b.api, b.logger)
-	b.server, err = newHTTPServer(b.cfg, api, b.receiver, b.router, b.store, b.transport.Readiness(), b.reg, b.logger)
+	b.server, err = newHTTPServer(b.cfg, api, b.receiver, b.router, b.store, b.transport.Readiness(), b.reg, b.tracing, b.logger)
 	if err != nil {
 		return err
 	}

@@ -27,13 +27,13 @@ const readinessTimeout = 2 * time.Second
 // unsafe routes (POST /v1/payments) behind the receiver's HTTP face, which
 // requires an Idempotency-Key. Outermost first:
 //
-//	authentication -> routing (sets r.Pattern) -> Idempotency-Key -> handler
+//	tracing -> authentication -> routing (sets r.Pattern) -> Idempotency-Key -> handler
 //
 // Both write their errors with problem.Write, as the handlers do, so every
 // problem the service answers comes from one writer and one table of
 // statuses. /metrics and the probes stay open.
 func newHTTPServer(cfg Config, api *handlers.HTTP, receiver *middleware.Receiver, router *message.Router,
-	store idempotencyStore, broker func(context.Context) error, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
+	store idempotencyStore, broker func(context.Context) error, reg *prometheus.Registry, tr tracing, logger *slog.Logger) (*http.Server, error) {
 	v1 := http.NewServeMux()
 	api.Routes(v1, receiver.HTTP(
 		middleware.WithMaxRequestBody(handlers.MaxRequestBody),
@@ -49,7 +49,7 @@ func newHTTPServer(cfg Config, api *handlers.HTTP, receiver *middleware.Receiver
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", apiHandler)
+	mux.Handle("/v1/", tr.api(apiHandler, v1)) // a span per request when tracing is on
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	// /healthz: the process is up and serving.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

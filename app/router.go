@@ -35,13 +35,14 @@ func permanent(err error) bool {
 // messages are written through it inside their unit of work instead of
 // being published by the router.
 func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middleware.Outbox,
-	routes handlers.Routes, pl *poisonLog, logger *slog.Logger) (*message.Router, error) {
+	routes handlers.Routes, pl *poisonLog, tr *middleware.Tracing, logger *slog.Logger) (*message.Router, error) {
 	wlog := watermill.NewSlogLogger(logger)
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.ShutdownTimeout}, wlog)
 	if err != nil {
 		return nil, err
 	}
-	poison, err := wmmw.PoisonQueueWithFilter(t.Publisher(), PoisonTopic, permanent)
+	publisher := tr.Publisher(t.Publisher()) // tr is nil when tracing is off
+	poison, err := wmmw.PoisonQueueWithFilter(publisher, PoisonTopic, permanent)
 	if err != nil {
 		return nil, err
 	}
@@ -49,6 +50,8 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 	//   recoverer    turns a handler panic into an error (after the receiver
 	//                has released the claim);
 	//   correlation  copies the correlation id onto produced messages;
+	//   trace        a span per delivery, in the trace the message carries;
+	//   logContext   the correlation id on every log line of the delivery;
 	//   poison       parks permanent failures, acking the original;
 	//   keepContext  hands poison the message with its original context;
 	//   retry        retries the rest with exponential backoff, each attempt
@@ -57,7 +60,9 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 	//                to its end (a graceful shutdown), instead of cancelling
 	//                it mid-effect;
 	//   timeout      bounds one attempt (the lease outlives it: Validate);
-	//   receiver     claims the key, runs the handler once, replays duplicates.
+	//   receiver     claims the key, runs the handler once, replays duplicates;
+	//   produce      writes the trace context into the produced messages,
+	//                before the receiver stores them (or the outbox does).
 	var receiverOpts []middleware.MessageOption
 	if ob != nil {
 		receiverOpts = append(receiverOpts, middleware.WithOutbox(ob))
@@ -65,6 +70,8 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 	router.AddMiddleware(
 		wmmw.Recoverer,
 		wmmw.CorrelationID,
+		tr.Consume,
+		logContext,
 		poison,
 		keepContext,
 		wmmw.Retry{
@@ -79,6 +86,7 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 		outliveClose,
 		wmmw.Timeout(cfg.HandlerTimeout),
 		receiver.Middleware(receiverOpts...),
+		tr.Produce,
 	)
 
 	for _, r := range routes {
@@ -89,7 +97,7 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 		if r.Consume != nil {
 			router.AddConsumerHandler(r.Name, r.Consumes, sub, r.Consume)
 		} else {
-			router.AddHandler(r.Name, r.Consumes, sub, r.Produces, t.Publisher(), r.Handle)
+			router.AddHandler(r.Name, r.Consumes, sub, r.Produces, publisher, r.Handle)
 		}
 	}
 	sub, err := t.Subscriber(poisonLogHandler)
