@@ -3,12 +3,14 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -122,4 +124,14 @@ func (c Config) otlpTracesURL() (string, error) {
 		u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/traces"
 	}
 	return u.String(), nil
+}
+
+// logOTelErrors sends the errors of the OpenTelemetry SDK (a batch of spans
+// the collector did not take) to logger as warnings, in the service's log
+// format, instead of the SDK's own unstructured lines. OpenTelemetry keeps
+// one handler per process, so the service's main sets it (Serve), not New.
+func logOTelErrors(logger *slog.Logger) {
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("tracing: the OpenTelemetry SDK failed", "err", err)
+	}))
 }

@@ -1,13 +1,18 @@
 package app
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
 
+	"go.opentelemetry.io/otel"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
@@ -84,4 +89,17 @@ func (c *otlpCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	b, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
 	_, _ = w.Write(b)
+}
+
+// The SDK's errors, such as an export the collector refused, are the
+// service's log lines, in its format.
+func TestOTelErrorsAreLogged(t *testing.T) {
+	t.Cleanup(func() { otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Print(err) })) })
+	var logs bytes.Buffer
+	logOTelErrors(NewLogger(&logs, "info", "json"))
+	otel.Handle(errors.New("exporting spans: 503"))
+	var line struct{ Level, Msg, Err string }
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil || line.Level != "WARN" || line.Err != "exporting spans: 503" {
+		t.Errorf("logged %q (%v): want one JSON warning with the error", logs.String(), err)
+	}
 }
