@@ -129,8 +129,8 @@ func (b *assembly) openOutbox(ctx context.Context) error {
 		return nil
 	}
 	o := outbox{direct: b.cfg.Transport == "sql", prefix: b.cfg.TopicPrefix, outputs: b.routes.Outputs(),
-		publisher: b.transport.Publisher(), logger: b.logger}
-	b.outbox, b.api = o.write, b.tracing.messages.Publisher(outboxPublisher{o})
+		publisher: b.transport.Publisher(), logger: b.logger, tracing: b.tracing.messages}
+	b.outbox, b.api = o.write, outboxPublisher{o}
 	if o.direct {
 		return nil
 	}

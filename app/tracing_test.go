@@ -23,7 +23,7 @@ import (
 // payment's correlation id and the trace id.
 //
 // In transaction mode the API's message goes through the outbox and its
-// relay: two publish spans, the relay's the child of the API's.
+// relay: two publish spans, the relay's the child of the outbox write's.
 func TestTraceFollowsOnePayment(t *testing.T) {
 	for name, environ := range map[string]func(t *testing.T) []string{
 		"gochannel": func(*testing.T) []string { return nil },
@@ -50,7 +50,9 @@ func TestTraceFollowsOnePayment(t *testing.T) {
 				"publish " + handlers.TopicPaymentCharged, handlers.NotifyCustomerHandler, "receiver " + handlers.NotifyCustomerHandler}
 			// A span ends after those it contains, and a publish span may
 			// end after its consumer's.
-			waitFor(t, "every span of the chain", func() bool { return hasSpans(spans.GetSpans(), chain) })
+			waitFor(t, "every span of the chain, and issue_receipt's decision", func() bool {
+				return hasSpans(spans.GetSpans(), append(chain, "receiver "+handlers.IssueReceiptHandler))
+			})
 
 			got := spanTree(spans.GetSpans())
 			request := got.named(t, "POST /v1/payments")

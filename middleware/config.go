@@ -67,7 +67,7 @@ type Config struct {
 	Logger *slog.Logger
 
 	// TracerProvider, when set, gives every Execute call a span, and every
-	// store call a span within it (see executeObserved). Default nil: no
+	// store call a span within it (see [Receiver.Execute]). Default nil: no
 	// spans, at no cost.
 	TracerProvider trace.TracerProvider
 }

@@ -68,8 +68,12 @@ func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 // warning. In transaction mode the effect rolled back with the record, so
 // the error is returned and Result.Value is nil.
 //
-// Each call is one span when Config.TracerProvider is set, and one debug
-// line (see executeObserved).
+// With Config.TracerProvider set, each call is one span, "receiver" and the
+// scope, with attributes onceflow.scope, onceflow.key and onceflow.outcome
+// (an error, if any, recorded on it), and each store call within it a span
+// of its own, "store claim" and so on, with its onceflow.outcome. Each call
+// is also one debug line, "receiver decision", with the scope, the key and
+// the outcome.
 func (r *Receiver) Execute(ctx context.Context, scope, key string, fingerprint []byte,
 	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
 	if scope == "" || key == "" {
