@@ -31,7 +31,7 @@ const tracingFlushTimeout = 5 * time.Second
 // their spans.
 type tracing struct {
 	provider trace.TracerProvider          // nil when off
-	prop     propagation.TextMapPropagator // W3C trace context and baggage
+	prop     propagation.TextMapPropagator // W3C trace context only: see below
 	messages *middleware.Tracing           // nil when off
 }
 
@@ -75,7 +75,9 @@ func (b *assembly) openTracing(ctx context.Context) error {
 		return nil
 	})
 	b.tracing.provider = tp
-	b.tracing.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	// No baggage: the service reads none, and a client's (up to 8 KB)
+	// would ride every message it causes.
+	b.tracing.prop = propagation.TraceContext{}
 	b.tracing.messages = middleware.NewTracing(tp, b.tracing.prop)
 	return nil
 }

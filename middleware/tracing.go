@@ -27,9 +27,9 @@ const (
 
 // MetadataCarrier carries a trace context in a message's metadata, for an
 // OpenTelemetry [propagation.TextMapPropagator]: with the W3C propagator,
-// the fields traceparent and tracestate (and baggage with the baggage
-// propagator) travel with the message through any broker that keeps
-// metadata, and through the outbox relay, which keeps it too.
+// the fields traceparent and tracestate travel with the message through
+// any broker that keeps metadata, and through the outbox relay, which keeps
+// it too.
 type MetadataCarrier message.Metadata
 
 var _ propagation.TextMapCarrier = MetadataCarrier(nil)
@@ -68,7 +68,7 @@ type Tracing struct {
 }
 
 // NewTracing starts spans on tp and reads and writes message metadata with
-// prop (for instance the W3C trace context and baggage propagators).
+// prop (for instance [propagation.TraceContext]).
 func NewTracing(tp trace.TracerProvider, prop propagation.TextMapPropagator) *Tracing {
 	return &Tracing{tracer: tp.Tracer(tracerName), prop: prop}
 }
