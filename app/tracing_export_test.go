@@ -21,7 +21,8 @@ import (
 
 // With OTEL_EXPORTER_OTLP_ENDPOINT set, spans go over OTLP/HTTP to its
 // /v1/traces, from a service named SERVICE_NAME, and stopping the App
-// flushes those still batched.
+// flushes those still batched. API spans are named after their route, not
+// their path; the probes are not traced.
 func TestTracesExportedOverOTLP(t *testing.T) {
 	t.Parallel()
 	var collector otlpCollector
@@ -33,15 +34,23 @@ func TestTracesExportedOverOTLP(t *testing.T) {
 		t.Fatalf("POST: status %d", code)
 	}
 	waitFor(t, "the payment notified", func() bool { return a.summary(t).Notifications == 1 })
+	if code := a.get(t, "/v1/payments/pay-otlp-1", nil); code != http.StatusOK {
+		t.Fatalf("GET: status %d", code)
+	}
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
 
 	collector.mu.Lock()
 	defer collector.mu.Unlock()
-	for _, want := range []string{"POST /v1/payments", handlers.ChargePaymentHandler, handlers.NotifyCustomerHandler} {
+	for _, want := range []string{"POST /v1/payments", "GET /v1/payments/{id}", handlers.ChargePaymentHandler, handlers.NotifyCustomerHandler} {
 		if !slices.Contains(collector.spans, want) {
 			t.Errorf("no span %q exported; got %q", want, collector.spans)
+		}
+	}
+	for _, unwanted := range []string{"GET /readyz", "GET /v1/payments/pay-otlp-1"} {
+		if slices.Contains(collector.spans, unwanted) {
+			t.Errorf("span %q exported; got %q", unwanted, collector.spans)
 		}
 	}
 	if len(collector.paths) == 0 || slices.ContainsFunc(collector.paths, func(p string) bool { return p != "/v1/traces" }) {
