@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"fmt"
+
 	"github.com/ThreeDotsLabs/watermill/message"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -77,8 +79,9 @@ func NewTracing(tp trace.TracerProvider, prop propagation.TextMapPropagator) *Tr
 // named after its handler, the child of the trace context in the message's
 // metadata (a new trace when there is none). The span records the topic and
 // the message UUID, and ends with onceflow.outcome ack, or nack with the
-// error. Register it outside the poison queue and the retries, so that one
-// span covers every attempt.
+// error (a panic is a nack too, and goes on to the recoverer). Register it
+// outside the poison queue and the retries, so that one span covers every
+// attempt.
 func (t *Tracing) Consume(h message.HandlerFunc) message.HandlerFunc {
 	if t == nil {
 		return h
@@ -95,6 +98,12 @@ func (t *Tracing) Consume(h message.HandlerFunc) message.HandlerFunc {
 				semconv.MessagingOperationTypeProcess,
 			))
 		defer span.End()
+		defer func() {
+			if p := recover(); p != nil {
+				endSpan(span, "ack", "nack", fmt.Errorf("panic: %v", p))
+				panic(p)
+			}
+		}()
 		msg.SetContext(ctx)
 		out, err := h(msg)
 		endSpan(span, "ack", "nack", err)

@@ -9,11 +9,15 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // newTraced returns a tracer provider that hands every ended span to the
@@ -87,6 +91,27 @@ func TestTracingFollowsMessagesThroughHandlers(t *testing.T) {
 	dup := indexSpans(spans.GetSpans())
 	if o := dup.attr(dup.named(t, "receiver first"), AttrOutcome); o != string(OutcomeDuplicate) {
 		t.Errorf("the copy's decision: outcome %q, want duplicate", o)
+	}
+}
+
+// A handler that panics ends its span as a nack with the panic, and the
+// panic reaches the recoverer outside.
+func TestTracingRecordsAPanic(t *testing.T) {
+	t.Parallel()
+	tp, spans := newTraced(t)
+	tr := NewTracing(tp, propagation.TraceContext{})
+	ps := newPubSub(t, false)
+	router := newRouter(t)
+	router.AddMiddleware(wmmw.Recoverer, tr.Consume)
+	router.AddConsumerHandler("panics", "in", ps, func(*message.Message) error { panic("boom") })
+	run(t, router)
+	publish(t, ps, "in", keyed("m-1", "k-1", "payload"))
+
+	testenv.WaitFor(t, waitTimeout, "the span of the panic", func() bool { return len(spans.GetSpans()) > 0 })
+	ix := indexSpans(spans.GetSpans())
+	s := ix.named(t, "panics")
+	if o := ix.attr(s, AttrOutcome); o != "nack" || s.Status.Code != codes.Error || s.Status.Description != "panic: boom" {
+		t.Errorf("span of a panic: outcome %q, status %v %q: want nack, Error, panic: boom", o, s.Status.Code, s.Status.Description)
 	}
 }
 
