@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/components/forwarder"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/stores"
@@ -49,6 +50,9 @@ type seams struct {
 	ledger func(handlers.Ledger) handlers.Ledger
 	// store wraps the idempotency store, under the local cache.
 	store func(stores.Store) stores.Store
+	// spans, when set, receives every span as it ends, whatever
+	// OTEL_EXPORTER_OTLP_ENDPOINT says.
+	spans sdktrace.SpanExporter
 }
 
 // Addr is the address the HTTP server listens on.

@@ -39,12 +39,17 @@ func startApp(t *testing.T, environ ...string) *running {
 // startAppWith is startApp with the App's test seams set.
 func startAppWith(t *testing.T, sm seams, environ ...string) *running {
 	t.Helper()
+	return startAppLogging(t, sm, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), environ...)
+}
+
+// startAppLogging is startAppWith logging to logger.
+func startAppLogging(t *testing.T, sm seams, logger *slog.Logger, environ ...string) *running {
+	t.Helper()
 	environ = append([]string{"HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=warn", "RETRY_INTERVAL=10ms"}, environ...)
 	cfg, err := LoadConfig(environ)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a, err := newApp(context.Background(), cfg, logger, sm)
 	if err != nil {
 		t.Fatal(err)

@@ -27,11 +27,13 @@ type assembly struct {
 	receiver *middleware.Receiver
 	ledger   handlers.Ledger
 	routes   handlers.Routes
+	tracing  tracing // the zero value when tracing is off
 }
 
 // newApp builds an App step by step, each on what the steps before it
 // built; on error it closes whatever was opened.
 func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *App, err error) {
+	logger = withContextAttrs(logger)
 	a := &App{cfg: cfg, logger: logger}
 	defer func() {
 		if err != nil {
@@ -42,6 +44,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 	b := &assembly{App: a, seams: sm, reg: prometheus.NewRegistry()}
 	b.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, step := range []func(context.Context) error{
+		b.openTracing,   // OTEL_EXPORTER_OTLP_*: first opened, last closed (flushed)
 		b.openDatabase,  // DATABASE_URL, migrated (MIGRATE_ON_START) or checked
 		b.openStore,     // STORE, with Redis's durability check and the postgres sweeper
 		b.newRoutes,     // the example's ledger and the handlers' routes
@@ -128,7 +131,7 @@ func (b *assembly) connectBroker(ctx context.Context) error {
 	}
 	b.transport = t
 	b.closers = append(b.closers, t.Close)
-	b.api = t.Publisher()
+	b.api = b.tracing.messages.Publisher(t.Publisher())
 	return nil
 }
 
@@ -140,12 +143,12 @@ func (b *assembly) openOutbox(ctx context.Context) error {
 		return nil
 	}
 	o := outbox{direct: b.cfg.Transport == "sql", prefix: b.cfg.TopicPrefix, outputs: b.routes.Outputs(),
-		publisher: b.transport.Publisher(), logger: b.logger}
+		publisher: b.transport.Publisher(), logger: b.logger, tracing: b.tracing.messages}
 	b.outbox, b.api = o.write, outboxPublisher{o}
 	if o.direct {
 		return nil
 	}
-	relay, consumers, err := newRelay(ctx, b.cfg, b.pool, b.transport.Publisher(), b.logger)
+	relay, consumers, err := newRelay(ctx, b.cfg, b.pool, b.tracing.messages.Publisher(b.transport.Publisher()), b.logger)
 	if err != nil {
 		return err
 	}
@@ -176,6 +179,8 @@ func (b *assembly) newReceiver(context.Context) error {
 		OnStoreError: middleware.StoreErrorPolicy(b.cfg.DedupOnStoreError),
 		Observer:     observer,
 		Logger:       b.logger,
+		// nil when tracing is off: no spans at all
+		TracerProvider: b.tracing.provider,
 	})
 	return err
 }
@@ -203,7 +208,7 @@ func (b *assembly) newRouter(context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.router, err = newRouter(b.cfg, b.transport, b.receiver, b.outbox, b.routes, poison, routerMetrics(b.reg), b.logger)
+	b.router, err = newRouter(b.cfg, b.transport, b.receiver, b.outbox, b.routes, poison, routerMetrics(b.reg), b.tracing.messages, b.logger)
 	return err
 }
 
@@ -215,7 +220,7 @@ func (b *assembly) newHTTP(context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	b.server, err = newHTTPServer(b.cfg, api, keysAdmin, b.receiver, b.router, b.store, b.transport.Readiness(), b.reg, b.logger)
+	b.server, err = newHTTPServer(b.cfg, api, keysAdmin, b.receiver, b.router, b.store, b.transport.Readiness(), b.reg, b.tracing, b.logger)
 	if err != nil {
 		return err
 	}

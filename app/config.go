@@ -168,8 +168,17 @@ type Config struct {
 
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `env:"LOG_LEVEL" envDefault:"info"`
-	// LogFormat is text or json.
-	LogFormat string `env:"LOG_FORMAT" envDefault:"text"`
+	// LogFormat is auto (JSON lines, or text when the log goes to a
+	// terminal), text or json.
+	LogFormat string `env:"LOG_FORMAT" envDefault:"auto"`
+
+	// OTLPEndpoint is the base URL of an OTLP/HTTP collector, such as
+	// http://localhost:4318: traces go to its /v1/traces. Unset, with
+	// OTLPTracesEndpoint unset too, nothing is traced.
+	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+	// OTLPTracesEndpoint is the full URL traces are sent to; it overrides
+	// OTLPEndpoint.
+	OTLPTracesEndpoint string `env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
 
 	// Env names the deployment, e.g. production. With ENV=production the
 	// CHAOS_* test aids are refused at start-up.
@@ -197,7 +206,7 @@ var (
 	inProgressPolicies = []string{"reject", "wait"}
 	storeErrPolicies   = []string{"fail-closed", "fail-open"}
 	logLevels          = []string{"debug", "info", "warn", "error"}
-	logFormats         = []string{"text", "json"}
+	logFormats         = []string{"auto", "text", "json"}
 )
 
 // LoadConfig reads the configuration from environ (os.Environ's form),
@@ -291,6 +300,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("IDEMPOTENCY_MAX_BODY=%d must be at least 1 (bytes)", c.IdempotencyMaxBody)
 	}
 	if _, err := c.apiKeys(); err != nil {
+		return err
+	}
+	if _, err := c.otlpTracesURL(); err != nil {
 		return err
 	}
 	return c.validateAddresses()
@@ -416,6 +428,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("shutdown_timeout", c.ShutdownTimeout),
 		slog.String("log_level", c.LogLevel),
 		slog.String("log_format", c.LogFormat),
+		slog.String("otel_exporter_otlp_endpoint", redact(c.OTLPEndpoint)),
+		slog.String("otel_exporter_otlp_traces_endpoint", redact(c.OTLPTracesEndpoint)),
 		slog.String("api_keys", maskAPIKeys(c.APIKeys)),
 		slog.Bool("admin_api_key_set", c.AdminAPIKey != ""),
 		slog.Int64("idempotency_max_body", c.IdempotencyMaxBody),

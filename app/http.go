@@ -27,7 +27,7 @@ const readinessTimeout = 2 * time.Second
 // unsafe routes (POST /v1/payments) behind the receiver's HTTP face, which
 // requires an Idempotency-Key. Outermost first:
 //
-//	authentication -> routing (sets r.Pattern) -> Idempotency-Key -> handler
+//	tracing -> authentication -> routing (sets r.Pattern) -> Idempotency-Key -> handler
 //
 // Both write their errors with problem.Write, as the handlers do, so every
 // problem the service answers comes from one writer and one table of
@@ -35,7 +35,7 @@ const readinessTimeout = 2 * time.Second
 // authentication and exists only when keysAdmin is set. /metrics and the
 // probes stay open.
 func newHTTPServer(cfg Config, api *handlers.HTTP, keysAdmin http.Handler, receiver *middleware.Receiver, router *message.Router,
-	store idempotencyStore, broker func(context.Context) error, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
+	store idempotencyStore, broker func(context.Context) error, reg *prometheus.Registry, tr tracing, logger *slog.Logger) (*http.Server, error) {
 	v1 := http.NewServeMux()
 	guard, err := httpIdempotencyMetrics(reg, receiver.HTTP(
 		middleware.WithMaxRequestBody(handlers.MaxRequestBody),
@@ -55,7 +55,7 @@ func newHTTPServer(cfg Config, api *handlers.HTTP, keysAdmin http.Handler, recei
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", apiHandler)
+	mux.Handle("/v1/", tr.api(apiHandler, v1)) // a span per request when tracing is on
 	if keysAdmin != nil {
 		mux.Handle("/admin/", keysAdmin)
 	}

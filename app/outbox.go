@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
@@ -42,10 +43,24 @@ type outbox struct {
 	outputs   map[string]string
 	publisher message.Publisher // the transport's, already prefixed
 	logger    *slog.Logger
+	// tracing gives each message written a publish span; nil when tracing
+	// is off.
+	tracing *middleware.Tracing
 }
 
-// publish writes msgs to topic in the unit of work that ctx carries.
+// publish writes msgs to topic in the unit of work that ctx carries, each
+// in a publish span when tracing is on.
 func (o outbox) publish(ctx context.Context, topic string, msgs ...*message.Message) error {
+	if o.tracing == nil {
+		return o.send(ctx, topic, msgs...)
+	}
+	return o.tracing.Publisher(publishFunc(func(topic string, msgs ...*message.Message) error {
+		return o.send(ctx, topic, msgs...)
+	})).Publish(topic, msgs...)
+}
+
+// send is publish without the spans.
+func (o outbox) send(ctx context.Context, topic string, msgs ...*message.Message) error {
 	tx, ok := postgres.TxFromContext(ctx)
 	if !ok {
 		return o.publisher.Publish(topic, msgs...)
@@ -84,6 +99,14 @@ func (p outboxPublisher) Publish(topic string, msgs ...*message.Message) error {
 }
 
 func (outboxPublisher) Close() error { return nil }
+
+// publishFunc is a [message.Publisher] of one function, with nothing to
+// close.
+type publishFunc func(topic string, msgs ...*message.Message) error
+
+func (f publishFunc) Publish(topic string, msgs ...*message.Message) error { return f(topic, msgs...) }
+
+func (publishFunc) Close() error { return nil }
 
 // newRelay is Watermill's forwarder reading the outbox table with the sql
 // transport's subscriber ([transport.NewSQLSubscriber]) on a consumer pool

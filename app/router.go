@@ -36,13 +36,14 @@ func permanent(err error) bool {
 // messages are written through it inside their unit of work instead of
 // being published by the router.
 func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middleware.Outbox,
-	routes handlers.Routes, pl *poisonLog, m metrics.PrometheusMetricsBuilder, logger *slog.Logger) (*message.Router, error) {
+	routes handlers.Routes, pl *poisonLog, m metrics.PrometheusMetricsBuilder, tr *middleware.Tracing, logger *slog.Logger) (*message.Router, error) {
 	wlog := watermill.NewSlogLogger(logger)
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.ShutdownTimeout}, wlog)
 	if err != nil {
 		return nil, err
 	}
-	poison, err := wmmw.PoisonQueueWithFilter(t.Publisher(), PoisonTopic, permanent)
+	publisher := tr.Publisher(t.Publisher()) // tr is nil when tracing is off
+	poison, err := wmmw.PoisonQueueWithFilter(publisher, PoisonTopic, permanent)
 	if err != nil {
 		return nil, err
 	}
@@ -51,6 +52,8 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 	//                has released the claim);
 	//   metrics      Watermill's handler execution time, per delivery;
 	//   correlation  copies the correlation id onto produced messages;
+	//   trace        a span per delivery, in the trace the message carries;
+	//   logContext   the correlation id on every log line of the delivery;
 	//   poison       parks permanent failures, acking the original;
 	//   keepContext  hands poison the message with its original context;
 	//   retry        retries the rest with exponential backoff, each attempt
@@ -59,7 +62,9 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 	//                to its end (a graceful shutdown), instead of cancelling
 	//                it mid-effect;
 	//   timeout      bounds one attempt (the lease outlives it: Validate);
-	//   receiver     claims the key, runs the handler once, replays duplicates.
+	//   receiver     claims the key, runs the handler once, replays duplicates;
+	//   produce      writes the trace context into the produced messages,
+	//                before the receiver stores them (or the outbox does).
 	var receiverOpts []middleware.MessageOption
 	if ob != nil {
 		receiverOpts = append(receiverOpts, middleware.WithOutbox(ob))
@@ -68,6 +73,8 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 		wmmw.Recoverer,
 		m.NewRouterMiddleware().Middleware,
 		wmmw.CorrelationID,
+		tr.Consume,
+		logContext,
 		poison,
 		keepContext,
 		wmmw.Retry{
@@ -82,6 +89,7 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 		outliveClose,
 		wmmw.Timeout(cfg.HandlerTimeout),
 		receiver.Middleware(receiverOpts...),
+		tr.Produce,
 	)
 
 	router.AddPublisherDecorators(m.DecoratePublisher)
@@ -95,7 +103,7 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 		if r.Consume != nil {
 			router.AddConsumerHandler(r.Name, r.Consumes, sub, r.Consume)
 		} else {
-			router.AddHandler(r.Name, r.Consumes, sub, r.Produces, t.Publisher(), r.Handle)
+			router.AddHandler(r.Name, r.Consumes, sub, r.Produces, publisher, r.Handle)
 		}
 	}
 	sub, err := t.Subscriber(poisonLogHandler)

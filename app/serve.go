@@ -13,7 +13,9 @@ func Serve(ctx context.Context, environ []string, logs io.Writer) error {
 	if err != nil {
 		return err
 	}
-	a, err := New(ctx, cfg, NewLogger(logs, cfg.LogLevel, cfg.LogFormat))
+	logger := NewLogger(logs, cfg.LogLevel, cfg.LogFormat)
+	logOTelErrors(logger)
+	a, err := New(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/onceflow/onceflow/stores"
 )
 
@@ -60,8 +62,14 @@ type Config struct {
 	Observer Observer
 
 	// Logger receives warnings about lost leases, failed releases and
-	// unguarded processing. Default slog.Default().
+	// unguarded processing, and every decision at debug level. Default
+	// slog.Default().
 	Logger *slog.Logger
+
+	// TracerProvider, when set, gives every Execute call a span, and every
+	// store call a span within it (see [Receiver.Execute]). Default nil: no
+	// spans, at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) setDefaults() {

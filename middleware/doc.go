@@ -16,5 +16,9 @@
 // a retry. Authenticate resolves the client identity from a bearer API key.
 //
 // Every call of Execute ends in exactly one Outcome, reported to the
-// Observer; NewPrometheusObserver exports them as metrics.
+// Observer; NewPrometheusObserver exports them as metrics. With a
+// Config.TracerProvider every call is also an OpenTelemetry span, its store
+// calls spans within it. Tracing carries the W3C trace context through
+// Watermill, in message metadata ([MetadataCarrier]), so that one trace
+// follows a message from its publisher into every handler.
 package middleware

@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceflow/onceflow/stores"
 )
@@ -13,8 +16,9 @@ import (
 // Receiver is the transport-agnostic idempotent receiver. It is safe for
 // concurrent use; one Receiver serves every handler of a process.
 type Receiver struct {
-	cfg   Config
-	beats *beats // the lease-mode heartbeats in flight
+	cfg    Config
+	beats  *beats       // the lease-mode heartbeats in flight
+	tracer trace.Tracer // nil: no spans (Config.TracerProvider unset)
 }
 
 // NewReceiver fills the defaults of cfg (see [Config]) and validates it.
@@ -23,7 +27,11 @@ func NewReceiver(cfg Config) (*Receiver, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("invalid receiver config: %w", err)
 	}
-	return &Receiver{cfg: cfg, beats: newBeats(cfg.Lease / 3)}, nil
+	r := &Receiver{cfg: cfg, beats: newBeats(cfg.Lease / 3)}
+	if cfg.TracerProvider != nil {
+		r.tracer = cfg.TracerProvider.Tracer(tracerName)
+	}
+	return r, nil
 }
 
 // Lease returns the effective lease, after defaults.
@@ -59,12 +67,28 @@ func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 // having the transport redeliver into a second execution. It logs a
 // warning. In transaction mode the effect rolled back with the record, so
 // the error is returned and Result.Value is nil.
+//
+// With Config.TracerProvider set, each call is one span, "receiver" and the
+// scope, with attributes onceflow.scope, onceflow.key and onceflow.outcome
+// (an error, if any, recorded on it), and each store call within it a span
+// of its own, "store claim" and so on, with its onceflow.outcome. Each call
+// is also one debug line, "receiver decision", with the scope, the key and
+// the outcome.
 func (r *Receiver) Execute(ctx context.Context, scope, key string, fingerprint []byte,
 	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
 	if scope == "" || key == "" {
 		return Result{}, fmt.Errorf("%w: scope %q and key %q must not be empty", ErrNoKey, scope, key)
 	}
 	k := RecordKey(scope, key)
+	if r.tracer != nil || r.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
+		return r.executeObserved(ctx, scope, k, fingerprint, fn)
+	}
+	return r.execute(ctx, scope, k, fingerprint, fn)
+}
+
+// execute is Execute once the record key k is known.
+func (r *Receiver) execute(ctx context.Context, scope, k string, fingerprint []byte,
+	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
 	if r.cfg.Transactor != nil {
 		return r.executeInTx(ctx, scope, k, fingerprint, fn)
 	}

@@ -12,20 +12,27 @@ import (
 // must still record it, and a failed one must still release its claim.
 const finishTimeout = 5 * time.Second
 
-// The store calls below time every call for the Observer.
+// The store calls below time every call for the Observer, and trace it
+// (storeSpan) when tracing is on.
 
 // claim claims k in s: the receiver's store, or in transaction mode the
 // store bound to the unit of work.
 func (r *Receiver) claim(ctx context.Context, s stores.Store, k string, fp []byte) (stores.Claim, error) {
 	defer r.timed("claim", time.Now())
-	return s.Claim(ctx, k, fp, r.cfg.Lease)
+	ctx, span := r.storeSpan(ctx, "claim")
+	c, err := s.Claim(ctx, k, fp, r.cfg.Lease)
+	endStoreSpan(span, c.Status.String(), err)
+	return c, err
 }
 
 // complete records v for k in s, on ctx as it is: in transaction mode the
 // unit's context, whose cancellation rolls everything back anyway.
 func (r *Receiver) complete(ctx context.Context, s stores.Store, k string, t stores.Token, v []byte) error {
 	defer r.timed("complete", time.Now())
-	return s.Complete(ctx, k, t, v, r.cfg.TTL)
+	ctx, span := r.storeSpan(ctx, "complete")
+	err := s.Complete(ctx, k, t, v, r.cfg.TTL)
+	endStoreSpan(span, "ok", err)
+	return err
 }
 
 // finish records v for k in lease mode, where the effect has happened and
@@ -42,12 +49,17 @@ func (r *Receiver) release(ctx context.Context, dc *detachedCtx, k string, t sto
 	dc.init(ctx, finishTimeout)
 	defer dc.stop()
 	defer r.timed("release", time.Now())
-	return r.cfg.Store.Release(dc, k, t)
+	ctx, span := r.storeSpan(dc, "release")
+	err := r.cfg.Store.Release(ctx, k, t)
+	endStoreSpan(span, "ok", err)
+	return err
 }
 
 func (r *Receiver) extend(ctx context.Context, k string, t stores.Token) error {
 	defer r.timed("extend", time.Now())
+	ctx, span := r.storeSpan(ctx, "extend")
 	_, err := r.cfg.Store.Extend(ctx, k, t, r.cfg.Lease)
+	endStoreSpan(span, "ok", err)
 	return err
 }
 

@@ -1,0 +1,114 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/onceflow/onceflow/handlers"
+)
+
+// With OTEL_EXPORTER_OTLP_ENDPOINT set, spans go over OTLP/HTTP to its
+// /v1/traces, from a service named SERVICE_NAME, and stopping the App
+// flushes those still batched. API spans are named after their route, not
+// their path; the probes are not traced.
+func TestTracesExportedOverOTLP(t *testing.T) {
+	t.Parallel()
+	var collector otlpCollector
+	srv := httptest.NewServer(&collector)
+	defer srv.Close()
+	a := startApp(t, "OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL, "SERVICE_NAME=traced")
+
+	if code := a.post(t, "/v1/payments", paymentBody("pay-otlp-1")); code != http.StatusAccepted {
+		t.Fatalf("POST: status %d", code)
+	}
+	waitFor(t, "the payment notified", func() bool { return a.summary(t).Notifications == 1 })
+	if code := a.get(t, "/v1/payments/pay-otlp-1", nil); code != http.StatusOK {
+		t.Fatalf("GET: status %d", code)
+	}
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	collector.mu.Lock()
+	defer collector.mu.Unlock()
+	for _, want := range []string{"POST /v1/payments", "GET /v1/payments/{id}", handlers.ChargePaymentHandler, handlers.NotifyCustomerHandler} {
+		if !slices.Contains(collector.spans, want) {
+			t.Errorf("no span %q exported; got %q", want, collector.spans)
+		}
+	}
+	for _, unwanted := range []string{"GET /readyz", "GET /v1/payments/pay-otlp-1"} {
+		if slices.Contains(collector.spans, unwanted) {
+			t.Errorf("span %q exported; got %q", unwanted, collector.spans)
+		}
+	}
+	if len(collector.paths) == 0 || slices.ContainsFunc(collector.paths, func(p string) bool { return p != "/v1/traces" }) {
+		t.Errorf("exports to %q, want each to /v1/traces", collector.paths)
+	}
+	if len(collector.services) == 0 || slices.ContainsFunc(collector.services, func(s string) bool { return s != "traced" }) {
+		t.Errorf("spans from services %q, want traced (SERVICE_NAME)", collector.services)
+	}
+}
+
+// otlpCollector is the receiving end of OTLP/HTTP with protobuf bodies: it
+// keeps the name of every span, and the path and service of every export.
+type otlpCollector struct {
+	mu       sync.Mutex
+	spans    []string
+	paths    []string
+	services []string
+}
+
+func (c *otlpCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	var req coltrace.ExportTraceServiceRequest
+	if err == nil {
+		err = proto.Unmarshal(body, &req)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.paths = append(c.paths, r.URL.Path)
+	for _, rs := range req.GetResourceSpans() {
+		for _, kv := range rs.GetResource().GetAttributes() {
+			if kv.GetKey() == "service.name" {
+				c.services = append(c.services, kv.GetValue().GetStringValue())
+			}
+		}
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				c.spans = append(c.spans, s.GetName())
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	b, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+	_, _ = w.Write(b)
+}
+
+// The SDK's errors, such as an export the collector refused, are the
+// service's log lines, in its format.
+func TestOTelErrorsAreLogged(t *testing.T) {
+	t.Cleanup(func() { otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Print(err) })) })
+	var logs bytes.Buffer
+	logOTelErrors(NewLogger(&logs, "info", "json"))
+	otel.Handle(errors.New("exporting spans: 503"))
+	var line struct{ Level, Msg, Err string }
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil || line.Level != "WARN" || line.Err != "exporting spans: 503" {
+		t.Errorf("logged %q (%v): want one JSON warning with the error", logs.String(), err)
+	}
+}

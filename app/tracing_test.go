@@ -1,0 +1,222 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/middleware"
+)
+
+// One payment is one trace, from the API's request (continuing the
+// caller's traceparent) through the broker into each handler: POST /v1/payments -> charge_payment -> notify_customer,
+// each span the descendant of the one before, with the receiver's decisions
+// and store calls within. Every log line of the handling carries the
+// payment's correlation id and the trace id.
+//
+// In transaction mode the API's message goes through the outbox and its
+// relay: two publish spans, the relay's the child of the outbox write's.
+func TestTraceFollowsOnePayment(t *testing.T) {
+	for name, environ := range map[string]func(t *testing.T) []string{
+		"gochannel": func(*testing.T) []string { return nil },
+		"amqp":      func(t *testing.T) []string { env, _, _ := amqpAppEnv(t); return env },
+		"outbox relay": func(t *testing.T) []string {
+			return []string{"STORE=postgres", "DEDUP_MODE=transaction", "DATABASE_URL=" + testenv.PostgresSchema(t)}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			spans := tracetest.NewInMemoryExporter()
+			logs := &lockedBuffer{}
+			logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			a := startAppLogging(t, seams{spans: spans}, logger, environ(t)...)
+
+			const correlation, traceID = "corr-trace-1", "4bf92f3577b34da6a3ce929d0e0e4736"
+			if code := a.post(t, "/v1/payments", paymentBody("pay-trace-1"), handlers.CorrelationIDHeader, correlation,
+				"traceparent", "00-"+traceID+"-00f067aa0ba902b7-01"); code != http.StatusAccepted {
+				t.Fatalf("POST: status %d", code)
+			}
+			waitFor(t, "the payment notified", func() bool { return a.summary(t).Notifications == 1 })
+			chain := []string{"POST /v1/payments", "receiver http", "publish " + handlers.TopicPaymentRequested,
+				handlers.ChargePaymentHandler, "receiver " + handlers.ChargePaymentHandler,
+				"publish " + handlers.TopicPaymentCharged, handlers.NotifyCustomerHandler, "receiver " + handlers.NotifyCustomerHandler}
+			// A span ends after those it contains, and a publish span may
+			// end after its consumer's.
+			waitFor(t, "every span of the chain, and issue_receipt's decision", func() bool {
+				return hasSpans(spans.GetSpans(), append(chain, "receiver "+handlers.IssueReceiptHandler))
+			})
+
+			got := spanTree(spans.GetSpans())
+			request := got.named(t, "POST /v1/payments")
+			if id := request.SpanContext.TraceID().String(); id != traceID {
+				t.Errorf("the request's span is in trace %s, want the caller's traceparent's %s", id, traceID)
+			}
+			for i, name := range chain {
+				for _, s := range got.all(name) {
+					if s.SpanContext.TraceID() != request.SpanContext.TraceID() {
+						t.Errorf("span %q is in trace %s, want the request's %s", name, s.SpanContext.TraceID(), request.SpanContext.TraceID())
+					}
+				}
+				if i > 0 && !got.anyDescends(name, chain[i-1]) {
+					t.Errorf("no span %q descends from a span %q", name, chain[i-1])
+				}
+			}
+			if want, n := map[bool]int{false: 1, true: 2}[name == "outbox relay"], len(got.all("publish "+handlers.TopicPaymentRequested)); n != want {
+				t.Errorf("%d spans publish %s, want %d", n, handlers.TopicPaymentRequested, want)
+			}
+			for _, h := range []string{handlers.ChargePaymentHandler, handlers.NotifyCustomerHandler} {
+				if o := attr(got.named(t, "receiver "+h), middleware.AttrOutcome); o != string(middleware.OutcomeProcessed) {
+					t.Errorf("receiver %s: outcome %q, want processed", h, o)
+				}
+			}
+			if n := len(got.all("store claim")); n < 4 { // http, charge_payment, notify_customer, issue_receipt
+				t.Errorf("%d store claim spans, want one per decision", n)
+			}
+
+			handled := handlingLines(t, logs, handlers.ChargePaymentHandler, handlers.NotifyCustomerHandler)
+			for _, l := range handled {
+				if l.CorrelationID != correlation || l.TraceID != request.SpanContext.TraceID().String() {
+					t.Errorf("log line %q (%s): correlation_id %q, trace_id %q: want %q and the request's trace %s",
+						l.Msg, l.Scope, l.CorrelationID, l.TraceID, correlation, request.SpanContext.TraceID())
+				}
+			}
+			if len(handled) < 4 { // a decision and a line of its own for each handler
+				t.Errorf("%d log lines of the handling, want at least 4: %s", len(handled), logs.String())
+			}
+		})
+	}
+}
+
+// logLine is what the tracing test reads of a JSON log line.
+type logLine struct {
+	Msg           string `json:"msg"`
+	Scope         string `json:"scope"`
+	Key           string `json:"key"`
+	Outcome       string `json:"outcome"`
+	CorrelationID string `json:"correlation_id"`
+	TraceID       string `json:"trace_id"`
+}
+
+// handlingLines are the log lines of the handling of a message by the
+// handlers named: their receiver decisions and the handlers' own lines,
+// with the API's line that published the message.
+func handlingLines(t *testing.T, logs *lockedBuffer, names ...string) []logLine {
+	t.Helper()
+	own := map[string]bool{"payment accepted": true, "payment charged": true, "customer notified": true}
+	var lines []logLine
+	for line := range bytes.Lines([]byte(logs.String())) {
+		var l logLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		for _, n := range names {
+			if (l.Msg == "receiver decision" && l.Scope == n) || own[l.Msg] {
+				lines = append(lines, l)
+				break
+			}
+		}
+	}
+	return lines
+}
+
+// spanIndex finds spans by name and by id.
+type spanIndex struct {
+	stubs tracetest.SpanStubs
+	byID  map[trace.SpanID]tracetest.SpanStub
+}
+
+func spanTree(stubs tracetest.SpanStubs) spanIndex {
+	ix := spanIndex{stubs: stubs, byID: map[trace.SpanID]tracetest.SpanStub{}}
+	for _, s := range stubs {
+		ix.byID[s.SpanContext.SpanID()] = s
+	}
+	return ix
+}
+
+// hasSpans reports whether stubs has a span of each name.
+func hasSpans(stubs tracetest.SpanStubs, names []string) bool {
+	seen := map[string]bool{}
+	for _, s := range stubs {
+		seen[s.Name] = true
+	}
+	for _, n := range names {
+		if !seen[n] {
+			return false
+		}
+	}
+	return true
+}
+
+// named is the one span called name.
+func (ix spanIndex) named(t *testing.T, name string) tracetest.SpanStub {
+	t.Helper()
+	var found []tracetest.SpanStub
+	var names []string
+	for _, s := range ix.stubs {
+		names = append(names, s.Name)
+		if s.Name == name {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d spans %q, want one, among %q", len(found), name, names)
+	}
+	return found[0]
+}
+
+// all is every span called name.
+func (ix spanIndex) all(name string) []tracetest.SpanStub {
+	var found []tracetest.SpanStub
+	for _, s := range ix.stubs {
+		if s.Name == name {
+			found = append(found, s)
+		}
+	}
+	return found
+}
+
+// anyDescends reports whether a span called name descends from a span
+// called ancestor.
+func (ix spanIndex) anyDescends(name, ancestor string) bool {
+	for _, s := range ix.all(name) {
+		for _, a := range ix.all(ancestor) {
+			if ix.descends(s, a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// descends reports whether s is a descendant of ancestor.
+func (ix spanIndex) descends(s, ancestor tracetest.SpanStub) bool {
+	for s.Parent.IsValid() {
+		if s.Parent.SpanID() == ancestor.SpanContext.SpanID() {
+			return true
+		}
+		p, ok := ix.byID[s.Parent.SpanID()]
+		if !ok {
+			return false
+		}
+		s = p
+	}
+	return false
+}
+
+// attr is the value of s's attribute key, or "".
+func attr(s tracetest.SpanStub, key attribute.Key) string {
+	for _, kv := range s.Attributes {
+		if kv.Key == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
+}
