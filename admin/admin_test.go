@@ -300,7 +300,7 @@ type takenOver struct{ *memory.Store }
 func (s takenOver) Lookup(ctx context.Context, key string) (stores.Entry, error) {
 	e, err := s.Store.Lookup(ctx, key)
 	if err == nil {
-		if err := s.Store.Remove(ctx, key, e.Token); err != nil {
+		if err := s.Store.Remove(ctx, key, e); err != nil {
 			return e, err
 		}
 		if _, err := s.Store.Claim(ctx, key, nil, time.Hour); err != nil {
