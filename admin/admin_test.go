@@ -300,7 +300,7 @@ type takenOver struct{ *memory.Store }
 func (s takenOver) Lookup(ctx context.Context, key string) (stores.Entry, error) {
 	e, err := s.Store.Lookup(ctx, key)
 	if err == nil {
-		if err := s.Store.Remove(ctx, key, e.Token); err != nil {
+		if err := s.Store.Remove(ctx, key, e); err != nil {
 			return e, err
 		}
 		if _, err := s.Store.Claim(ctx, key, nil, time.Hour); err != nil {
@@ -346,5 +346,30 @@ func TestAdminStoreDownIsUnavailable(t *testing.T) {
 	_, err = svc.Get(context.Background(), admin.Target{Handler: "charge_payment", Key: "pay-1"})
 	if problem.KindOf(err) != problem.Unavailable || !errors.Is(err, stores.ErrUnavailable) {
 		t.Fatalf("Get on a closed store: %v, want unavailable", err)
+	}
+}
+
+// The Client sends what `onceflow keys` asks for, force included, and
+// turns a problem into an error that carries its status and detail.
+func TestClient(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := admin.Client{BaseURL: f.admin.URL, APIKey: adminKey, Actor: "bob"}
+	ctx := context.Background()
+	held := admin.Target{Handler: "charge_payment", Key: "pay-2"}
+	if _, err := c.Release(ctx, held, false); err == nil || !strings.HasPrefix(err.Error(), "409 Conflict: the key is held by its owner until") {
+		t.Fatalf("unforced release: %v", err)
+	}
+	if r, err := c.Release(ctx, held, true); err != nil || r.State != "in_progress" {
+		t.Fatalf("forced release: %+v, %v", r, err)
+	}
+	if _, err := c.Get(ctx, held); err == nil || !strings.HasPrefix(err.Error(), "404 Not Found: no live record") {
+		t.Fatalf("get after the release: %v", err)
+	}
+	if r, err := c.Evict(ctx, admin.Target{Handler: "http", Client: "client-a", Key: "k-1"}); err != nil || r.Route != "POST /v1/payments" {
+		t.Fatalf("evict of an Idempotency-Key: %+v, %v", r, err)
+	}
+	if !strings.Contains(f.logs.String(), `"actor":"bob"`) {
+		t.Error("the log lacks the client's actor")
 	}
 }

@@ -134,7 +134,7 @@ func (s *Service) lookup(ctx context.Context, t Target) (string, Target, stores.
 
 // remove deletes the record e read under k, if it is still that record.
 func (s *Service) remove(ctx context.Context, k string, e stores.Entry) error {
-	err := s.cfg.Store.Remove(ctx, k, e.Token)
+	err := s.cfg.Store.Remove(ctx, k, e)
 	if errors.Is(err, stores.ErrNotFound) {
 		return errChanged
 	}

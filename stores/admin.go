@@ -2,6 +2,7 @@ package stores
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -20,13 +21,14 @@ type Admin interface {
 	Lookup(ctx context.Context, key string) (Entry, error)
 
 	// Remove deletes key's record, in progress or completed, if it is still
-	// the one whose token is token (as Lookup returned it): a compare-and-
-	// delete, so a record that changed since it was read (completed, taken
-	// over, expired and claimed anew) is left alone and ErrNotFound
-	// returned. Unlike Release it does not require a live lease of the
-	// token's owner, and it removes completed records too: it is how an
-	// operator frees a stuck key or lets a completed one run again.
-	Remove(ctx context.Context, key string, token Token) error
+	// the one Lookup read: the same token and the same status. It is a
+	// compare-and-delete, so a record that changed since it was read
+	// (completed by its owner, taken over, expired and claimed anew) is
+	// left alone and ErrNotFound returned. Unlike Release it does not
+	// require a live lease of the token's owner, and it removes completed
+	// records too: it is how an operator frees a stuck key or lets a
+	// completed one run again. Only read.Token and read.Status are used.
+	Remove(ctx context.Context, key string, read Entry) error
 }
 
 // Entry is a live record as [Admin.Lookup] reads it.
@@ -42,4 +44,14 @@ type Entry struct {
 	// Record holds the fingerprint and creation time, and once completed
 	// the result, completion time and expiry.
 	Record Record
+}
+
+// CheckRemove validates the arguments of Remove and returns the storage
+// key: a key, and an entry with a token and a status of a live record.
+func CheckRemove(key string, read Entry) (string, error) {
+	k, err := CheckToken(key, read.Token)
+	if err == nil && read.Status != InProgress && read.Status != Completed {
+		err = fmt.Errorf("%w: status %v is not in_progress or completed", ErrInvalidArgument, read.Status)
+	}
+	return k, err
 }

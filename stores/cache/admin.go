@@ -27,14 +27,14 @@ func (s *Store) Lookup(ctx context.Context, key string) (stores.Entry, error) {
 // Remove implements [stores.Admin]: it removes the record from the wrapped
 // store and drops this process's copy, whatever the wrapped store answers.
 // Other processes' caches keep theirs for up to their Config.MaxAge.
-func (s *Store) Remove(ctx context.Context, key string, token stores.Token) error {
+func (s *Store) Remove(ctx context.Context, key string, read stores.Entry) error {
 	a, ok := s.next.(stores.Admin)
 	if !ok {
 		return fmt.Errorf("removing key %q: %w", key, errNoAdmin)
 	}
-	err := a.Remove(ctx, key, token)
+	err := a.Remove(ctx, key, read)
 	if k, kerr := stores.StorageKey(key); kerr == nil {
-		s.forget(k, token)
+		s.forget(k, read.Token)
 		s.invalidate(k)
 	}
 	return err

@@ -36,8 +36,8 @@ func (s *Store) Lookup(ctx context.Context, key string) (stores.Entry, error) {
 }
 
 // Remove implements [stores.Admin].
-func (s *Store) Remove(ctx context.Context, key string, token stores.Token) error {
-	k, err := stores.CheckToken(key, token)
+func (s *Store) Remove(ctx context.Context, key string, read stores.Entry) error {
+	k, err := stores.CheckRemove(key, read)
 	if err != nil {
 		return fmt.Errorf("removing key %q: %w", key, err)
 	}
@@ -50,7 +50,7 @@ func (s *Store) Remove(ctx context.Context, key string, token stores.Token) erro
 		return fmt.Errorf("removing key %q: %w", k, stores.Unavailable("remove", stores.ErrClosed))
 	}
 	e, ok := s.entries[k]
-	if !ok || e.expired(time.Now()) || e.token != token {
+	if !ok || e.expired(time.Now()) || e.token != read.Token || e.completed() != (read.Status == stores.Completed) {
 		return fmt.Errorf("removing key %q: %w", k, stores.ErrNotFound)
 	}
 	s.remove(e)

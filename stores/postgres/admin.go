@@ -21,7 +21,7 @@ const (
 SELECT state, token, fingerprint, result, created_at, completed_at, expires_at
 FROM %[1]s WHERE key = $1 AND expires_at > now()`
 
-	removeSQL = `DELETE FROM %[1]s WHERE key = $1 AND token = $2 AND expires_at > now()`
+	removeSQL = `DELETE FROM %[1]s WHERE key = $1 AND token = $2 AND state = $3 AND expires_at > now()`
 )
 
 // adminStatements are the admin SQL texts of one table.
@@ -66,15 +66,15 @@ func (s *Store) Lookup(ctx context.Context, key string) (stores.Entry, error) {
 }
 
 // Remove implements [stores.Admin] in one DELETE.
-func (s *Store) Remove(ctx context.Context, key string, token stores.Token) error {
-	k, err := stores.CheckToken(key, token)
+func (s *Store) Remove(ctx context.Context, key string, read stores.Entry) error {
+	k, err := stores.CheckRemove(key, read)
 	if err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
 		return fmt.Errorf("removing key %q: %w", key, err)
 	}
-	tag, err := s.db.Exec(ctx, s.sql.admin.remove, k, string(token))
+	tag, err := s.db.Exec(ctx, s.sql.admin.remove, k, string(read.Token), read.Status.String())
 	if err != nil {
 		return fmt.Errorf("removing key %q: %w", k, translate(ctx, "remove", err))
 	}

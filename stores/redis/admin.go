@@ -37,15 +37,15 @@ end
 return {'absent'}
 `
 
-// removeLua deletes the live record whose token is ARGV[1], whatever its
-// state. Returns 1, or 0 if there is no such record.
+// removeLua deletes the live record whose token is ARGV[1] and state
+// ARGV[2]. Returns 1, or 0 if there is no such record.
 const removeLua = `
 local r = redis.call('HMGET', KEYS[1], 'state', 'token', 'lease_until', 'expires_at')
 local ends = r[3]
 if r[1] == 'completed' then
   ends = r[4]
 end
-if r[2] ~= ARGV[1] or not ends or tonumber(ends) <= now then
+if r[1] ~= ARGV[2] or r[2] ~= ARGV[1] or not ends or tonumber(ends) <= now then
   return 0
 end
 redis.call('DEL', KEYS[1])
@@ -70,12 +70,12 @@ func (s *Store) Lookup(ctx context.Context, key string) (stores.Entry, error) {
 }
 
 // Remove implements [stores.Admin]. It runs removeScript: one round trip.
-func (s *Store) Remove(ctx context.Context, key string, token stores.Token) error {
-	k, err := stores.CheckToken(key, token)
+func (s *Store) Remove(ctx context.Context, key string, read stores.Entry) error {
+	k, err := stores.CheckRemove(key, read)
 	if err != nil {
 		return fmt.Errorf("removing key %q: %w", shown(key), err)
 	}
-	reply, err := s.run(ctx, "remove", removeScript, k, string(token))
+	reply, err := s.run(ctx, "remove", removeScript, k, string(read.Token), read.Status.String())
 	if err == nil {
 		switch reply {
 		case int64(1):

@@ -21,6 +21,7 @@ func testAdmin(t *testing.T, h Harness) {
 		{"LookupReadsEachState", testLookupReadsEachState},
 		{"RemoveFreesHeldKey", testRemoveFreesHeldKey},
 		{"RemoveCompletedRunsAgain", testRemoveCompletedRunsAgain},
+		{"RemoveSparesRecordCompletedMeanwhile", testRemoveSparesRecordCompletedMeanwhile},
 		{"EndedRecordIsNotFound", testEndedRecordIsNotFound},
 		{"BadInput", testAdminBadInput},
 	} {
@@ -36,6 +37,11 @@ func adminOf(t *testing.T, s stores.Store) stores.Admin {
 		t.Fatalf("%T does not implement stores.Admin", s)
 	}
 	return a
+}
+
+// held is how Lookup reads a record in progress under token.
+func held(token stores.Token) stores.Entry {
+	return stores.Entry{Status: stores.InProgress, Token: token}
 }
 
 func mustLookup(t *testing.T, a stores.Admin, key string, want stores.Status) stores.Entry {
@@ -81,16 +87,16 @@ func testRemoveFreesHeldKey(t *testing.T, s stores.Store, a stores.Admin, _ Harn
 	k := key(t, "k")
 	owner := mustAcquire(t, s, k, longLease)
 
-	wantErr(t, "Remove with another token", a.Remove(ctx(t), k, stores.NewToken()), stores.ErrNotFound)
+	wantErr(t, "Remove with another token", a.Remove(ctx(t), k, held(stores.NewToken())), stores.ErrNotFound)
 	wantStatus(t, mustClaim(t, s, k, fingerprint, longLease), stores.InProgress)
 
-	if err := a.Remove(ctx(t), k, mustLookup(t, a, k, stores.InProgress).Token); err != nil {
+	if err := a.Remove(ctx(t), k, mustLookup(t, a, k, stores.InProgress)); err != nil {
 		t.Fatalf("Remove of a held key: %v", err)
 	}
 	next := mustAcquire(t, s, k, longLease) // at once, lease or no lease
 	wantErr(t, "Complete by the removed owner", s.Complete(ctx(t), k, owner.Token, []byte("late"), longTTL), stores.ErrLeaseLost)
 	// The removed owner's token no longer names a record either.
-	wantErr(t, "Remove with the removed owner's token", a.Remove(ctx(t), k, owner.Token), stores.ErrNotFound)
+	wantErr(t, "Remove with the removed owner's token", a.Remove(ctx(t), k, held(owner.Token)), stores.ErrNotFound)
 	mustComplete(t, s, k, next.Token, []byte("next"))
 }
 
@@ -99,15 +105,28 @@ func testRemoveCompletedRunsAgain(t *testing.T, s stores.Store, a stores.Admin, 
 	owner := mustAcquire(t, s, k, longLease)
 	mustComplete(t, s, k, owner.Token, []byte("first"))
 
-	if err := a.Remove(ctx(t), k, owner.Token); err != nil {
+	read := mustLookup(t, a, k, stores.Completed)
+	wantErr(t, "Remove of a completed key read as in progress", a.Remove(ctx(t), k, held(owner.Token)), stores.ErrNotFound)
+	if err := a.Remove(ctx(t), k, read); err != nil {
 		t.Fatalf("Remove of a completed key: %v", err)
 	}
 	_, err := a.Lookup(ctx(t), k)
 	wantErr(t, "Lookup after Remove", err, stores.ErrNotFound)
 	again := mustAcquire(t, s, k, longLease)
-	wantErr(t, "second Remove", a.Remove(ctx(t), k, owner.Token), stores.ErrNotFound)
+	wantErr(t, "second Remove", a.Remove(ctx(t), k, read), stores.ErrNotFound)
 	mustLookup(t, a, k, stores.InProgress) // the second Remove spared the new claim
 	mustComplete(t, s, k, again.Token, []byte("second"))
+}
+
+// An in-progress record that its owner completed after it was read keeps
+// its token, yet is not the record read: Remove leaves it.
+func testRemoveSparesRecordCompletedMeanwhile(t *testing.T, s stores.Store, a stores.Admin, _ Harness) {
+	k := key(t, "k")
+	owner := mustAcquire(t, s, k, longLease)
+	read := mustLookup(t, a, k, stores.InProgress)
+	mustComplete(t, s, k, owner.Token, []byte("done"))
+	wantErr(t, "Remove of a record completed since it was read", a.Remove(ctx(t), k, read), stores.ErrNotFound)
+	wantStatus(t, mustClaim(t, s, k, fingerprint, longLease), stores.Completed)
 }
 
 func testEndedRecordIsNotFound(t *testing.T, s stores.Store, a stores.Admin, _ Harness) {
@@ -125,28 +144,29 @@ func testEndedRecordIsNotFound(t *testing.T, s stores.Store, a stores.Admin, _ H
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	wantErr(t, "Remove of an ended record", a.Remove(ctx(t), k, crashed.Token), stores.ErrNotFound)
+	wantErr(t, "Remove of an ended record", a.Remove(ctx(t), k, held(crashed.Token)), stores.ErrNotFound)
 	mustAcquire(t, s, k, longLease)
 }
 
 func testAdminBadInput(t *testing.T, s stores.Store, a stores.Admin, h Harness) {
 	_, err := a.Lookup(ctx(t), "")
 	wantErr(t, "Lookup(\"\")", err, stores.ErrInvalidKey)
-	wantErr(t, "Remove(\"\")", a.Remove(ctx(t), "", stores.NewToken()), stores.ErrInvalidKey)
+	wantErr(t, "Remove(\"\")", a.Remove(ctx(t), "", held(stores.NewToken())), stores.ErrInvalidKey)
 
 	k := key(t, "k")
 	mustAcquire(t, s, k, longLease)
-	wantErr(t, "Remove with an empty token", a.Remove(ctx(t), k, ""), stores.ErrInvalidArgument)
+	wantErr(t, "Remove with an empty token", a.Remove(ctx(t), k, held("")), stores.ErrInvalidArgument)
+	wantErr(t, "Remove without a status", a.Remove(ctx(t), k, stores.Entry{Token: stores.NewToken()}), stores.ErrInvalidArgument)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err = a.Lookup(cancelled, k)
 	wantErr(t, "Lookup with a cancelled context", err, context.Canceled)
-	token := mustLookup(t, a, k, stores.InProgress).Token
-	wantErr(t, "Remove with a cancelled context", a.Remove(cancelled, k, token), context.Canceled)
+	read := mustLookup(t, a, k, stores.InProgress)
+	wantErr(t, "Remove with a cancelled context", a.Remove(cancelled, k, read), context.Canceled)
 	mustLookup(t, a, k, stores.InProgress) // none of it removed the record
 
 	down := adminOf(t, h.Unavailable(t))
 	_, err = down.Lookup(ctx(t), k)
 	wantUnavailable(t, "Lookup", err)
-	wantUnavailable(t, "Remove", down.Remove(ctx(t), k, token))
+	wantUnavailable(t, "Remove", down.Remove(ctx(t), k, read))
 }
