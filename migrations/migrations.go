@@ -49,9 +49,6 @@ const (
 	Partitioned Layout = "partitioned"
 )
 
-// Layouts lists the layouts, the default first.
-var Layouts = []Layout{Rows, Partitioned}
-
 // recordsFiles are the version 1 files of each layout.
 var recordsFiles = map[Layout]string{
 	Rows:        "00001_idempotency_records.sql",

@@ -35,7 +35,7 @@ func (s *Store) Layout() Layout {
 // layout do not keep the contract on the other.
 func (s *Store) CheckLayout(ctx context.Context) error {
 	var kind *string
-	err := s.db.QueryRow(ctx, `SELECT relkind::text FROM pg_class WHERE oid = to_regclass($1)`, s.table).Scan(&kind)
+	err := s.db.QueryRow(ctx, `SELECT (SELECT relkind::text FROM pg_class WHERE oid = to_regclass($1))`, s.table).Scan(&kind)
 	if err != nil {
 		return fmt.Errorf("reading the layout of %s: %w", s.name, translate(ctx, "check layout", err))
 	}

@@ -15,28 +15,26 @@ import (
 
 func TestClaimRolledBackWithTransaction(t *testing.T) {
 	t.Parallel()
-	eachLayout(t, func(t *testing.T, newStore func(*testing.T) (*postgres.Store, *pgxpool.Pool)) {
-		s, pool := newStore(t)
-		ctx := testContext(t)
+	s, pool := newStore(t)
+	ctx := testContext(t)
 
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := s.With(tx).Claim(ctx, "k", []byte("fp"), time.Minute)
-		if err != nil || c.Status != stores.Acquired {
-			t.Fatalf("Claim in transaction = %v, %v; want acquired", c.Status, err)
-		}
-		if err := tx.Rollback(ctx); err != nil {
-			t.Fatal(err)
-		}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.With(tx).Claim(ctx, "k", []byte("fp"), time.Minute)
+	if err != nil || c.Status != stores.Acquired {
+		t.Fatalf("Claim in transaction = %v, %v; want acquired", c.Status, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
 
-		// The rolled-back claim left nothing behind.
-		if n := countRows(t, pool); n != 0 {
-			t.Fatalf("%d rows after rollback, want 0", n)
-		}
-		wantClaim(t, s, "k", stores.Acquired)
-	})
+	// The rolled-back claim left nothing behind.
+	if n := countRows(t, pool); n != 0 {
+		t.Fatalf("%d rows after rollback, want 0", n)
+	}
+	wantClaim(t, s, "k", stores.Acquired)
 }
 
 func TestDuplicateWaitsForTransactionThenSeesCompleted(t *testing.T) {
