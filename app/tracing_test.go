@@ -215,7 +215,7 @@ func (ix spanIndex) descends(s, ancestor tracetest.SpanStub) bool {
 func attr(s tracetest.SpanStub, key attribute.Key) string {
 	for _, kv := range s.Attributes {
 		if kv.Key == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

@@ -202,7 +202,7 @@ func (ix spanIndex) descends(s, ancestor tracetest.SpanStub) bool {
 func (spanIndex) attr(s tracetest.SpanStub, key attribute.Key) string {
 	for _, kv := range s.Attributes {
 		if kv.Key == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
