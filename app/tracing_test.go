@@ -7,11 +7,10 @@ import (
 	"net/http"
 	"testing"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/internal/spantest"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/middleware"
 )
@@ -51,33 +50,33 @@ func TestTraceFollowsOnePayment(t *testing.T) {
 			// A span ends after those it contains, and a publish span may
 			// end after its consumer's.
 			waitFor(t, "every span of the chain, and issue_receipt's decision", func() bool {
-				return hasSpans(spans.GetSpans(), append(chain, "receiver "+handlers.IssueReceiptHandler))
+				return spantest.New(spans.GetSpans()).Has(append(chain, "receiver "+handlers.IssueReceiptHandler)...)
 			})
 
-			got := spanTree(spans.GetSpans())
-			request := got.named(t, "POST /v1/payments")
+			got := spantest.New(spans.GetSpans())
+			request := got.Named(t, "POST /v1/payments")
 			if id := request.SpanContext.TraceID().String(); id != traceID {
 				t.Errorf("the request's span is in trace %s, want the caller's traceparent's %s", id, traceID)
 			}
 			for i, name := range chain {
-				for _, s := range got.all(name) {
+				for _, s := range got.All(name) {
 					if s.SpanContext.TraceID() != request.SpanContext.TraceID() {
 						t.Errorf("span %q is in trace %s, want the request's %s", name, s.SpanContext.TraceID(), request.SpanContext.TraceID())
 					}
 				}
-				if i > 0 && !got.anyDescends(name, chain[i-1]) {
+				if i > 0 && !got.AnyDescends(name, chain[i-1]) {
 					t.Errorf("no span %q descends from a span %q", name, chain[i-1])
 				}
 			}
-			if want, n := map[bool]int{false: 1, true: 2}[name == "outbox relay"], len(got.all("publish "+handlers.TopicPaymentRequested)); n != want {
+			if want, n := map[bool]int{false: 1, true: 2}[name == "outbox relay"], len(got.All("publish "+handlers.TopicPaymentRequested)); n != want {
 				t.Errorf("%d spans publish %s, want %d", n, handlers.TopicPaymentRequested, want)
 			}
 			for _, h := range []string{handlers.ChargePaymentHandler, handlers.NotifyCustomerHandler} {
-				if o := attr(got.named(t, "receiver "+h), middleware.AttrOutcome); o != string(middleware.OutcomeProcessed) {
+				if o := spantest.Attr(got.Named(t, "receiver "+h), middleware.AttrOutcome); o != string(middleware.OutcomeProcessed) {
 					t.Errorf("receiver %s: outcome %q, want processed", h, o)
 				}
 			}
-			if n := len(got.all("store claim")); n < 4 { // http, charge_payment, notify_customer, issue_receipt
+			if n := len(got.All("store claim")); n < 4 { // http, charge_payment, notify_customer, issue_receipt
 				t.Errorf("%d store claim spans, want one per decision", n)
 			}
 
@@ -125,98 +124,4 @@ func handlingLines(t *testing.T, logs *lockedBuffer, names ...string) []logLine 
 		}
 	}
 	return lines
-}
-
-// spanIndex finds spans by name and by id.
-type spanIndex struct {
-	stubs tracetest.SpanStubs
-	byID  map[trace.SpanID]tracetest.SpanStub
-}
-
-func spanTree(stubs tracetest.SpanStubs) spanIndex {
-	ix := spanIndex{stubs: stubs, byID: map[trace.SpanID]tracetest.SpanStub{}}
-	for _, s := range stubs {
-		ix.byID[s.SpanContext.SpanID()] = s
-	}
-	return ix
-}
-
-// hasSpans reports whether stubs has a span of each name.
-func hasSpans(stubs tracetest.SpanStubs, names []string) bool {
-	seen := map[string]bool{}
-	for _, s := range stubs {
-		seen[s.Name] = true
-	}
-	for _, n := range names {
-		if !seen[n] {
-			return false
-		}
-	}
-	return true
-}
-
-// named is the one span called name.
-func (ix spanIndex) named(t *testing.T, name string) tracetest.SpanStub {
-	t.Helper()
-	var found []tracetest.SpanStub
-	var names []string
-	for _, s := range ix.stubs {
-		names = append(names, s.Name)
-		if s.Name == name {
-			found = append(found, s)
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("%d spans %q, want one, among %q", len(found), name, names)
-	}
-	return found[0]
-}
-
-// all is every span called name.
-func (ix spanIndex) all(name string) []tracetest.SpanStub {
-	var found []tracetest.SpanStub
-	for _, s := range ix.stubs {
-		if s.Name == name {
-			found = append(found, s)
-		}
-	}
-	return found
-}
-
-// anyDescends reports whether a span called name descends from a span
-// called ancestor.
-func (ix spanIndex) anyDescends(name, ancestor string) bool {
-	for _, s := range ix.all(name) {
-		for _, a := range ix.all(ancestor) {
-			if ix.descends(s, a) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// descends reports whether s is a descendant of ancestor.
-func (ix spanIndex) descends(s, ancestor tracetest.SpanStub) bool {
-	for s.Parent.IsValid() {
-		if s.Parent.SpanID() == ancestor.SpanContext.SpanID() {
-			return true
-		}
-		p, ok := ix.byID[s.Parent.SpanID()]
-		if !ok {
-			return false
-		}
-		s = p
-	}
-	return false
-}
-
-// attr is the value of s's attribute key, or "".
-func attr(s tracetest.SpanStub, key attribute.Key) string {
-	for _, kv := range s.Attributes {
-		if kv.Key == key {
-			return kv.Value.String()
-		}
-	}
-	return ""
 }

@@ -10,13 +10,12 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 
+	"github.com/onceflow/onceflow/internal/spantest"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -61,26 +60,32 @@ func TestTracingFollowsMessagesThroughHandlers(t *testing.T) {
 	root.End()
 	waitSignal(t, second)
 
-	got := indexSpans(spans.GetSpans())
+	got := spantest.New(spans.GetSpans())
 	want := root.SpanContext().TraceID()
 	chain := []string{"request", "publish in", "first", "receiver first", "publish mid", "second", "receiver second"}
 	for i, name := range chain {
-		s := got.named(t, name)
+		s := got.Named(t, name)
 		if s.SpanContext.TraceID() != want {
 			t.Errorf("span %q is in trace %s, want the publisher's %s", name, s.SpanContext.TraceID(), want)
 		}
-		if i > 0 && !got.descends(s, got.named(t, chain[i-1])) {
+		if i > 0 && !got.Descends(s, got.Named(t, chain[i-1])) {
 			t.Errorf("span %q does not descend from %q", name, chain[i-1])
 		}
 	}
-	if o := got.attr(got.named(t, "receiver first"), AttrOutcome); o != string(OutcomeProcessed) {
+	if o := spantest.Attr(got.Named(t, "receiver first"), AttrOutcome); o != string(OutcomeProcessed) {
 		t.Errorf("receiver first: outcome %q, want processed", o)
 	}
-	claim := got.named(t, "store claim")
-	if o := got.attr(claim, AttrOutcome); o != "acquired" || !got.descends(claim, got.named(t, "receiver first")) && !got.descends(claim, got.named(t, "receiver second")) {
-		t.Errorf("store claim: outcome %q, parent %v: want acquired within a receiver span", o, claim.Parent.SpanID())
+	// One claim per handler, each acquired within its handler's receiver span.
+	claims := got.All("store claim")
+	if len(claims) != 2 {
+		t.Errorf("%d store claim spans, want one per handler", len(claims))
 	}
-	if o := got.attr(got.named(t, "second"), AttrOutcome); o != "ack" {
+	for _, claim := range claims {
+		if o := spantest.Attr(claim, AttrOutcome); o != "acquired" || !got.Descends(claim, got.Named(t, "receiver first")) && !got.Descends(claim, got.Named(t, "receiver second")) {
+			t.Errorf("store claim: outcome %q, parent %v: want acquired within a receiver span", o, claim.Parent.SpanID())
+		}
+	}
+	if o := spantest.Attr(got.Named(t, "second"), AttrOutcome); o != "ack" {
 		t.Errorf("second: outcome %q, want ack", o)
 	}
 
@@ -88,8 +93,8 @@ func TestTracingFollowsMessagesThroughHandlers(t *testing.T) {
 	// A copy of m-1 with a new UUID; the blocking publish returns once
 	// "first" acked it.
 	publish(t, pub, "in", keyed("m-2", "k-1", "payload"))
-	dup := indexSpans(spans.GetSpans())
-	if o := dup.attr(dup.named(t, "receiver first"), AttrOutcome); o != string(OutcomeDuplicate) {
+	dup := spantest.New(spans.GetSpans())
+	if o := spantest.Attr(dup.Named(t, "receiver first"), AttrOutcome); o != string(OutcomeDuplicate) {
 		t.Errorf("the copy's decision: outcome %q, want duplicate", o)
 	}
 }
@@ -108,9 +113,14 @@ func TestTracingRecordsAPanic(t *testing.T) {
 	publish(t, ps, "in", keyed("m-1", "k-1", "payload"))
 
 	testenv.WaitFor(t, waitTimeout, "the span of the panic", func() bool { return len(spans.GetSpans()) > 0 })
-	ix := indexSpans(spans.GetSpans())
-	s := ix.named(t, "panics")
-	if o := ix.attr(s, AttrOutcome); o != "nack" || s.Status.Code != codes.Error || s.Status.Description != "panic: boom" {
+	// The router retries the panicking handler until the test ends: every
+	// attempt is a span; the first one tells.
+	attempts := spantest.New(spans.GetSpans()).All("panics")
+	if len(attempts) == 0 {
+		t.Fatal("no span of the panicking handler")
+	}
+	s := attempts[0]
+	if o := spantest.Attr(s, AttrOutcome); o != "nack" || s.Status.Code != codes.Error || s.Status.Description != "panic: boom" {
 		t.Errorf("span of a panic: outcome %q, status %v %q: want nack, Error, panic: boom", o, s.Status.Code, s.Status.Description)
 	}
 }
@@ -153,59 +163,6 @@ func TestReceiverLogsEachDecisionAtDebug(t *testing.T) {
 	if len(outcomes) != len(want) || outcomes[0] != want[0] || outcomes[1] != want[1] || outcomes[2] != want[2] {
 		t.Errorf("decisions logged: %v, want %v", outcomes, want)
 	}
-}
-
-// spanIndex finds spans by name and by id.
-type spanIndex struct {
-	byName map[string]tracetest.SpanStub
-	byID   map[trace.SpanID]tracetest.SpanStub
-}
-
-func indexSpans(stubs tracetest.SpanStubs) spanIndex {
-	ix := spanIndex{byName: map[string]tracetest.SpanStub{}, byID: map[trace.SpanID]tracetest.SpanStub{}}
-	for _, s := range stubs {
-		ix.byName[s.Name] = s
-		ix.byID[s.SpanContext.SpanID()] = s
-	}
-	return ix
-}
-
-func (ix spanIndex) named(t *testing.T, name string) tracetest.SpanStub {
-	t.Helper()
-	s, ok := ix.byName[name]
-	if !ok {
-		names := make([]string, 0, len(ix.byName))
-		for n := range ix.byName {
-			names = append(names, n)
-		}
-		t.Fatalf("no span %q among %q", name, names)
-	}
-	return s
-}
-
-// descends reports whether s is a descendant of ancestor.
-func (ix spanIndex) descends(s, ancestor tracetest.SpanStub) bool {
-	for s.Parent.IsValid() {
-		if s.Parent.SpanID() == ancestor.SpanContext.SpanID() {
-			return true
-		}
-		p, ok := ix.byID[s.Parent.SpanID()]
-		if !ok {
-			return false
-		}
-		s = p
-	}
-	return false
-}
-
-// attr is the value of s's attribute key, or "".
-func (spanIndex) attr(s tracetest.SpanStub, key attribute.Key) string {
-	for _, kv := range s.Attributes {
-		if kv.Key == key {
-			return kv.Value.String()
-		}
-	}
-	return ""
 }
 
 func waitSignal(t *testing.T, ch <-chan struct{}) {

@@ -18,16 +18,12 @@ func TestKeys(t *testing.T) {
 	t.Parallel()
 	addr := testenv.ClosedAddr(t)
 	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn", "ADMIN_API_KEY=adm1n", "USER=alice"}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- run(ctx, []string{"serve"}, environ, &bytes.Buffer{}, &bytes.Buffer{}) }()
+	stop := serve(t, environ, addr)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	waitReady(t, "http://"+addr+"/readyz")
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/payments",
 		strings.NewReader(`{"payment_id":"pay-cli-1","customer_id":"c-1","amount_cents":100,"currency":"EUR"}`))
 	req.Header.Set("Content-Type", "application/json")

@@ -17,16 +17,12 @@ import (
 func TestTour(t *testing.T) {
 	addr := testenv.ClosedAddr(t)
 	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn"}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- run(ctx, []string{"serve"}, environ, &bytes.Buffer{}, &bytes.Buffer{}) }()
+	stop := serve(t, environ, addr)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("serve after SIGINT-like cancel: %v", err)
 		}
 	})
-	waitReady(t, "http://"+addr+"/readyz")
 	if err := run(context.Background(), []string{"healthcheck"}, environ, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 		t.Errorf("healthcheck of a ready service: %v", err)
 	}

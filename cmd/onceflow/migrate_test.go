@@ -39,12 +39,7 @@ func TestMigrate(t *testing.T) {
 		t.Fatalf("second up:\n%s", out)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- run(ctx, []string{"serve"}, environ, &bytes.Buffer{}, &bytes.Buffer{}) }()
-	waitReady(t, "http://"+addr+"/readyz")
-	cancel()
-	if err := <-served; err != nil {
+	if err := serve(t, environ, addr)(); err != nil {
 		t.Fatalf("serve on a current schema: %v", err)
 	}
 
