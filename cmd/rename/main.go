@@ -3,10 +3,9 @@
 //	go run ./cmd/rename -module github.com/acme/orders -name orders
 //
 // (`make rename MODULE=github.com/acme/orders NAME=orders`). It rewrites the
-// module path, the binary (cmd/onceflow becomes cmd/orders), the metric
-// prefix (onceflow_ becomes orders_), the service name default, the compose
-// and Kubernetes names, the Dockerfile and the docs; see package
-// internal/rename for the rules.
+// module path, the binary's directory under cmd/, the metric prefix, the
+// service name default, the compose and Kubernetes names, the Dockerfile
+// and the docs; see package internal/rename for the rules.
 package main
 
 import (
