@@ -22,7 +22,7 @@ FUZZ_TARGETS = \
 	./handlers:FuzzDecodePaymentRequested \
 	./handlers:FuzzDecodePaymentCharged
 
-.PHONY: help run build test test-short e2e fuzz chaos bench bench-tools vet lint up down clean
+.PHONY: help run build test test-short e2e fuzz chaos bench bench-tools vet lint vulncheck image-size rename rename-check up down clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -122,6 +122,27 @@ lint: $(STATICCHECK) ## go vet and staticcheck (STATICCHECK_VERSION, installed i
 
 $(STATICCHECK):
 	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+# govulncheck, whose go.mod requires Go 1.26; like staticcheck, one
+# directory per version under bin/tools.
+GOVULNCHECK_VERSION ?= v1.9.0
+GOVULNCHECK = $(CURDIR)/bin/tools/govulncheck-$(GOVULNCHECK_VERSION)/govulncheck
+
+vulncheck: $(GOVULNCHECK) ## known vulnerabilities reachable from the code (govulncheck GOVULNCHECK_VERSION; needs vuln.go.dev, so CI runs it, not make test)
+	$(GOVULNCHECK) $(PKGS)
+
+$(GOVULNCHECK):
+	GOBIN=$(@D) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+
+image-size: ## the container image's size, measured without Docker; writes it into README.md
+	$(GO) run ./cmd/imagesize -readme README.md
+
+rename: ## turn this repository into your service, in place: make rename MODULE=github.com/acme/orders NAME=orders
+	@test -n "$(MODULE)" -a -n "$(NAME)" || { echo 'usage: make rename MODULE=github.com/acme/orders NAME=orders'; exit 2; }
+	$(GO) run ./cmd/rename -module '$(MODULE)' -name '$(NAME)'
+
+rename-check: ## rename a copy in a temp dir, then build, vet and run its unit tests (CI runs it beside make test)
+	$(GO) test -tags renamecheck -count=1 -timeout 20m -run TestRenamedCopy ./internal/repocheck/
 
 up: ## start PostgreSQL, Redis, RabbitMQ, NATS and Kafka with docker compose and wait until healthy
 	$(COMPOSE) up -d --wait postgres redis rabbitmq nats kafka

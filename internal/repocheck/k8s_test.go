@@ -1,0 +1,253 @@
+package repocheck
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/app"
+)
+
+// The parts of the manifests the checks read.
+type (
+	metadata struct {
+		Name   string            `yaml:"name"`
+		Labels map[string]string `yaml:"labels"`
+	}
+	probe struct {
+		HTTPGet struct {
+			Path string `yaml:"path"`
+			Port string `yaml:"port"`
+		} `yaml:"httpGet"`
+	}
+	container struct {
+		Name    string   `yaml:"name"`
+		Image   string   `yaml:"image"`
+		Command []string `yaml:"command"`
+		Args    []string `yaml:"args"`
+		Ports   []struct {
+			Name          string `yaml:"name"`
+			ContainerPort int    `yaml:"containerPort"`
+		} `yaml:"ports"`
+		EnvFrom []struct {
+			ConfigMapRef *struct{ Name string } `yaml:"configMapRef"`
+		} `yaml:"envFrom"`
+		ReadinessProbe probe `yaml:"readinessProbe"`
+		LivenessProbe  probe `yaml:"livenessProbe"`
+		Resources      struct {
+			Requests map[string]string `yaml:"requests"`
+		} `yaml:"resources"`
+		SecurityContext struct {
+			AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
+			ReadOnlyRootFilesystem   bool  `yaml:"readOnlyRootFilesystem"`
+		} `yaml:"securityContext"`
+	}
+	deployment struct {
+		Kind     string   `yaml:"kind"`
+		Metadata metadata `yaml:"metadata"`
+		Spec     struct {
+			Replicas int `yaml:"replicas"`
+			Selector struct {
+				MatchLabels map[string]string `yaml:"matchLabels"`
+			} `yaml:"selector"`
+			Template struct {
+				Metadata metadata `yaml:"metadata"`
+				Spec     struct {
+					SecurityContext struct {
+						RunAsNonRoot bool `yaml:"runAsNonRoot"`
+						RunAsUser    int  `yaml:"runAsUser"`
+						RunAsGroup   int  `yaml:"runAsGroup"`
+					} `yaml:"securityContext"`
+					Containers []container `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	service struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			Selector map[string]string `yaml:"selector"`
+			Ports    []struct {
+				TargetPort string `yaml:"targetPort"`
+			} `yaml:"ports"`
+		} `yaml:"spec"`
+	}
+	pdb struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			MinAvailable int `yaml:"minAvailable"`
+			Selector     struct {
+				MatchLabels map[string]string `yaml:"matchLabels"`
+			} `yaml:"selector"`
+		} `yaml:"spec"`
+	}
+	configMap struct {
+		Kind     string            `yaml:"kind"`
+		Metadata metadata          `yaml:"metadata"`
+		Data     map[string]string `yaml:"data"`
+	}
+)
+
+// distrolessUsers maps the users of the distroless images to their ids
+// (their /etc/passwd).
+var distrolessUsers = map[string]int{"root": 0, "nonroot": 65532, "nobody": 65534}
+
+// TestDeployment checks deploy/k8s/deployment.yaml against the Dockerfile
+// and the service's defaults: two replicas, the image's entrypoint and
+// command, its user, non-root and a read-only root filesystem, resource
+// requests, and probes on the port HTTP_ADDR defaults to.
+func TestDeployment(t *testing.T) {
+	t.Parallel()
+	var d deployment
+	readYAML(t, "deploy/k8s/deployment.yaml", &d)
+	df := readDockerfile(t)
+	spec := d.Spec.Template.Spec
+	if d.Kind != "Deployment" || d.Spec.Replicas != 2 || len(spec.Containers) != 1 {
+		t.Fatalf("want a Deployment of 2 replicas of one container, got %s of %d replicas, %d containers",
+			d.Kind, d.Spec.Replicas, len(spec.Containers))
+	}
+	c := spec.Containers[0]
+
+	// The image is the Dockerfile's: named after its entrypoint, which the
+	// container keeps, with its CMD.
+	binary := filepath.Base(df.Entrypoint[0])
+	if name, _, _ := strings.Cut(c.Image, ":"); filepath.Base(name) != binary || d.Metadata.Name != binary {
+		t.Errorf("image %q, Deployment %q: want both named %q, the Dockerfile's entrypoint", c.Image, d.Metadata.Name, binary)
+	}
+	if c.Command != nil || !slices.Equal(c.Args, df.Cmd) {
+		t.Errorf("command %q args %q: want the entrypoint kept and args %q, the Dockerfile's CMD", c.Command, c.Args, df.Cmd)
+	}
+
+	user, group, _ := strings.Cut(df.User, ":")
+	uid, ok := distrolessUsers[user]
+	gid := distrolessUsers[group]
+	sc := spec.SecurityContext
+	if !ok || !sc.RunAsNonRoot || sc.RunAsUser != uid || sc.RunAsGroup != gid || uid == 0 {
+		t.Errorf("pod securityContext %+v: want runAsNonRoot and the Dockerfile's USER %s (%d:%d)", sc, df.User, uid, gid)
+	}
+	if csc := c.SecurityContext; !csc.ReadOnlyRootFilesystem || csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation {
+		t.Errorf("container securityContext: want readOnlyRootFilesystem and no privilege escalation")
+	}
+	if c.Resources.Requests["cpu"] == "" || c.Resources.Requests["memory"] == "" {
+		t.Errorf("resources.requests = %v, want cpu and memory", c.Resources.Requests)
+	}
+
+	// The probes reach the port HTTP_ADDR defaults to, which the image
+	// exposes.
+	cfg, err := app.LoadConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, err := net.SplitHostPort(cfg.HTTPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := map[string]int{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	for name, p := range map[string]probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+		if got := ports[p.HTTPGet.Port]; strconv.Itoa(got) != port || port != df.Expose {
+			t.Errorf("%s probe port %q is container port %d; HTTP_ADDR defaults to %s, the image exposes %s",
+				name, p.HTTPGet.Port, got, cfg.HTTPAddr, df.Expose)
+		}
+	}
+	if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" {
+		t.Errorf("readiness on %q, liveness on %q: want /readyz and /healthz",
+			c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path)
+	}
+	probesAnswer(t, c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path)
+
+	// Service and PodDisruptionBudget select the Deployment's pods.
+	labels := d.Spec.Template.Metadata.Labels
+	if !subset(d.Spec.Selector.MatchLabels, labels) {
+		t.Errorf("selector %v does not select the template's labels %v", d.Spec.Selector.MatchLabels, labels)
+	}
+	var svc service
+	readYAML(t, "deploy/k8s/service.yaml", &svc)
+	if svc.Kind != "Service" || !subset(svc.Spec.Selector, labels) || len(svc.Spec.Ports) != 1 || ports[svc.Spec.Ports[0].TargetPort] == 0 {
+		t.Errorf("Service %+v: want it to select %v and target a named container port of %v", svc.Spec, labels, ports)
+	}
+	var budget pdb
+	readYAML(t, "deploy/k8s/pdb.yaml", &budget)
+	if budget.Kind != "PodDisruptionBudget" || !subset(budget.Spec.Selector.MatchLabels, labels) ||
+		budget.Spec.MinAvailable < 1 || budget.Spec.MinAvailable >= d.Spec.Replicas {
+		t.Errorf("PodDisruptionBudget %+v: want it to select %v and keep 1 to %d pods", budget.Spec, labels, d.Spec.Replicas-1)
+	}
+
+	// The ConfigMap it reads exists.
+	var cm configMap
+	if len(c.EnvFrom) == 0 || c.EnvFrom[0].ConfigMapRef == nil {
+		t.Fatal("envFrom: want a transport's ConfigMap first")
+	}
+	ref := c.EnvFrom[0].ConfigMapRef.Name
+	readYAML(t, "deploy/k8s/configmap-"+strings.TrimPrefix(ref, binary+"-")+".yaml", &cm)
+	if cm.Metadata.Name != ref {
+		t.Errorf("envFrom names ConfigMap %q; its file defines %q", ref, cm.Metadata.Name)
+	}
+}
+
+// probesAnswer runs the service as `make run` does (in-process transport,
+// memory store) on a loopback port and requires 200 from each path.
+func probesAnswer(t *testing.T, paths ...string) {
+	t.Helper()
+	cfg, err := app.LoadConfig([]string{"HTTP_ADDR=127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		if err := a.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	for _, path := range paths {
+		var status string
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			resp, err := http.Get("http://" + a.Addr() + path)
+			if err != nil {
+				status = err.Error()
+			} else {
+				resp.Body.Close()
+				status = resp.Status
+			}
+			if err == nil && resp.StatusCode == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("GET %s: %s, want 200 OK", path, status)
+				break
+			}
+		}
+	}
+}
+
+func subset(sel, labels map[string]string) bool {
+	if len(sel) == 0 {
+		return false
+	}
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
