@@ -150,10 +150,14 @@ func retentionNote(results map[postgres.Layout]*retention.Result) bench.Note {
 			if r.Options.Rows == 0 {
 				continue // the round did not run
 			}
+			drained := "all of them under claims"
+			if r.Drained > 0 {
+				drained = fmt.Sprintf("the %d left drained alone at %.0f/s", r.Drained, r.DrainRate())
+			}
 			lines = append(lines, fmt.Sprintf("Retention, %s layout, %d expired records: claim p99 while it runs %.3fx idle "+
-				"(median of %d window pairs; p99 %s idle, %s running); removed %.0f records/s under claims, %.0f/s drained alone.",
+				"(median of %d window pairs; p99 %s idle, %s running); removed %.0f records/s under claims, %s.",
 				layout, r.Options.Rows, r.P99Ratio, r.Pairs, r.IdleP99.Round(time.Microsecond), r.SweepP99.Round(time.Microsecond),
-				r.UnderLoadRate(), r.DrainRate()))
+				r.UnderLoadRate(), drained))
 		}
 		if len(lines) > 0 {
 			lines = append(lines, "The retention-claim-p99 target judges the partitioned layout, which the README recommends for high volume.")

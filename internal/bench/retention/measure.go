@@ -56,10 +56,7 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 		type swept struct{ busy time.Duration }
 		done := make(chan swept)
 		start := time.Now()
-		go func() {
-			_, busy := sweepUntilDone(sctx, sweeper)
-			done <- swept{busy}
-		}()
+		go func() { done <- swept{sweepLikeRun(sctx, sweeper, b.opts.Window/4)} }()
 		lat, err = b.claimWindow(ctx, &seq)
 		stop()
 		sw := <-done
@@ -101,26 +98,24 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-// sweepUntilDone runs passes back to back until ctx ends and returns how
-// many records they reported removed and how long the passes that removed
-// some took. A pass that finds nothing waits a little before the next, as a
-// drained backlog leaves nothing to race for.
-func sweepUntilDone(ctx context.Context, w *postgres.Sweeper) (total int64, busy time.Duration) {
-	for ctx.Err() == nil {
+// sweepLikeRun makes passes as Sweeper.Run does, one at once and then one
+// every interval, until ctx ends, and returns how long the passes that
+// removed records took. The service's interval is a minute; a window needs
+// a shorter one to see more than one pass, but passes must not run back to
+// back: a pass that finds nothing still reads the catalog and every
+// partition's newest expiry, work the service does once a minute.
+func sweepLikeRun(ctx context.Context, w *postgres.Sweeper, interval time.Duration) (busy time.Duration) {
+	for {
 		start := time.Now()
-		n, _ := w.Pass(ctx)
-		total += n
-		if n > 0 {
+		if n, _ := w.Pass(ctx); n > 0 {
 			busy += time.Since(start)
 		}
-		if n == 0 {
-			select {
-			case <-ctx.Done():
-			case <-time.After(10 * time.Millisecond):
-			}
+		select {
+		case <-ctx.Done():
+			return busy
+		case <-time.After(interval):
 		}
 	}
-	return total, busy
 }
 
 // claimWindow runs opts.Callers goroutines doing Claim+Complete on unique keys
