@@ -3,7 +3,6 @@ package rename
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -13,14 +12,7 @@ import (
 func Leftovers(dir, old string) ([]string, error) {
 	lower := []byte(strings.ToLower(old))
 	var left []string
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() && skipped(rel) {
-			return filepath.SkipDir
-		}
+	err := walk(dir, func(path, rel string, d os.DirEntry) error {
 		if strings.Contains(strings.ToLower(d.Name()), string(lower)) {
 			left = append(left, rel)
 			return nil

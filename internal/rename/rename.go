@@ -95,10 +95,10 @@ func title(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 // to the tree's root) alone: git's data and build output.
 func skipped(rel string) bool { return rel == ".git" || rel == "bin" }
 
-// rewriteFiles applies r to every text file under dir.
-func rewriteFiles(dir string, r *strings.Replacer) ([]string, error) {
-	var changed []string
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+// walk calls fn for every path under dir except the skipped folders and
+// what they hold, with the path relative to dir beside it.
+func walk(dir string, fn func(path, rel string, d os.DirEntry) error) error {
+	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -106,6 +106,14 @@ func rewriteFiles(dir string, r *strings.Replacer) ([]string, error) {
 		if d.IsDir() && skipped(rel) {
 			return filepath.SkipDir
 		}
+		return fn(path, rel, d)
+	})
+}
+
+// rewriteFiles applies r to every text file under dir.
+func rewriteFiles(dir string, r *strings.Replacer) ([]string, error) {
+	var changed []string
+	err := walk(dir, func(path, rel string, d os.DirEntry) error {
 		if !d.Type().IsRegular() {
 			return nil
 		}

@@ -109,12 +109,7 @@ func parseLookup(reply any) (stores.Entry, error) {
 		e.LeaseUntil = p.time(4)
 		return e, p.check(5)
 	case "completed":
-		e.Status, e.Token = stores.Completed, stores.Token(p.str(1))
-		e.Record.Fingerprint = p.bytes(2)
-		e.Record.Result = p.bytes(3)
-		e.Record.CreatedAt = p.time(4)
-		e.Record.CompletedAt = p.time(5)
-		e.Record.ExpiresAt = p.time(6)
+		e.Status, e.Token, e.Record = stores.Completed, stores.Token(p.str(1)), p.completed(2)
 		return e, p.check(7)
 	default:
 		return e, fmt.Errorf("unexpected lookup reply %#v", reply)

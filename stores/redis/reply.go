@@ -31,13 +31,7 @@ func parseClaim(reply any, token stores.Token) (stores.Claim, error) {
 		c.LeaseUntil = p.time(3)
 		return c, p.check(4)
 	case "completed":
-		c := stores.Claim{Status: stores.Completed}
-		c.Record.Fingerprint = p.bytes(1)
-		c.Record.Result = p.bytes(2)
-		c.Record.CreatedAt = p.time(3)
-		c.Record.CompletedAt = p.time(4)
-		c.Record.ExpiresAt = p.time(5)
-		return c, p.check(6)
+		return stores.Claim{Status: stores.Completed, Record: p.completed(1)}, p.check(6)
 	default:
 		return stores.Claim{}, fmt.Errorf("unexpected claim reply %#v", reply)
 	}
@@ -61,6 +55,13 @@ func (p *fields) str(i int) string {
 
 // bytes copies a bulk string into a non-nil byte slice.
 func (p *fields) bytes(i int) []byte { return []byte(p.str(i)) }
+
+// completed reads a completed record from field i on: fingerprint, result,
+// created, completed and expiry times, the order every script replies in.
+func (p *fields) completed(i int) stores.Record {
+	return stores.Record{Fingerprint: p.bytes(i), Result: p.bytes(i + 1),
+		CreatedAt: p.time(i + 2), CompletedAt: p.time(i + 3), ExpiresAt: p.time(i + 4)}
+}
 
 func (p *fields) time(i int) time.Time {
 	if i < len(p.r) {
