@@ -46,6 +46,40 @@ func StoreCalls(env *Env, b Backend, callers int, window time.Duration) func(ctx
 	}
 }
 
+// StorePairs measures Claim+Complete pairs per second on a fresh store of
+// backend b, one caller, over n fresh keys built before the clock starts:
+// the receiver's store cost for n unique messages, on a store that grows as
+// much as a router round's does.
+func StorePairs(env *Env, b Backend, n int) func(ctx context.Context) (float64, error) {
+	return func(ctx context.Context) (float64, error) {
+		s, closeStore, err := env.NewStore(b)
+		if err != nil {
+			return 0, err
+		}
+		defer closeStore()
+		prefix := nextKeys()
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = prefix + strconv.Itoa(i)
+		}
+		fp, result := []byte("fingerprint"), []byte("result")
+		start := time.Now()
+		for _, key := range keys {
+			c, err := s.Claim(ctx, key, fp, 30*time.Second)
+			if err != nil {
+				return 0, err
+			}
+			if c.Status != stores.Acquired {
+				return 0, fmt.Errorf("claim of fresh key %q: %v", key, c.Status)
+			}
+			if err := s.Complete(ctx, key, c.Token, result, 10*time.Minute); err != nil {
+				return 0, err
+			}
+		}
+		return float64(n) / time.Since(start).Seconds(), nil
+	}
+}
+
 // ReceiverCalls measures messages/s through the receiver's Execute on a
 // fresh store of backend b: callers goroutines each run fresh keys whose
 // payload has size bytes (fingerprinted, and stored as the result).

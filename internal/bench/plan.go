@@ -66,13 +66,11 @@ func NewPlan(z Size, deps Deps) *Plan {
 		{"none", RouterRound(p.Messages, 64, NoMiddleware)},
 		{"memory", RouterRound(p.Messages, 64, ReceiverOn(env, Memory))},
 		{"deduplicator", RouterRound(p.Messages, 64, Deduplicator)},
+		{StorePairsContender, StorePairs(env, Memory, p.Messages)},
 	}},
 		Target{Name: "memory-vs-none", Of: "memory", Over: "none", Op: AtLeast, Goal: 0.9},
 		Target{Name: "memory-vs-deduplicator", Of: "memory", Over: "deduplicator", Op: AtLeast, Goal: 1.0},
 	)
-	plan.Add(Comparison{Name: MemoryStoreCalls, Unit: "calls/s", Contenders: []Contender{
-		{"store", StoreCalls(env, Memory, 1, p.Window)},
-	}})
 	plan.Notes = append(plan.Notes, memoryBound)
 
 	plan.Add(Comparison{Name: RedisCalls, Unit: "calls/s", Contenders: []Contender{
