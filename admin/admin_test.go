@@ -1,7 +1,6 @@
 package admin_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/admin"
+	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/problem"
 	"github.com/onceflow/onceflow/stores"
@@ -32,26 +32,14 @@ type fixture struct {
 	receiver *middleware.Receiver
 	api      http.Handler // the payments route behind its HTTP face
 	admin    *httptest.Server
-	logs     *syncBuffer
+	logs     *testenv.Buffer
 	runs     map[string]int
 	mu       sync.Mutex
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
-
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{store: memory.New(memory.Config{}), logs: &syncBuffer{}, runs: map[string]int{}}
+	f := &fixture{store: memory.New(memory.Config{}), logs: &testenv.Buffer{}, runs: map[string]int{}}
 	t.Cleanup(func() { _ = f.store.Close() })
 	var err error
 	if f.receiver, err = middleware.NewReceiver(middleware.Config{Store: f.store}); err != nil {

@@ -1,14 +1,12 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/onceflow/onceflow/internal/testenv"
@@ -57,7 +55,7 @@ func TestRedisDurabilityGuard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var logs lockedBuffer
+			var logs testenv.Buffer
 			a, err := New(context.Background(), cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
 			if len(tc.refused) > 0 {
 				if err == nil {
@@ -171,22 +169,4 @@ func run(t *testing.T, a *App) *running {
 	r := &running{App: a, base: "http://" + a.Addr()}
 	waitFor(t, "app ready", func() bool { return r.get(t, "/readyz", nil) == 200 })
 	return r
-}
-
-// lockedBuffer is a bytes.Buffer safe for the logger's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

@@ -34,7 +34,7 @@ func TestTraceFollowsOnePayment(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			spans := tracetest.NewInMemoryExporter()
-			logs := &lockedBuffer{}
+			logs := &testenv.Buffer{}
 			logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			a := startAppLogging(t, seams{spans: spans}, logger, environ(t)...)
 
@@ -107,7 +107,7 @@ type logLine struct {
 // handlingLines are the log lines of the handling of a message by the
 // handlers named: their receiver decisions and the handlers' own lines,
 // with the API's line that published the message.
-func handlingLines(t *testing.T, logs *lockedBuffer, names ...string) []logLine {
+func handlingLines(t *testing.T, logs *testenv.Buffer, names ...string) []logLine {
 	t.Helper()
 	own := map[string]bool{"payment accepted": true, "payment charged": true, "customer notified": true}
 	var lines []logLine

@@ -4,18 +4,19 @@ import (
 	"bytes"
 	"context"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // The broker starts on a free port, a sarama client finds it there, and the
 // command ends cleanly when its context does.
 func TestRunServesKafka(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	out := &syncBuffer{}
+	out := &testenv.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, out, out) }()
 
@@ -59,22 +60,4 @@ func TestRunRejectsAnUnreachableAddress(t *testing.T) {
 			t.Errorf("-addr %s: run started, want an error", addr)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
