@@ -21,19 +21,20 @@ const pairContender = "redis-pairs"
 // pairs contender times.
 const pairSamples = 200
 
-// pairRounds keeps, per transport, the Redis costs measured in each round.
-type pairRounds map[string][]flow.RedisBound
+// pings keeps, per transport, the median PING of each round of its pairs
+// contender; the pairs themselves are the contender's samples.
+type pings map[string][]time.Duration
 
 // round returns the pairs contender of transport kind: it times
-// pairSamples pairs on env's Redis, keeps the round's medians and returns
+// pairSamples pairs on env's Redis, keeps the round's PING and returns
 // pairs per second.
-func (p pairRounds) round(kind string, env *bench.Env) func(context.Context) (float64, error) {
+func (p pings) round(kind string, env *bench.Env) func(context.Context) (float64, error) {
 	return func(ctx context.Context) (float64, error) {
 		b, err := flow.MeasureRedisBound(ctx, env.Redis, pairSamples)
 		if err != nil {
 			return 0, err
 		}
-		p[kind] = append(p[kind], b)
+		p[kind] = append(p[kind], b.RTT)
 		return b.PerPartition, nil
 	}
 }
@@ -43,7 +44,7 @@ func (p pairRounds) round(kind string, env *bench.Env) func(context.Context) (fl
 // lane handles one message at a time and the receiver adds a Claim and a
 // Complete to each, so at off messages/s over lanes the ratio is at most
 // lanes / (lanes + off x pair), whatever the receiver's own code costs.
-func (p pairRounds) note(_ context.Context, rep *bench.Report) ([]string, error) {
+func (p pings) note(_ context.Context, rep *bench.Report) ([]string, error) {
 	var lines []string
 	for _, v := range rep.Verdicts {
 		kind, ok := strings.CutPrefix(v.Name, "transport-")
@@ -51,11 +52,12 @@ func (p pairRounds) note(_ context.Context, rep *bench.Report) ([]string, error)
 			continue
 		}
 		res, _ := rep.Result(v.Comparison)
-		off, ok := res.Median("off")
-		if !ok {
+		off, ok1 := res.Median("off")
+		pairs, ok2 := res.Median(pairContender)
+		if !ok1 || !ok2 || pairs <= 0 {
 			continue
 		}
-		pair, rtt := p.medians(kind)
+		pair := time.Duration(float64(time.Second) / pairs)
 		lanes := float64(transportLanes[kind])
 		ceiling := lanes / (lanes + off*pair.Seconds())
 		verdict := "out of reach while each message waits for its own round trips"
@@ -65,19 +67,14 @@ func (p pairRounds) note(_ context.Context, rep *bench.Report) ([]string, error)
 		lines = append(lines, fmt.Sprintf("Bound: transport-%s handles %.0f msg/s on %.0f lane(s) with the receiver off; "+
 			"a Claim+Complete pair on Redis takes %s in the same rounds (median of %d rounds of %d; PING %s), "+
 			"so receiver on / off is at most %.3f (measured %.3f, goal %g): %s.",
-			kind, off, lanes, pair.Round(time.Microsecond), len(p[kind]), pairSamples, rtt.Round(time.Microsecond),
+			kind, off, lanes, pair.Round(time.Microsecond), len(p[kind]), pairSamples, p.median(kind).Round(time.Microsecond),
 			ceiling, v.Value, v.Goal, verdict))
 	}
 	return lines, nil
 }
 
-// medians returns the median pair and PING of kind's rounds.
-func (p pairRounds) medians(kind string) (pair, rtt time.Duration) {
-	var pairs, rtts []time.Duration
-	for _, b := range p[kind] {
-		pairs, rtts = append(pairs, b.Pair), append(rtts, b.RTT)
-	}
-	slices.Sort(pairs)
-	slices.Sort(rtts)
-	return pairs[len(pairs)/2], rtts[len(rtts)/2]
+// median returns the median PING of kind's rounds.
+func (p pings) median(kind string) time.Duration {
+	d := slices.Sorted(slices.Values(p[kind]))
+	return d[len(d)/2]
 }

@@ -13,19 +13,18 @@ import (
 // transport's own rounds (their median), not from another transport's or a
 // later measurement.
 func TestPairBoundUsesItsOwnRounds(t *testing.T) {
-	pairs := pairRounds{
-		"amqp": {
-			{Pair: 900 * time.Microsecond, RTT: 300 * time.Microsecond},
-			{Pair: 100 * time.Microsecond, RTT: 40 * time.Microsecond},
-			{Pair: 200 * time.Microsecond, RTT: 50 * time.Microsecond},
-		},
-		"sql": {{Pair: time.Millisecond, RTT: time.Millisecond}},
+	rtts := pings{
+		"amqp": {300 * time.Microsecond, 40 * time.Microsecond, 50 * time.Microsecond},
+		"sql":  {time.Millisecond},
 	}
 	rep := &bench.Report{
-		Results:  []bench.Result{{Name: "transport-amqp", Samples: []bench.Samples{{Contender: "off", Median: 2000}}}},
+		Results: []bench.Result{{Name: "transport-amqp", Samples: []bench.Samples{
+			{Contender: "off", Median: 2000},
+			{Contender: pairContender, Values: []float64{1111, 10_000, 5000}, Median: 5000}, // pairs of 900, 100 and 200µs
+		}}},
 		Verdicts: []bench.Verdict{{Target: bench.Target{Name: "transport-amqp", Comparison: "transport-amqp", Goal: 0.8}, Value: 0.5}},
 	}
-	lines, err := pairs.note(context.Background(), rep)
+	lines, err := rtts.note(context.Background(), rep)
 	if err != nil {
 		t.Fatal(err)
 	}

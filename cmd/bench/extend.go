@@ -57,7 +57,7 @@ type brokers struct{ amqp, nats, redisStream string }
 // benches.
 func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers) (func() error, error) {
 	env, z := deps.Env, sizesFor(plan.Size)
-	pairs := pairRounds{}
+	rtts := pings{}
 	var closers []func() error
 	closeAll := func() error {
 		var errs []error
@@ -87,10 +87,10 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers
 		plan.Add(bench.Comparison{Name: "transport-" + kind, Unit: "msg/s", Rounds: flowRounds, Contenders: []bench.Contender{
 			{Name: "off", Measure: func(ctx context.Context) (float64, error) { return tb.Round(ctx, false) }},
 			{Name: "on", Measure: func(ctx context.Context) (float64, error) { return tb.Round(ctx, true) }},
-			{Name: pairContender, Measure: pairs.round(kind, env)},
+			{Name: pairContender, Measure: rtts.round(kind, env)},
 		}}, bench.Target{Name: "transport-" + kind, Of: "on", Over: "off", Op: bench.AtLeast, Goal: 0.8})
 	}
-	plan.Notes = append(plan.Notes, pairs.note)
+	plan.Notes = append(plan.Notes, rtts.note)
 
 	mb, err := flow.NewModeBench(ctx, flow.ModeOptions{PostgresURL: env.PostgresURL, Messages: z.mode})
 	if err != nil {
