@@ -125,7 +125,7 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers
 	// the one the README recommends for high volume; the note prints both.
 	var contenders []bench.Contender
 	results := map[postgres.Layout]*retention.Result{}
-	for _, layout := range []postgres.Layout{postgres.LayoutRows, postgres.LayoutPartitioned} {
+	for _, layout := range retentionLayouts {
 		ro := z.retention
 		ro.URL, ro.Layout = env.BaseURL(), layout
 		results[layout] = &retention.Result{}
@@ -138,6 +138,10 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers
 	return closeAll, nil
 }
 
+// retentionLayouts are the records layouts the retention comparison
+// measures, in the order the report lists them.
+var retentionLayouts = []postgres.Layout{postgres.LayoutRows, postgres.LayoutPartitioned}
+
 // retentionNote states, per records layout, the claim p99 ratio while
 // retention runs and how fast it removed the backlog, so the report shows
 // the rows layout's figures beside the partitioned one's that the target
@@ -145,7 +149,7 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers
 func retentionNote(results map[postgres.Layout]*retention.Result) bench.Note {
 	return func(context.Context, *bench.Report) ([]string, error) {
 		var lines []string
-		for _, layout := range []postgres.Layout{postgres.LayoutRows, postgres.LayoutPartitioned} {
+		for _, layout := range retentionLayouts {
 			r := results[layout]
 			if r.Options.Rows == 0 {
 				continue // the round did not run

@@ -53,15 +53,13 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 			return res, err
 		}
 		sctx, stop := context.WithCancel(ctx)
-		type swept struct{ busy time.Duration }
-		done := make(chan swept)
+		busy := make(chan time.Duration)
 		start := time.Now()
-		go func() { done <- swept{sweepLikeRun(sctx, sweeper, b.opts.Window/4)} }()
+		go func() { busy <- sweepLikeRun(sctx, sweeper, b.opts.Window/4) }()
 		lat, err = b.claimWindow(ctx, &seq)
 		stop()
-		sw := <-done
+		res.SweepBusy += <-busy
 		res.SweepTime += time.Since(start)
-		res.SweepBusy += sw.busy
 		if err != nil {
 			return res, err
 		}
