@@ -44,23 +44,48 @@ func NewHTTP(ledger Ledger, publisher Publisher, logger *slog.Logger) *HTTP {
 	return &HTTP{ledger: ledger, publisher: publisher, logger: logger}
 }
 
+// httpRoute is one pattern of the API and its handler; unsafe routes are the
+// ones Routes wraps in its unsafe middleware.
+type httpRoute struct {
+	pattern string
+	unsafe  bool
+	handle  func(*HTTP, http.ResponseWriter, *http.Request)
+}
+
+// httpRoutes is the API, one table for Routes and IdempotentRoutes.
+var httpRoutes = []httpRoute{
+	{RouteCreatePayment, true, (*HTTP).CreatePayment},
+	{RouteGetPayment, false, (*HTTP).GetPayment},
+	{RouteLedgerSummary, false, (*HTTP).LedgerSummary},
+}
+
 // IdempotentRoutes lists the patterns whose handlers Routes wraps in
 // unsafe: the routes whose Idempotency-Key records the key admin (package
 // admin) addresses.
-func IdempotentRoutes() []string { return []string{RouteCreatePayment} }
+func IdempotentRoutes() []string {
+	var patterns []string
+	for _, r := range httpRoutes {
+		if r.unsafe {
+			patterns = append(patterns, r.pattern)
+		}
+	}
+	return patterns
+}
 
 // Routes registers the API on mux. The handler of each unsafe method (POST)
 // is wrapped in unsafe, the first outermost: that is where the
 // Idempotency-Key middleware belongs. Safe methods are never wrapped.
 // Handlers see their pattern in r.Pattern.
 func (h *HTTP) Routes(mux *http.ServeMux, unsafe ...func(http.Handler) http.Handler) {
-	var create http.Handler = http.HandlerFunc(h.CreatePayment)
-	for i := len(unsafe) - 1; i >= 0; i-- {
-		create = unsafe[i](create)
+	for _, r := range httpRoutes {
+		var handler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { r.handle(h, w, req) })
+		if r.unsafe {
+			for i := len(unsafe) - 1; i >= 0; i-- {
+				handler = unsafe[i](handler)
+			}
+		}
+		mux.Handle(r.pattern, handler)
 	}
-	mux.Handle(RouteCreatePayment, create)
-	mux.HandleFunc(RouteGetPayment, h.GetPayment)
-	mux.HandleFunc(RouteLedgerSummary, h.LedgerSummary)
 }
 
 // writeJSON sends v as JSON with status.
