@@ -5,7 +5,8 @@ import (
 	"errors"
 	"flag"
 	"io"
-	"strings"
+
+	"github.com/caarlos0/env/v11"
 
 	"github.com/onceflow/onceflow/app"
 )
@@ -23,21 +24,10 @@ func keys(ctx context.Context, args, environ []string, stdout, stderr io.Writer)
 	fs.StringVar(&opts.Target.Client, "client", "", "handler http: the API_KEYS client the request came from (none when API_KEYS is unset)")
 	fs.StringVar(&opts.Target.Route, "route", "", `handler http: the route, such as "POST /v1/payments" (default: the only one)`)
 	fs.BoolVar(&opts.Force, "force", false, "release: free a key whose owner still holds its lease (the owner may still be running)")
-	fs.StringVar(&opts.Actor, "actor", lookupEnv(environ, "USER"), "who acts, for the service's log (default $USER)")
+	fs.StringVar(&opts.Actor, "actor", env.ToMap(environ)["USER"], "who acts, for the service's log (default $USER)")
 	fs.StringVar(&opts.ServiceURL, "service-url", "", "the running service (default from HTTP_ADDR, http://127.0.0.1:8080)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	return app.Keys(ctx, environ, opts, stdout)
-}
-
-// lookupEnv returns name's value in environ (os.Environ's form), or "".
-func lookupEnv(environ []string, name string) string {
-	v := ""
-	for _, kv := range environ {
-		if s, ok := strings.CutPrefix(kv, name+"="); ok {
-			v = s // the last one wins, as in os.Getenv
-		}
-	}
-	return v
 }

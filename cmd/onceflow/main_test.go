@@ -17,12 +17,7 @@ import (
 func TestTour(t *testing.T) {
 	addr := testenv.ClosedAddr(t)
 	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn"}
-	stop := serve(t, environ, addr)
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("serve after SIGINT-like cancel: %v", err)
-		}
-	})
+	serve(t, environ, addr)
 	if err := run(context.Background(), []string{"healthcheck"}, environ, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 		t.Errorf("healthcheck of a ready service: %v", err)
 	}

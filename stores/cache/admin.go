@@ -33,9 +33,6 @@ func (s *Store) Remove(ctx context.Context, key string, read stores.Entry) error
 		return fmt.Errorf("removing key %q: %w", key, errNoAdmin)
 	}
 	err := a.Remove(ctx, key, read)
-	if k, kerr := stores.StorageKey(key); kerr == nil {
-		s.forget(k, read.Token)
-		s.invalidate(k)
-	}
+	s.drop(key, read.Token)
 	return err
 }

@@ -67,10 +67,7 @@ func (s *Store) Complete(ctx context.Context, key string, token stores.Token, re
 // whatever the wrapped store answers.
 func (s *Store) Release(ctx context.Context, key string, token stores.Token) error {
 	err := s.next.Release(ctx, key, token)
-	if k, kerr := stores.StorageKey(key); kerr == nil {
-		s.forget(k, token)
-		s.invalidate(k)
-	}
+	s.drop(key, token)
 	return err
 }
 
@@ -79,12 +76,18 @@ func (s *Store) Release(ctx context.Context, key string, token stores.Token) err
 func (s *Store) Extend(ctx context.Context, key string, token stores.Token, lease time.Duration) (time.Time, error) {
 	until, err := s.next.Extend(ctx, key, token, lease)
 	if errors.Is(err, stores.ErrLeaseLost) {
-		if k, kerr := stores.StorageKey(key); kerr == nil {
-			s.forget(k, token)
-			s.invalidate(k)
-		}
+		s.drop(key, token)
 	}
 	return until, err
+}
+
+// drop forgets the acquisition of key remembered for token and drops key's
+// cached record; a key that is not valid has neither.
+func (s *Store) drop(key string, token stores.Token) {
+	if k, err := stores.StorageKey(key); err == nil {
+		s.forget(k, token)
+		s.invalidate(k)
+	}
 }
 
 // forget drops the acquisition of key remembered for token, returning it.

@@ -21,18 +21,14 @@ func (s *Store) Lookup(ctx context.Context, key string) (stores.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return stores.Entry{}, fmt.Errorf("looking up key %q: %w", k, err)
 	}
-	e, err := s.live(k)
+	e, err := s.lookup(k)
 	if err != nil {
 		return stores.Entry{}, fmt.Errorf("looking up key %q: %w", k, err)
 	}
-	en := stores.Entry{Status: stores.InProgress, Token: e.token, LeaseUntil: e.expiresAt,
-		Record: stores.Record{Fingerprint: bytes.Clone(e.fingerprint), CreatedAt: e.createdAt}}
-	if e.completed {
-		en.Status, en.LeaseUntil = stores.Completed, time.Time{}
-		en.Record.Result = bytes.Clone(e.result)
-		en.Record.CompletedAt, en.Record.ExpiresAt = e.completedAt, e.expiresAt
-	}
-	return en, nil
+	// Stored slices are never modified, so they are copied without the lock.
+	e.Record.Fingerprint = bytes.Clone(e.Record.Fingerprint)
+	e.Record.Result = bytes.Clone(e.Record.Result)
+	return e, nil
 }
 
 // Remove implements [stores.Admin].
@@ -57,26 +53,24 @@ func (s *Store) Remove(ctx context.Context, key string, read stores.Entry) error
 	return nil
 }
 
-// snapshot is a copy of an entry's fields, taken under the mutex.
-type snapshot struct {
-	token                             stores.Token
-	fingerprint, result               []byte
-	createdAt, completedAt, expiresAt time.Time
-	completed                         bool
-}
-
-// live returns a snapshot of key's live entry, or [stores.ErrNotFound].
-func (s *Store) live(key string) (snapshot, error) {
+// lookup is Lookup under the mutex. The returned Entry shares the entry's
+// slices.
+func (s *Store) lookup(key string) (stores.Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return snapshot{}, stores.Unavailable("lookup", stores.ErrClosed)
+		return stores.Entry{}, stores.Unavailable("lookup", stores.ErrClosed)
 	}
 	e, ok := s.entries[key]
 	if !ok || e.expired(time.Now()) {
-		return snapshot{}, stores.ErrNotFound
+		return stores.Entry{}, stores.ErrNotFound
 	}
-	// Stored slices are never modified, so they are copied by the caller.
-	return snapshot{token: e.token, fingerprint: e.fingerprint, result: e.result, createdAt: e.createdAt,
-		completedAt: e.completedAt, expiresAt: e.expiresAt, completed: e.completed()}, nil
+	if !e.completed() {
+		return stores.Entry{Status: stores.InProgress, Token: e.token, LeaseUntil: e.expiresAt,
+			Record: stores.Record{Fingerprint: e.fingerprint, CreatedAt: e.createdAt}}, nil
+	}
+	return stores.Entry{Status: stores.Completed, Token: e.token, Record: stores.Record{
+		Fingerprint: e.fingerprint, Result: e.result,
+		CreatedAt: e.createdAt, CompletedAt: e.completedAt, ExpiresAt: e.expiresAt,
+	}}, nil
 }
