@@ -21,11 +21,7 @@ func (b *assembly) adminAPI() (http.Handler, error) {
 	if !ok {
 		return nil, fmt.Errorf("ADMIN_API_KEY is set but the store (%T) cannot be administered", b.store.Store)
 	}
-	names := make([]string, len(b.routes))
-	for i, r := range b.routes {
-		names[i] = r.Name
-	}
-	cfg := admin.Config{Store: store, Handlers: names, HTTPRoutes: handlers.IdempotentRoutes(), Logger: b.logger}
+	cfg := admin.Config{Store: store, Handlers: b.routes.Names(), HTTPRoutes: handlers.IdempotentRoutes(), Logger: b.logger}
 	keys, err := b.cfg.apiKeys()
 	if err != nil {
 		return nil, err

@@ -39,11 +39,7 @@ func receiverMetrics(reg prometheus.Registerer, store string, routes handlers.Ro
 	if err != nil {
 		return nil, err
 	}
-	scopes := []string{middleware.HTTPScope}
-	for _, r := range routes {
-		scopes = append(scopes, r.Name)
-	}
-	o.Init(scopes...)
+	o.Init(append([]string{middleware.HTTPScope}, routes.Names()...)...)
 	return o, nil
 }
 

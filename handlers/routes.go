@@ -85,6 +85,15 @@ func (rs Routes) Outputs() map[string]string {
 	return out
 }
 
+// Names lists the routes' names, which are their handlers' names, in order.
+func (rs Routes) Names() []string {
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = r.Name
+	}
+	return names
+}
+
 // Topics lists every topic the routes consume or produce, once each, in the
 // order they first appear.
 func (rs Routes) Topics() []string {
