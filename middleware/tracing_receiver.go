@@ -28,10 +28,11 @@ const outcomeCancelled = "cancelled"
 // as stored, a key finds its record; a truncated key could name two.
 func (r *Receiver) executeObserved(ctx context.Context, scope, k string, fingerprint []byte,
 	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
+	key := shown(k)
 	var span trace.Span
 	if r.tracer != nil {
 		ctx, span = r.tracer.Start(ctx, "receiver "+scope,
-			trace.WithAttributes(AttrScope.String(scope), AttrKey.String(shown(k))))
+			trace.WithAttributes(AttrScope.String(scope), AttrKey.String(key)))
 		defer span.End()
 	}
 	res, err := r.execute(ctx, scope, k, fingerprint, fn)
@@ -42,7 +43,7 @@ func (r *Receiver) executeObserved(ctx context.Context, scope, k string, fingerp
 	if span != nil {
 		endSpan(span, outcome, outcome, err)
 	}
-	attrs := []any{"scope", scope, "key", shown(k), "outcome", outcome}
+	attrs := []any{"scope", scope, "key", key, "outcome", outcome}
 	if err != nil {
 		attrs = append(attrs, "err", err)
 	}
