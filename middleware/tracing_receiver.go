@@ -53,13 +53,14 @@ func (r *Receiver) executeObserved(ctx context.Context, scope, k string, debug b
 	return res, err
 }
 
-// storeSpan starts the span of one store call, "store" and op, within ctx;
-// with tracing off it returns ctx and a nil span.
-func (r *Receiver) storeSpan(ctx context.Context, op string) (context.Context, trace.Span) {
+// storeSpan starts the span of one store call, named "store" and the
+// operation ("store claim"), within ctx; with tracing off it returns ctx
+// and a nil span.
+func (r *Receiver) storeSpan(ctx context.Context, name string) (context.Context, trace.Span) {
 	if r.tracer == nil {
 		return ctx, nil
 	}
-	return r.tracer.Start(ctx, "store "+op)
+	return r.tracer.Start(ctx, name)
 }
 
 // endStoreSpan ends span, if any, with outcome, or with error and err.
