@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/google/uuid"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/memory"
@@ -156,24 +153,7 @@ func (r *running) receipts(t *testing.T) int {
 // labels include every pair in labels.
 func (r *running) metric(t *testing.T, name string, labels ...string) float64 {
 	t.Helper()
-	resp, err := http.Get(r.base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
-	}
-	var sum float64
-	for _, m := range families[name].GetMetric() {
-		if hasLabels(m, labels) {
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return sum
+	return r.scrape(t).value(name, labels...)
 }
 
 func hasLabels(m *dto.Metric, labels []string) bool {

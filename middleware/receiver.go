@@ -80,8 +80,8 @@ func (r *Receiver) Execute(ctx context.Context, scope, key string, fingerprint [
 		return Result{}, fmt.Errorf("%w: scope %q and key %q must not be empty", ErrNoKey, scope, key)
 	}
 	k := RecordKey(scope, key)
-	if r.tracer != nil || r.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
-		return r.executeObserved(ctx, scope, k, fingerprint, fn)
+	if debug := r.cfg.Logger.Enabled(ctx, slog.LevelDebug); r.tracer != nil || debug {
+		return r.executeObserved(ctx, scope, k, debug, fingerprint, fn)
 	}
 	return r.execute(ctx, scope, k, fingerprint, fn)
 }

@@ -19,7 +19,7 @@ const finishTimeout = 5 * time.Second
 // store bound to the unit of work.
 func (r *Receiver) claim(ctx context.Context, s stores.Store, k string, fp []byte) (stores.Claim, error) {
 	defer r.timed("claim", time.Now())
-	ctx, span := r.storeSpan(ctx, "claim")
+	ctx, span := r.storeSpan(ctx, "store claim")
 	c, err := s.Claim(ctx, k, fp, r.cfg.Lease)
 	endStoreSpan(span, c.Status.String(), err)
 	return c, err
@@ -29,7 +29,7 @@ func (r *Receiver) claim(ctx context.Context, s stores.Store, k string, fp []byt
 // unit's context, whose cancellation rolls everything back anyway.
 func (r *Receiver) complete(ctx context.Context, s stores.Store, k string, t stores.Token, v []byte) error {
 	defer r.timed("complete", time.Now())
-	ctx, span := r.storeSpan(ctx, "complete")
+	ctx, span := r.storeSpan(ctx, "store complete")
 	err := s.Complete(ctx, k, t, v, r.cfg.TTL)
 	endStoreSpan(span, "ok", err)
 	return err
@@ -49,7 +49,7 @@ func (r *Receiver) release(ctx context.Context, dc *detachedCtx, k string, t sto
 	dc.init(ctx, finishTimeout)
 	defer dc.stop()
 	defer r.timed("release", time.Now())
-	ctx, span := r.storeSpan(dc, "release")
+	ctx, span := r.storeSpan(dc, "store release")
 	err := r.cfg.Store.Release(ctx, k, t)
 	endStoreSpan(span, "ok", err)
 	return err
@@ -57,7 +57,7 @@ func (r *Receiver) release(ctx context.Context, dc *detachedCtx, k string, t sto
 
 func (r *Receiver) extend(ctx context.Context, k string, t stores.Token) error {
 	defer r.timed("extend", time.Now())
-	ctx, span := r.storeSpan(ctx, "extend")
+	ctx, span := r.storeSpan(ctx, "store extend")
 	_, err := r.cfg.Store.Extend(ctx, k, t, r.cfg.Lease)
 	endStoreSpan(span, "ok", err)
 	return err

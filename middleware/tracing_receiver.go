@@ -14,11 +14,11 @@ import (
 // ended with its context, before any outcome.
 const outcomeCancelled = "cancelled"
 
-// executeObserved is execute in a span named "receiver" and the scope,
-// with the scope, the key and, once decided, the outcome as attributes (and
-// the error, if any), followed by one debug line "receiver decision" with
-// the same scope, key, outcome and error. The store calls within are spans
-// of their own.
+// executeObserved is execute in a span named "receiver" and the scope when
+// tracing is on, with the scope, the key and, once decided, the outcome as
+// attributes (and the error, if any), followed, when debug says the logger
+// takes debug lines, by one line "receiver decision" with the same scope,
+// key, outcome and error. The store calls within are spans of their own.
 //
 // The key appears as the store keeps it ([stores.StorageKey]): as sent
 // when it is short, readable text, its SHA-256 otherwise. Keys are
@@ -26,12 +26,13 @@ const outcomeCancelled = "cancelled"
 // HTTP key is scoped to its client, so knowing it replays nothing to anyone
 // else, and the API key that names the client is never part of it. Shown
 // as stored, a key finds its record; a truncated key could name two.
-func (r *Receiver) executeObserved(ctx context.Context, scope, k string, fingerprint []byte,
+func (r *Receiver) executeObserved(ctx context.Context, scope, k string, debug bool, fingerprint []byte,
 	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
+	key := shown(k)
 	var span trace.Span
 	if r.tracer != nil {
 		ctx, span = r.tracer.Start(ctx, "receiver "+scope,
-			trace.WithAttributes(AttrScope.String(scope), AttrKey.String(shown(k))))
+			trace.WithAttributes(AttrScope.String(scope), AttrKey.String(key)))
 		defer span.End()
 	}
 	res, err := r.execute(ctx, scope, k, fingerprint, fn)
@@ -42,21 +43,24 @@ func (r *Receiver) executeObserved(ctx context.Context, scope, k string, fingerp
 	if span != nil {
 		endSpan(span, outcome, outcome, err)
 	}
-	attrs := []any{"scope", scope, "key", shown(k), "outcome", outcome}
-	if err != nil {
-		attrs = append(attrs, "err", err)
+	if debug {
+		attrs := []any{"scope", scope, "key", key, "outcome", outcome}
+		if err != nil {
+			attrs = append(attrs, "err", err)
+		}
+		r.cfg.Logger.Log(ctx, slog.LevelDebug, "receiver decision", attrs...)
 	}
-	r.cfg.Logger.Log(ctx, slog.LevelDebug, "receiver decision", attrs...)
 	return res, err
 }
 
-// storeSpan starts the span of one store call, "store" and op, within ctx;
-// with tracing off it returns ctx and a nil span.
-func (r *Receiver) storeSpan(ctx context.Context, op string) (context.Context, trace.Span) {
+// storeSpan starts the span of one store call, named "store" and the
+// operation ("store claim"), within ctx; with tracing off it returns ctx
+// and a nil span.
+func (r *Receiver) storeSpan(ctx context.Context, name string) (context.Context, trace.Span) {
 	if r.tracer == nil {
 		return ctx, nil
 	}
-	return r.tracer.Start(ctx, "store "+op)
+	return r.tracer.Start(ctx, name)
 }
 
 // endStoreSpan ends span, if any, with outcome, or with error and err.
