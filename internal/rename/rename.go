@@ -174,13 +174,7 @@ func ReadText(path string) (content []byte, text bool, err error) {
 // deepest first.
 func moveNamed(dir, name string) ([]string, error) {
 	var paths []string
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if rel, _ := filepath.Rel(dir, path); d.IsDir() && skipped(rel) {
-			return filepath.SkipDir
-		}
+	err := walk(dir, func(path, _ string, d os.DirEntry) error {
 		if strings.Contains(d.Name(), FromName) {
 			paths = append(paths, path)
 		}
