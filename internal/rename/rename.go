@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"go/format"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -149,25 +148,14 @@ func rewriteFile(path string, r *strings.Replacer) (bool, error) {
 	return true, os.WriteFile(path, b, info.Mode().Perm())
 }
 
-// ReadText reads the file at path when it is text; a binary file, judged
-// as git does (a NUL byte in the first 8000 bytes), is not read further and
-// reported with text false.
+// ReadText reads the file at path and reports whether it is text, judged
+// as git does: no NUL byte in the first 8000 bytes.
 func ReadText(path string) (content []byte, text bool, err error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, false, err
 	}
-	defer f.Close()
-	head := make([]byte, 8000)
-	n, err := io.ReadFull(f, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, false, err
-	}
-	if bytes.IndexByte(head[:n], 0) >= 0 {
-		return nil, false, nil
-	}
-	rest, err := io.ReadAll(f)
-	return append(head[:n], rest...), err == nil, err
+	return b, bytes.IndexByte(b[:min(len(b), 8000)], 0) < 0, nil
 }
 
 // moveNamed renames every file or directory whose name contains FromName,

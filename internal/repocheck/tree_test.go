@@ -35,11 +35,6 @@ func copyTree(t *testing.T, withBinary bool) string {
 		if err != nil || !text && !withBinary {
 			return err
 		}
-		if !text {
-			if b, err = os.ReadFile(path); err != nil {
-				return err
-			}
-		}
 		info, err := d.Info()
 		if err != nil {
 			return err
