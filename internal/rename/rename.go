@@ -94,9 +94,10 @@ func title(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 // to the tree's root) alone: git's data and build output.
 func skipped(rel string) bool { return rel == ".git" || rel == "bin" }
 
-// walk calls fn for every path under dir except the skipped folders and
-// what they hold, with the path relative to dir beside it.
-func walk(dir string, fn func(path, rel string, d os.DirEntry) error) error {
+// Walk calls fn, in lexical order, for every path under dir that a rename
+// looks at: all but .git and bin/ and what they hold. rel is path relative
+// to dir.
+func Walk(dir string, fn func(path, rel string, d os.DirEntry) error) error {
 	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -112,7 +113,7 @@ func walk(dir string, fn func(path, rel string, d os.DirEntry) error) error {
 // rewriteFiles applies r to every text file under dir.
 func rewriteFiles(dir string, r *strings.Replacer) ([]string, error) {
 	var changed []string
-	err := walk(dir, func(path, rel string, d os.DirEntry) error {
+	err := Walk(dir, func(path, rel string, d os.DirEntry) error {
 		if !d.Type().IsRegular() {
 			return nil
 		}
@@ -162,7 +163,7 @@ func ReadText(path string) (content []byte, text bool, err error) {
 // deepest first.
 func moveNamed(dir, name string) ([]string, error) {
 	var paths []string
-	err := walk(dir, func(path, _ string, d os.DirEntry) error {
+	err := Walk(dir, func(path, _ string, d os.DirEntry) error {
 		if strings.Contains(d.Name(), FromName) {
 			paths = append(paths, path)
 		}
