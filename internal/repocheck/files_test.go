@@ -54,12 +54,10 @@ func readEnvFile(t *testing.T, path string) map[string]string {
 // dockerfile is what the manifests must agree with in the Dockerfile's
 // final stage.
 type dockerfile struct {
-	Base       string   // the last FROM
 	User       string   // USER, e.g. nonroot:nonroot
 	Expose     string   // EXPOSE, e.g. 8080
 	Entrypoint []string // ENTRYPOINT, exec form
 	Cmd        []string // CMD, exec form
-	Build      string   // the RUN line that runs go build
 }
 
 func readDockerfile(t *testing.T) dockerfile {
@@ -72,8 +70,6 @@ func readDockerfile(t *testing.T) dockerfile {
 	for line := range strings.Lines(string(b)) {
 		instr, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
 		switch instr {
-		case "FROM":
-			d.Base, _, _ = strings.Cut(arg, " ")
 		case "USER":
 			d.User = arg
 		case "EXPOSE":
@@ -87,10 +83,6 @@ func readDockerfile(t *testing.T) dockerfile {
 				d.Cmd = v
 			} else {
 				d.Entrypoint = v
-			}
-		case "RUN":
-			if strings.Contains(arg, "go build") {
-				d.Build = arg
 			}
 		}
 	}
