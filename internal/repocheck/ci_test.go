@@ -33,7 +33,7 @@ type workflow struct {
 func TestWorkflow(t *testing.T) {
 	t.Parallel()
 	var wf workflow
-	readYAML(t, ".github/workflows/ci.yml", &wf)
+	src := readYAML(t, ".github/workflows/ci.yml", &wf)
 	_, push := wf.On["push"]
 	_, pr := wf.On["pull_request"]
 	if !push || !pr {
@@ -70,7 +70,7 @@ func TestWorkflow(t *testing.T) {
 	if !ok {
 		t.Fatal("no job test")
 	}
-	if !strings.Contains(readFile(t, ".github/workflows/ci.yml"), "make rename MODULE=") {
+	if !strings.Contains(src, "make rename MODULE=") {
 		t.Error("the test job does not run make rename on a copy")
 	}
 	if job.Env["REQUIRE_SERVICES"] != "1" {
@@ -135,13 +135,4 @@ func makeTargets(t *testing.T) map[string]bool {
 		targets[m[1]] = true
 	}
 	return targets
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -11,17 +11,25 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// readYAML decodes the YAML file at path (relative to the repository's
-// root) into v.
-func readYAML(t *testing.T, path string, v any) {
+// readFile returns the file at path, relative to the repository's root.
+func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := yaml.Unmarshal(b, v); err != nil {
+	return string(b)
+}
+
+// readYAML decodes the YAML file at path (relative to the repository's
+// root) into v and returns the file's text.
+func readYAML(t *testing.T, path string, v any) string {
+	t.Helper()
+	s := readFile(t, path)
+	if err := yaml.Unmarshal([]byte(s), v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	return s
 }
 
 // readEnvFile reads a deploy/*.env file: KEY=VALUE lines, # comments.
@@ -62,12 +70,8 @@ type dockerfile struct {
 
 func readDockerfile(t *testing.T) dockerfile {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var d dockerfile
-	for line := range strings.Lines(string(b)) {
+	for line := range strings.Lines(readFile(t, "Dockerfile")) {
 		instr, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
 		switch instr {
 		case "USER":
