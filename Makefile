@@ -116,8 +116,7 @@ vet: ## go vet
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK = $(CURDIR)/bin/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
-lint: $(STATICCHECK) ## go vet and staticcheck (STATICCHECK_VERSION, installed in bin/tools); zero findings
-	$(GO) vet $(PKGS)
+lint: vet $(STATICCHECK) ## go vet and staticcheck (STATICCHECK_VERSION, installed in bin/tools); zero findings
 	$(STATICCHECK) $(PKGS)
 
 $(STATICCHECK):

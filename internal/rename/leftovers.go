@@ -12,7 +12,7 @@ import (
 func Leftovers(dir, old string) ([]string, error) {
 	lower := []byte(strings.ToLower(old))
 	var left []string
-	err := walk(dir, func(path, rel string, d os.DirEntry) error {
+	err := Walk(dir, func(path, rel string, d os.DirEntry) error {
 		if strings.Contains(strings.ToLower(d.Name()), string(lower)) {
 			left = append(left, rel)
 			return nil

@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"go/format"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -95,9 +94,10 @@ func title(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 // to the tree's root) alone: git's data and build output.
 func skipped(rel string) bool { return rel == ".git" || rel == "bin" }
 
-// walk calls fn for every path under dir except the skipped folders and
-// what they hold, with the path relative to dir beside it.
-func walk(dir string, fn func(path, rel string, d os.DirEntry) error) error {
+// Walk calls fn, in lexical order, for every path under dir that a rename
+// looks at: all but .git and bin/ and what they hold. rel is path relative
+// to dir.
+func Walk(dir string, fn func(path, rel string, d os.DirEntry) error) error {
 	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -113,7 +113,7 @@ func walk(dir string, fn func(path, rel string, d os.DirEntry) error) error {
 // rewriteFiles applies r to every text file under dir.
 func rewriteFiles(dir string, r *strings.Replacer) ([]string, error) {
 	var changed []string
-	err := walk(dir, func(path, rel string, d os.DirEntry) error {
+	err := Walk(dir, func(path, rel string, d os.DirEntry) error {
 		if !d.Type().IsRegular() {
 			return nil
 		}
@@ -149,38 +149,21 @@ func rewriteFile(path string, r *strings.Replacer) (bool, error) {
 	return true, os.WriteFile(path, b, info.Mode().Perm())
 }
 
-// ReadText reads the file at path when it is text; a binary file, judged
-// as git does (a NUL byte in the first 8000 bytes), is not read further and
-// reported with text false.
+// ReadText reads the file at path and reports whether it is text, judged
+// as git does: no NUL byte in the first 8000 bytes.
 func ReadText(path string) (content []byte, text bool, err error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, false, err
 	}
-	defer f.Close()
-	head := make([]byte, 8000)
-	n, err := io.ReadFull(f, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, false, err
-	}
-	if bytes.IndexByte(head[:n], 0) >= 0 {
-		return nil, false, nil
-	}
-	rest, err := io.ReadAll(f)
-	return append(head[:n], rest...), err == nil, err
+	return b, bytes.IndexByte(b[:min(len(b), 8000)], 0) < 0, nil
 }
 
 // moveNamed renames every file or directory whose name contains FromName,
 // deepest first.
 func moveNamed(dir, name string) ([]string, error) {
 	var paths []string
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if rel, _ := filepath.Rel(dir, path); d.IsDir() && skipped(rel) {
-			return filepath.SkipDir
-		}
+	err := Walk(dir, func(path, _ string, d os.DirEntry) error {
 		if strings.Contains(d.Name(), FromName) {
 			paths = append(paths, path)
 		}

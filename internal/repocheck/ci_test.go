@@ -33,7 +33,7 @@ type workflow struct {
 func TestWorkflow(t *testing.T) {
 	t.Parallel()
 	var wf workflow
-	readYAML(t, ".github/workflows/ci.yml", &wf)
+	src := readYAML(t, ".github/workflows/ci.yml", &wf)
 	_, push := wf.On["push"]
 	_, pr := wf.On["pull_request"]
 	if !push || !pr {
@@ -41,6 +41,7 @@ func TestWorkflow(t *testing.T) {
 	}
 	targets := makeTargets(t)
 	ran := map[string]bool{}
+	makeRun := regexp.MustCompile(`\bmake ([a-z0-9-]+)`)
 	for name, job := range wf.Jobs {
 		if len(job.Steps) == 0 {
 			t.Errorf("job %s has no steps", name)
@@ -53,7 +54,7 @@ func TestWorkflow(t *testing.T) {
 		}
 		ran[target] = true
 		for _, s := range job.Steps {
-			for _, m := range regexp.MustCompile(`\bmake ([a-z0-9-]+)`).FindAllStringSubmatch(s.Run, -1) {
+			for _, m := range makeRun.FindAllStringSubmatch(s.Run, -1) {
 				if !targets[m[1]] {
 					t.Errorf("job %s runs make %s, which the Makefile does not have", name, m[1])
 				}
@@ -70,7 +71,7 @@ func TestWorkflow(t *testing.T) {
 	if !ok {
 		t.Fatal("no job test")
 	}
-	if !strings.Contains(readFile(t, ".github/workflows/ci.yml"), "make rename MODULE=") {
+	if !strings.Contains(src, "make rename MODULE=") {
 		t.Error("the test job does not run make rename on a copy")
 	}
 	if job.Env["REQUIRE_SERVICES"] != "1" {
@@ -109,13 +110,14 @@ func serviceVariables(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	ownWhenUnset := []string{"TEST_KAFKA_BROKERS", "TEST_REDIS_CLUSTER_ADDRS"}
+	quoted := regexp.MustCompile(`"(TEST_[A-Z_]+)"`)
 	var vars []string
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, v := range regexp.MustCompile(`"(TEST_[A-Z_]+)"`).FindAllStringSubmatch(string(b), -1) {
+		for _, v := range quoted.FindAllStringSubmatch(string(b), -1) {
 			if !slices.Contains(ownWhenUnset, v[1]) && !slices.Contains(vars, v[1]) {
 				vars = append(vars, v[1])
 			}
@@ -135,13 +137,4 @@ func makeTargets(t *testing.T) map[string]bool {
 		targets[m[1]] = true
 	}
 	return targets
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -11,17 +11,25 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// readYAML decodes the YAML file at path (relative to the repository's
-// root) into v.
-func readYAML(t *testing.T, path string, v any) {
+// readFile returns the file at path, relative to the repository's root.
+func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := yaml.Unmarshal(b, v); err != nil {
+	return string(b)
+}
+
+// readYAML decodes the YAML file at path (relative to the repository's
+// root) into v and returns the file's text.
+func readYAML(t *testing.T, path string, v any) string {
+	t.Helper()
+	s := readFile(t, path)
+	if err := yaml.Unmarshal([]byte(s), v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	return s
 }
 
 // readEnvFile reads a deploy/*.env file: KEY=VALUE lines, # comments.
@@ -54,26 +62,18 @@ func readEnvFile(t *testing.T, path string) map[string]string {
 // dockerfile is what the manifests must agree with in the Dockerfile's
 // final stage.
 type dockerfile struct {
-	Base       string   // the last FROM
 	User       string   // USER, e.g. nonroot:nonroot
 	Expose     string   // EXPOSE, e.g. 8080
 	Entrypoint []string // ENTRYPOINT, exec form
 	Cmd        []string // CMD, exec form
-	Build      string   // the RUN line that runs go build
 }
 
 func readDockerfile(t *testing.T) dockerfile {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var d dockerfile
-	for line := range strings.Lines(string(b)) {
+	for line := range strings.Lines(readFile(t, "Dockerfile")) {
 		instr, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
 		switch instr {
-		case "FROM":
-			d.Base, _, _ = strings.Cut(arg, " ")
 		case "USER":
 			d.User = arg
 		case "EXPOSE":
@@ -87,10 +87,6 @@ func readDockerfile(t *testing.T) dockerfile {
 				d.Cmd = v
 			} else {
 				d.Entrypoint = v
-			}
-		case "RUN":
-			if strings.Contains(arg, "go build") {
-				d.Build = arg
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/app"
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // The parts of the manifests the checks read.
@@ -220,23 +221,14 @@ func probesAnswer(t *testing.T, paths ...string) {
 		}
 	}()
 	for _, path := range paths {
-		var status string
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		testenv.WaitFor(t, 10*time.Second, "200 OK from GET "+path, func() bool {
 			resp, err := http.Get("http://" + a.Addr() + path)
 			if err != nil {
-				status = err.Error()
-			} else {
-				resp.Body.Close()
-				status = resp.Status
+				return false
 			}
-			if err == nil && resp.StatusCode == http.StatusOK {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("GET %s: %s, want 200 OK", path, status)
-				break
-			}
-		}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
 	}
 }
 

@@ -12,20 +12,14 @@ import (
 // root is the repository's root, seen from this package's directory.
 const root = "../.."
 
-// copyTree copies the repository into a temporary directory, leaving out
-// .git and bin/ (build output), and binary files unless withBinary.
+// copyTree copies into a temporary directory what a rename looks at in the
+// repository (all but .git and bin/, see [rename.Walk]), leaving out binary
+// files unless withBinary.
 func copyTree(t *testing.T, withBinary bool) string {
 	t.Helper()
 	dst := t.TempDir()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
+	err := rename.Walk(root, func(path, rel string, d fs.DirEntry) error {
 		if d.IsDir() {
-			if rel == ".git" || rel == "bin" {
-				return filepath.SkipDir
-			}
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
 		}
 		if !d.Type().IsRegular() {
@@ -34,11 +28,6 @@ func copyTree(t *testing.T, withBinary bool) string {
 		b, text, err := rename.ReadText(path)
 		if err != nil || !text && !withBinary {
 			return err
-		}
-		if !text {
-			if b, err = os.ReadFile(path); err != nil {
-				return err
-			}
 		}
 		info, err := d.Info()
 		if err != nil {
