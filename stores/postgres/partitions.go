@@ -102,13 +102,17 @@ func (s *Store) CreatePartitions(ctx context.Context, from, to time.Time, width 
 		if err != nil {
 			return err
 		}
+		missing := gaps(parts, from, to, width)
+		if len(missing) == 0 {
+			return nil
+		}
 		var schema, parent string
 		err = conn.QueryRow(ctx, `SELECT n.nspname, c.relname FROM pg_class AS c
 			JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, s.table).Scan(&schema, &parent)
 		if err != nil {
 			return fmt.Errorf("reading records table %s: %w", s.name, err)
 		}
-		for _, g := range gaps(parts, from, to, width) {
+		for _, g := range missing {
 			name := pgx.Identifier{schema, parent + "_" + g[0].UTC().Format("20060102_150405")}.Sanitize()
 			if err := createPartition(ctx, conn, s.table, name, g[0], g[1]); err != nil {
 				return err
