@@ -115,15 +115,21 @@ func TestBatchedCompleteOfALostLeaseIsLeaseLost(t *testing.T) {
 // tests share has a limited number of connections.
 func smallPool(t *testing.T, conns int32, tracer pgx.QueryTracer) *pgxpool.Pool {
 	t.Helper()
-	cfg := testenv.MigratedPostgres(t).Config()
+	return smallPoolOn(t, testenv.MigratedPostgres(t), conns, tracer)
+}
+
+// smallPoolOn is smallPool on pool's database and schema.
+func smallPoolOn(t *testing.T, pool *pgxpool.Pool, conns int32, tracer pgx.QueryTracer) *pgxpool.Pool {
+	t.Helper()
+	cfg := pool.Config()
 	cfg.MaxConns = conns
 	if tracer != nil {
 		cfg.ConnConfig.Tracer = tracer
 	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	small, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(pool.Close)
-	return pool
+	t.Cleanup(small.Close)
+	return small
 }

@@ -112,7 +112,7 @@ func (s *Store) claimOne(ctx context.Context, req claimReq) (stores.Claim, error
 func (s *Store) claimOnePartitioned(ctx context.Context, req claimReq) (stores.Claim, error) {
 	db, ok := s.db.(batchSender)
 	if !ok {
-		return stores.Claim{}, errors.New("the partitioned layout needs a database that sends batches (SendBatch)")
+		return stores.Claim{}, errNoBatches
 	}
 	br, err := s.sendLocked(ctx, db, s.sql.lock, req.key, s.sql.claim, req.key, string(req.token), req.fingerprint, req.lease)
 	if errors.Is(err, errIsolation) {

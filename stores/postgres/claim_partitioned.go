@@ -111,6 +111,10 @@ type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
+// errNoBatches is the error of the partitioned layout on a database that
+// cannot send batches.
+var errNoBatches = errors.New("the partitioned layout needs a database that sends batches (SendBatch)")
+
 // errIsolation is a claim's error in the partitioned layout under an
 // isolation level other than READ COMMITTED.
 var errIsolation = errors.New("the partitioned layout claims under READ COMMITTED only")

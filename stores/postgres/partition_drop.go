@@ -41,33 +41,37 @@ func (s *Store) DropPartitions(ctx context.Context, grace time.Duration) (droppe
 	if grace < 0 {
 		return 0, 0, fmt.Errorf("dropping partitions: grace %v must not be negative", grace)
 	}
-	err = s.withMaintenance(ctx, true, func(conn *pgxpool.Conn) error {
-		parts, err := listPartitions(ctx, conn, s.table)
+	err = s.withMaintenance(ctx, true, func(conn *pgxpool.Conn, parts []Partition) error {
+		now, err := dbNow(ctx, conn)
 		if err != nil {
 			return err
 		}
-		var now time.Time
-		if err := conn.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
-			return fmt.Errorf("reading the time: %w", err)
-		}
-		var errs []error
-		for _, p := range parts {
-			if p.To.After(now.Add(-grace)) {
-				break
-			}
-			n, done, err := s.dropIfExpired(ctx, conn, p, grace)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if done {
-				dropped++
-				records += n
-			}
-		}
-		return errors.Join(errs...)
+		dropped, records, err = s.dropPartitions(ctx, conn, parts, now, grace)
+		return err
 	})
 	return dropped, records, err
+}
+
+// dropPartitions is DropPartitions on conn, which holds the maintenance
+// lock, with parts the partitions listed under it and now the database's
+// time.
+func (s *Store) dropPartitions(ctx context.Context, conn *pgxpool.Conn, parts []Partition, now time.Time, grace time.Duration) (dropped int, records int64, err error) {
+	var errs []error
+	for _, p := range parts {
+		if p.To.After(now.Add(-grace)) {
+			break
+		}
+		n, done, err := s.dropIfExpired(ctx, conn, p, grace)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if done {
+			dropped++
+			records += n
+		}
+	}
+	return dropped, records, errors.Join(errs...)
 }
 
 // dropIfExpired detaches and drops p if every record in it expired more

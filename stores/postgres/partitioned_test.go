@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -62,20 +61,6 @@ func partitionedTable(t *testing.T, pool *pgxpool.Pool) string {
 	return name
 }
 
-// smallPoolOn returns a pool of at most conns connections on pool's
-// database and schema.
-func smallPoolOn(t *testing.T, pool *pgxpool.Pool, conns int32) *pgxpool.Pool {
-	t.Helper()
-	cfg := pool.Config()
-	cfg.MaxConns = conns
-	small, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(small.Close)
-	return small
-}
-
 // partitionedPool returns a pool on a fresh schema migrated with the
 // partitioned layout.
 func partitionedPool(t *testing.T) *pgxpool.Pool {
@@ -111,7 +96,7 @@ func eachLayout(t *testing.T, test func(t *testing.T, newStore func(*testing.T) 
 // lock could miss a committed record and insert a second one.
 func TestPartitionedBatchedClaimsKeepOneRowPerKey(t *testing.T) {
 	t.Parallel()
-	pool := smallPoolOn(t, partitionedPool(t), 4)
+	pool := smallPoolOn(t, partitionedPool(t), 4, nil)
 	s := mustNew(t, pool, postgres.Config{Layout: postgres.LayoutPartitioned, BatchSize: 64, BatchWorkers: 2, BatchTimeout: time.Second})
 	const keys = 50
 	owners := storetest.RaceClaims(t, s, keys, 4)

@@ -58,9 +58,9 @@ const attachSQL = `SELECT format('ALTER TABLE %s ATTACH PARTITION %s FOR VALUES 
 // needs the partitioned layout and a Store on a *pgxpool.Pool.
 func (s *Store) Partitions(ctx context.Context) ([]Partition, error) {
 	var parts []Partition
-	err := s.withMaintenance(ctx, false, func(conn *pgxpool.Conn) (err error) {
-		parts, err = listPartitions(ctx, conn, s.table)
-		return err
+	err := s.withMaintenance(ctx, false, func(_ *pgxpool.Conn, listed []Partition) error {
+		parts = listed
+		return nil
 	})
 	return parts, err
 }
@@ -92,32 +92,37 @@ func listPartitions(ctx context.Context, conn *pgxpool.Conn, table string) ([]Pa
 // which locks the records table in SHARE UPDATE EXCLUSIVE mode only, so
 // claims never wait for it (CREATE TABLE ... PARTITION OF would lock them
 // out). It waits while another process maintains the table.
-func (s *Store) CreatePartitions(ctx context.Context, from, to time.Time, width time.Duration) (int, error) {
+func (s *Store) CreatePartitions(ctx context.Context, from, to time.Time, width time.Duration) (created int, err error) {
 	if width <= 0 {
 		return 0, fmt.Errorf("creating partitions: width %v must be positive", width)
 	}
-	created := 0
-	err := s.withMaintenance(ctx, true, func(conn *pgxpool.Conn) error {
-		parts, err := listPartitions(ctx, conn, s.table)
-		if err != nil {
-			return err
-		}
-		var schema, parent string
-		err = conn.QueryRow(ctx, `SELECT n.nspname, c.relname FROM pg_class AS c
-			JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, s.table).Scan(&schema, &parent)
-		if err != nil {
-			return fmt.Errorf("reading records table %s: %w", s.name, err)
-		}
-		for _, g := range gaps(parts, from, to, width) {
-			name := pgx.Identifier{schema, parent + "_" + g[0].UTC().Format("20060102_150405")}.Sanitize()
-			if err := createPartition(ctx, conn, s.table, name, g[0], g[1]); err != nil {
-				return err
-			}
-			created++
-		}
-		return nil
+	err = s.withMaintenance(ctx, true, func(conn *pgxpool.Conn, parts []Partition) (err error) {
+		created, err = s.createPartitions(ctx, conn, parts, from, to, width)
+		return err
 	})
 	return created, err
+}
+
+// createPartitions is CreatePartitions on conn, which holds the
+// maintenance lock, with parts the partitions listed under it.
+func (s *Store) createPartitions(ctx context.Context, conn *pgxpool.Conn, parts []Partition, from, to time.Time, width time.Duration) (int, error) {
+	missing := gaps(parts, from, to, width)
+	if len(missing) == 0 {
+		return 0, nil
+	}
+	var schema, parent string
+	err := conn.QueryRow(ctx, `SELECT n.nspname, c.relname FROM pg_class AS c
+		JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, s.table).Scan(&schema, &parent)
+	if err != nil {
+		return 0, fmt.Errorf("reading records table %s: %w", s.name, err)
+	}
+	for i, g := range missing {
+		name := pgx.Identifier{schema, parent + "_" + g[0].UTC().Format("20060102_150405")}.Sanitize()
+		if err := createPartition(ctx, conn, s.table, name, g[0], g[1]); err != nil {
+			return i, err
+		}
+	}
+	return len(missing), nil
 }
 
 func createPartition(ctx context.Context, conn *pgxpool.Conn, table, name string, from, to time.Time) error {
@@ -140,6 +145,15 @@ func attach(ctx context.Context, q Querier, table, name string, from, to time.Ti
 	}
 	_, err := q.Exec(ctx, stmt)
 	return err
+}
+
+// dbNow reads the database's time on conn.
+func dbNow(ctx context.Context, conn *pgxpool.Conn) (time.Time, error) {
+	var t time.Time
+	if err := conn.QueryRow(ctx, "SELECT now()").Scan(&t); err != nil {
+		return t, fmt.Errorf("reading the time: %w", err)
+	}
+	return t, nil
 }
 
 // gaps returns the ranges of [from, to) that no partition of parts (sorted
@@ -165,11 +179,12 @@ func gaps(parts []Partition, from, to time.Time, width time.Duration) [][2]time.
 	return out
 }
 
-// withMaintenance runs f on a connection of the Store's pool. With lock,
-// it first takes the table's maintenance lock (a session advisory lock, so
-// that replicas never maintain one table at once), waiting for another
-// session that holds it.
-func (s *Store) withMaintenance(ctx context.Context, lock bool, f func(*pgxpool.Conn) error) error {
+// withMaintenance runs f on a connection of the Store's pool, with the
+// table's partitions listed on it. With lock, it first takes the table's
+// maintenance lock (a session advisory lock, so that replicas never
+// maintain one table at once), waiting for another session that holds it,
+// and lists the partitions under it.
+func (s *Store) withMaintenance(ctx context.Context, lock bool, f func(*pgxpool.Conn, []Partition) error) error {
 	if !s.partitioned {
 		return fmt.Errorf("records table %s has the rows layout: it has no partitions", s.name)
 	}
@@ -182,8 +197,15 @@ func (s *Store) withMaintenance(ctx context.Context, lock bool, f func(*pgxpool.
 		return translate(ctx, "maintain partitions", err)
 	}
 	defer conn.Release()
+	run := func() error {
+		parts, err := listPartitions(ctx, conn, s.table)
+		if err != nil {
+			return err
+		}
+		return f(conn, parts)
+	}
 	if !lock {
-		return f(conn)
+		return run()
 	}
 	var id int64
 	if err := conn.QueryRow(ctx, maintenanceLockSQL, s.table).Scan(&id, nil); err != nil {
@@ -195,7 +217,7 @@ func (s *Store) withMaintenance(ctx context.Context, lock bool, f func(*pgxpool.
 			_ = conn.Conn().Close(context.WithoutCancel(ctx))
 		}
 	}()
-	return f(conn)
+	return run()
 }
 
 // maintenanceLockSQL takes the session advisory lock of the maintenance of

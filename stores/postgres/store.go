@@ -144,7 +144,7 @@ func New(db Querier, cfg Config) (*Store, error) {
 		s.sql = newStatements(quoted)
 	case LayoutPartitioned:
 		if _, ok := db.(batchSender); !ok {
-			return nil, errors.New("the partitioned layout needs a database that sends batches (SendBatch)")
+			return nil, errNoBatches
 		}
 		s.sql, s.partitioned, s.lockClass = newPartitionedStatements(quoted), true, lockClass(quoted)
 	default:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DefaultSweepBatch is the most records one sweep statement deletes unless
@@ -208,15 +209,26 @@ func (w *Sweeper) Run(ctx context.Context) error {
 // Pass removes expired records and returns how many. In the partitioned
 // layout it creates the partitions up to PartitionsAhead past the current
 // one, then drops those whose records have all expired (see
-// DropPartitions); otherwise see passRows.
+// DropPartitions), under one hold of the maintenance lock; otherwise see
+// passRows.
 func (w *Sweeper) Pass(ctx context.Context) (int64, error) {
 	if !w.store.partitioned {
 		return w.passRows(ctx)
 	}
-	if err := w.CreateAhead(ctx); err != nil {
-		return 0, fmt.Errorf("sweeping: %w", err)
-	}
-	_, n, err := w.store.DropPartitions(ctx, w.grace)
+	var n int64
+	err := w.store.withMaintenance(ctx, true, func(conn *pgxpool.Conn, parts []Partition) error {
+		now, created, err := w.createAhead(ctx, conn, parts)
+		if err != nil {
+			return err
+		}
+		if created > 0 {
+			if parts, err = listPartitions(ctx, conn, w.store.table); err != nil {
+				return err
+			}
+		}
+		_, n, err = w.store.dropPartitions(ctx, conn, parts, now, w.grace)
+		return err
+	})
 	if err != nil {
 		return n, fmt.Errorf("sweeping: %w", err)
 	}
@@ -231,12 +243,22 @@ func (w *Sweeper) CreateAhead(ctx context.Context) error {
 	if !w.store.partitioned {
 		return nil
 	}
-	var now time.Time
-	if err := w.store.db.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
-		return translate(ctx, "create partitions", err)
+	return w.store.withMaintenance(ctx, true, func(conn *pgxpool.Conn, parts []Partition) error {
+		_, _, err := w.createAhead(ctx, conn, parts)
+		return err
+	})
+}
+
+// createAhead is CreateAhead on conn, which holds the maintenance lock,
+// with parts the partitions listed under it. It returns the database's
+// time it created from and how many partitions it created.
+func (w *Sweeper) createAhead(ctx context.Context, conn *pgxpool.Conn, parts []Partition) (time.Time, int, error) {
+	now, err := dbNow(ctx, conn)
+	if err != nil {
+		return now, 0, err
 	}
-	_, err := w.store.CreatePartitions(ctx, now, now.Add(time.Duration(w.ahead+1)*w.width), w.width)
-	return err
+	created, err := w.store.createPartitions(ctx, conn, parts, now, now.Add(time.Duration(w.ahead+1)*w.width), w.width)
+	return now, created, err
 }
 
 // passRows deletes expired records batch by batch, each batch resuming at the
