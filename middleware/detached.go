@@ -11,14 +11,17 @@ import (
 // a failure): it keeps the caller's values but not its cancellation, and
 // ends at its deadline. It is what
 // context.WithTimeout(context.WithoutCancel(parent), d) gives, built
-// lazily: its Done channel and timer exist only once a store asks for
-// Done, and its view of the caller's values once a store asks for a value,
-// so a store that only checks Err (the memory store) costs none of them.
+// lazily: its deadline is set d after the store first asks for it, Done or
+// Err, its Done channel and timer exist only once a store asks for Done, and
+// its view of the caller's values once a store asks for a value, so a store
+// that only checks Err (the memory store) reads the clock once and costs
+// none of the rest.
 type detachedCtx struct {
-	parent   context.Context
-	deadline time.Time
+	parent context.Context
+	d      time.Duration
 
-	mu     sync.Mutex
+	mu       sync.Mutex
+	deadline time.Time // zero until first asked for
 	values context.Context // parent without its cancellation, made on first use
 	done   chan struct{}
 	timer  *time.Timer
@@ -27,13 +30,29 @@ type detachedCtx struct {
 
 var _ context.Context = (*detachedCtx)(nil)
 
-// init makes c a fresh context with parent's values, ending after d.
+// init makes c a fresh context with parent's values, ending d after the
+// store call starts with it.
 func (c *detachedCtx) init(parent context.Context, d time.Duration) {
 	c.parent = parent
-	c.deadline = time.Now().Add(d)
+	c.d = d
 }
 
-func (c *detachedCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *detachedCtx) Deadline() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.startLocked()
+	return c.deadline, true
+}
+
+// startLocked sets the deadline, d from now, unless it is set. c.mu must be
+// held. It reports whether it set it: a deadline just set has not passed.
+func (c *detachedCtx) startLocked() bool {
+	if !c.deadline.IsZero() {
+		return false
+	}
+	c.deadline = time.Now().Add(c.d)
+	return true
+}
 
 func (c *detachedCtx) Value(key any) any {
 	c.mu.Lock()
@@ -50,7 +69,7 @@ func (c *detachedCtx) Done() <-chan struct{} {
 	defer c.mu.Unlock()
 	if c.done == nil {
 		c.done = make(chan struct{})
-		if c.expiredLocked() {
+		if !c.startLocked() && c.expiredLocked() {
 			close(c.done)
 		} else {
 			c.timer = time.AfterFunc(time.Until(c.deadline), c.expire)
@@ -62,7 +81,7 @@ func (c *detachedCtx) Done() <-chan struct{} {
 func (c *detachedCtx) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err == nil && c.expiredLocked() && c.done != nil {
+	if !c.startLocked() && c.err == nil && c.expiredLocked() && c.done != nil {
 		close(c.done)
 	}
 	return c.err

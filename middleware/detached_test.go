@@ -40,6 +40,10 @@ func TestDetachedContext(t *testing.T) {
 		t.Fatalf("Err after Done = %v, want DeadlineExceeded", waited.Err())
 	}
 
+	// A store that only polls starts the deadline with its first Err.
+	if err := polled.Err(); err != nil {
+		t.Fatalf("Err at the start of the call = %v, want nil", err)
+	}
 	time.Sleep(time.Until(polled.deadline))
 	if !errors.Is(polled.Err(), context.DeadlineExceeded) {
 		t.Fatalf("Err after the deadline = %v, want DeadlineExceeded", polled.Err())

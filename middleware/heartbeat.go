@@ -37,9 +37,10 @@ type heartbeat struct {
 	beating bool      // an extension is running
 }
 
-// start registers the heartbeat with r's beats. Call stop exactly once
-// afterwards.
-func (h *heartbeat) start() { h.r.beats.add(h) }
+// start registers the heartbeat with r's beats; the lease was taken at
+// started, so the first extension is due a period after it. Call stop
+// exactly once afterwards.
+func (h *heartbeat) start(started time.Time) { h.r.beats.add(h, started) }
 
 // stop ends the heartbeat. It waits for an extension in flight, so that
 // none reaches the store after stop returns.
@@ -98,10 +99,10 @@ func newBeats(period time.Duration) *beats {
 	return &beats{period: period, runs: map[*heartbeat]struct{}{}}
 }
 
-func (b *beats) add(h *heartbeat) {
+func (b *beats) add(h *heartbeat, started time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	h.due = time.Now().Add(b.period)
+	h.due = started.Add(b.period)
 	b.runs[h] = struct{}{}
 	if b.armed {
 		return

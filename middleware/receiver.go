@@ -19,6 +19,7 @@ type Receiver struct {
 	cfg    Config
 	beats  *beats       // the lease-mode heartbeats in flight
 	tracer trace.Tracer // nil: no spans (Config.TracerProvider unset)
+	timing bool         // store calls are timed: Config.Observer is set
 }
 
 // NewReceiver fills the defaults of cfg (see [Config]) and validates it.
@@ -27,7 +28,8 @@ func NewReceiver(cfg Config) (*Receiver, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("invalid receiver config: %w", err)
 	}
-	r := &Receiver{cfg: cfg, beats: newBeats(cfg.Lease / 3)}
+	_, nop := cfg.Observer.(nopObserver)
+	r := &Receiver{cfg: cfg, beats: newBeats(cfg.Lease / 3), timing: !nop}
 	if cfg.TracerProvider != nil {
 		r.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
@@ -97,20 +99,23 @@ func (r *Receiver) execute(ctx context.Context, scope, k string, fingerprint []b
 	if err != nil {
 		return r.claimFailed(ctx, scope, k, err, fn)
 	}
-	return r.resolve(ctx, scope, k, fingerprint, claim, true, fn,
-		func(token stores.Token) (Result, error) { return r.runOwned(ctx, scope, k, token, started, fn) })
+	if claim.Status == stores.Acquired {
+		return r.runOwned(ctx, scope, k, claim.Token, started, fn)
+	}
+	return r.resolve(ctx, scope, k, fingerprint, &claim, true, fn)
 }
 
-// resolve acts on a successful claim: it calls owned with the token when
-// the claim was acquired, and decides every other case itself, the same way
-// in both modes. mayWait says whether the Wait policy may still apply to an
-// in-progress key.
-func (r *Receiver) resolve(ctx context.Context, scope, k string, fingerprint []byte, claim stores.Claim,
-	mayWait bool, fn func(ctx context.Context) ([]byte, error),
-	owned func(stores.Token) (Result, error)) (Result, error) {
+// resolve decides a successful claim that was not acquired, the same way in
+// both modes; the caller runs fn on an acquired one. mayWait says whether
+// the Wait policy may still apply to an in-progress key.
+//
+// The claim is passed by pointer, and an acquired one never comes here,
+// because every frame on the way to fn counts: the transports run each
+// message in a goroutine of its own, whose stack starts small and is copied
+// each time it has to grow.
+func (r *Receiver) resolve(ctx context.Context, scope, k string, fingerprint []byte, claim *stores.Claim,
+	mayWait bool, fn func(ctx context.Context) ([]byte, error)) (Result, error) {
 	switch claim.Status {
-	case stores.Acquired:
-		return owned(claim.Token)
 	case stores.Completed:
 		return r.completed(scope, k, fingerprint, claim.Record)
 	case stores.InProgress:

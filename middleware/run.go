@@ -27,7 +27,7 @@ func (r *Receiver) runOwned(ctx context.Context, scope, k string, token stores.T
 	defer fnCtx.release()
 	run.hb = heartbeat{r: r, ctx: fnCtx, fnCtx: fnCtx, scope: scope, k: k, token: token,
 		leaseEnd: started.Add(r.cfg.Lease)}
-	run.hb.start()
+	run.hb.start(started)
 	stopHeartbeat := run.hb.stop
 
 	finished := false

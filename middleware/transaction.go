@@ -66,8 +66,12 @@ func (r *Receiver) executeInTx(ctx context.Context, scope, k string, fingerprint
 		r.rollback(ctx, scope, k, u)
 		return r.claimFailed(ctx, scope, k, err, fn)
 	}
-	res, err := r.resolve(ctx, scope, k, fingerprint, claim, false, fn,
-		func(token stores.Token) (Result, error) { return r.runInUnit(ctx, scope, k, u, token, fn) })
+	var res Result
+	if claim.Status == stores.Acquired {
+		res, err = r.runInUnit(ctx, scope, k, u, claim.Token, fn)
+	} else {
+		res, err = r.resolve(ctx, scope, k, fingerprint, &claim, false, fn)
+	}
 	finished = true
 	r.rollback(ctx, scope, k, u) // a no-op once committed
 	return res, err

@@ -43,6 +43,8 @@ func (r *Receiver) wait(ctx context.Context, scope, k string, fingerprint []byte
 	case err != nil:
 		return r.claimFailed(ctx, scope, k, err, fn)
 	}
-	return r.resolve(ctx, scope, k, fingerprint, claim, false, fn,
-		func(token stores.Token) (Result, error) { return r.runOwned(ctx, scope, k, token, started, fn) })
+	if claim.Status == stores.Acquired {
+		return r.runOwned(ctx, scope, k, claim.Token, started, fn)
+	}
+	return r.resolve(ctx, scope, k, fingerprint, &claim, false, fn)
 }
