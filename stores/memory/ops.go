@@ -49,7 +49,7 @@ func (s *Store) claim(key string, fingerprint []byte, lease time.Duration) (stor
 	}
 	e := &entry{
 		key:         key,
-		token:       stores.NewToken(),
+		token:       s.tokens.next(),
 		fingerprint: fingerprint,
 		createdAt:   now,
 		expiresAt:   now.Add(lease),

@@ -59,6 +59,7 @@ type Store struct {
 	closed  bool
 	entries map[string]*entry // by storage key
 	lru     *list.List        // completed entries only, most recently used first
+	tokens  tokens
 }
 
 var _ stores.Store = (*Store)(nil)
@@ -77,6 +78,7 @@ func New(cfg Config) *Store {
 		done:       make(chan struct{}),
 		entries:    make(map[string]*entry),
 		lru:        list.New(),
+		tokens:     newTokens(),
 	}
 	go s.janitor(cfg.JanitorInterval)
 	return s
