@@ -78,6 +78,7 @@ func (r *Receiver) Middleware(opts ...MessageOption) message.HandlerMiddleware {
 	}
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
+			growStack() // each message has a goroutine of its own
 			key, err := o.key(msg)
 			if err != nil {
 				return nil, fmt.Errorf("message %s: %w", msg.UUID, err)
