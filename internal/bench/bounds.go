@@ -12,12 +12,20 @@ import (
 // least any receiver on it can add to a message.
 const StorePairsContender = "store-pairs"
 
+// FingerprintsContender is the contender of the router comparison that
+// times the receiver's default fingerprint alone, in the same rounds: the
+// SHA-256 of as many payloads of the round's size as a round has messages,
+// per second. A key reused for another payload is told apart by it, so
+// every message pays it.
+const FingerprintsContender = "fingerprints"
+
 // memoryBound states, when memory-vs-none is missed, where a message's time
-// goes, and the most that ratio can be given the memory store's own cost
-// measured in the same rounds: a
-// message through the receiver costs at least the router's time without
-// middleware plus one Claim and one Complete, so the ratio is at most
-// 1 / (1 + none x pair), whatever the receiver's own code costs.
+// goes, and the most that ratio can be given what every message must cost
+// the receiver, measured in the same rounds: a message through the
+// receiver costs at least the router's time without middleware plus one
+// Claim and one Complete on the memory store plus its fingerprint, so the
+// ratio is at most 1 / (1 + none x (pair + fingerprint)), whatever the
+// receiver's own code costs.
 func memoryBound(_ context.Context, rep *Report) ([]string, error) {
 	var lines []string
 	for _, v := range rep.Verdicts {
@@ -27,24 +35,26 @@ func memoryBound(_ context.Context, rep *Report) ([]string, error) {
 		router, _ := rep.Result(RouterMemory)
 		none, ok1 := router.Median("none")
 		pairs, ok2 := router.Median(StorePairsContender)
-		if !ok1 || !ok2 || none <= 0 || pairs <= 0 {
+		fps, ok3 := router.Median(FingerprintsContender)
+		if !ok1 || !ok2 || !ok3 || none <= 0 || pairs <= 0 || fps <= 0 {
 			continue
 		}
 		perMessage := time.Duration(float64(time.Second) / none)
 		pair := time.Duration(float64(time.Second) / pairs)
-		ceiling := 1 / (1 + none*pair.Seconds())
-		verdict := "out of reach on this router: the store's two calls alone cost more than the goal leaves"
+		fp := time.Duration(float64(time.Second) / fps)
+		ceiling := 1 / (1 + none*(pair+fp).Seconds())
+		verdict := "out of reach on this router: the store's two calls and the fingerprint alone cost more than the goal leaves"
 		if ceiling >= v.Goal {
-			verdict = "within reach of the store's cost; the rest is the receiver's own"
+			verdict = "within reach of the store's cost and the fingerprint's; the rest is the receiver's own"
 		}
 		if d, ok := router.Median("deduplicator"); ok && d > 0 {
 			lines = append(lines, dedupSplit(none, d, v.Value*none, pair))
 		}
 		lines = append(lines, fmt.Sprintf("Bound: memory-vs-none: the GoChannel router takes %s per message without middleware, "+
-			"so the goal %g leaves %s for the receiver; the memory store's Claim+Complete alone takes %s (one caller, fresh keys, in the same rounds), "+
-			"so the ratio is at most %.3f (measured %.3f): %s.",
+			"so the goal %g leaves %s for the receiver; the memory store's Claim+Complete alone takes %s (one caller, fresh keys, in the same rounds) "+
+			"and the payload's SHA-256 fingerprint %s, so the ratio is at most %.3f (measured %.3f): %s.",
 			perMessage.Round(time.Nanosecond*10), v.Goal, time.Duration(float64(perMessage)*(1/v.Goal-1)).Round(time.Nanosecond*10),
-			pair.Round(time.Nanosecond*10), ceiling, v.Value, verdict))
+			pair.Round(time.Nanosecond*10), fp.Round(time.Nanosecond*10), ceiling, v.Value, verdict))
 	}
 	return lines, nil
 }

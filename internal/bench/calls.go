@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores"
 )
 
@@ -162,4 +163,17 @@ func spin(ctx context.Context, callers int, window time.Duration,
 		return 0, 0, err
 	}
 	return ops.Load(), elapsed, nil
+}
+
+// Fingerprints measures the receiver's default fingerprint, per second,
+// over n messages of payload bytes, made before the clock starts.
+func Fingerprints(n, payload int) func(ctx context.Context) (float64, error) {
+	return func(context.Context) (float64, error) {
+		msgs := messages(n, payload)
+		start := time.Now()
+		for _, m := range msgs {
+			middleware.PayloadFingerprint(m)
+		}
+		return float64(n) / time.Since(start).Seconds(), nil
+	}
 }

@@ -67,6 +67,7 @@ func NewPlan(z Size, deps Deps) *Plan {
 		{"memory", RouterRound(p.Messages, 64, ReceiverOn(env, Memory))},
 		{"deduplicator", RouterRound(p.Messages, 64, Deduplicator)},
 		{StorePairsContender, StorePairs(env, Memory, p.Messages)},
+		{FingerprintsContender, Fingerprints(p.Messages, 64)},
 	}},
 		Target{Name: "memory-vs-none", Of: "memory", Over: "none", Op: AtLeast, Goal: 0.9},
 		Target{Name: "memory-vs-deduplicator", Of: "memory", Over: "deduplicator", Op: AtLeast, Goal: 1.0},
