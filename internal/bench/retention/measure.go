@@ -23,14 +23,11 @@ const (
 
 // Measure alternates idle and sweeping windows of claims, then drains the
 // rest of the backlog with no claims running, and checks that no filled
-// record is left.
+// record is left. In the partitioned layout sweeping window k drops
+// partition k of the fill (see windowSweeper).
 func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	res := Result{Options: b.opts}
-	sweeper := postgres.NewSweeper(b.store, postgres.SweeperConfig{
-		Batch: b.opts.Batch, Pause: b.opts.Pause, Logger: slog.New(slog.DiscardHandler), Grace: time.Second,
-	})
 	var idle, sweeping []time.Duration
-	var ratios []float64
 	var seq atomic.Int64
 	// Rows removed are counted in the table, not added up from passes: a
 	// statement that commits as its window's context ends reports an error.
@@ -38,7 +35,8 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	for range b.opts.Windows {
+	left := before
+	for k := range b.opts.Windows {
 		lat, err := b.claimWindow(ctx, &seq)
 		if err != nil {
 			return res, err
@@ -46,9 +44,7 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 		idle = append(idle, lat...)
 		idleP99 := p99(lat)
 
-		// A pair counts only if retention had work at the start of its
-		// sweeping window.
-		backlog, err := b.filledLeft(ctx)
+		sweeper, err := b.windowSweeper(ctx, k)
 		if err != nil {
 			return res, err
 		}
@@ -64,23 +60,29 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 			return res, err
 		}
 		sweeping = append(sweeping, lat...)
-		if idleP99 > 0 && backlog > 0 {
-			ratios = append(ratios, float64(p99(lat))/float64(idleP99))
+
+		// A pair counts only if retention removed records in its
+		// sweeping window: one with nothing to remove says nothing
+		// about its cost.
+		after, err := b.filledLeft(ctx)
+		if err != nil {
+			return res, err
+		}
+		removed := left - after
+		left = after
+		if idleP99 > 0 && removed > 0 {
+			res.Ratios = append(res.Ratios, float64(p99(lat))/float64(idleP99))
 		}
 	}
 	res.IdleClaims, res.SweepClaims = len(idle), len(sweeping)
 	res.IdleP99, res.SweepP99 = p99(idle), p99(sweeping)
-	res.P99Ratio, res.Pairs = median(ratios), len(ratios)
-
-	afterWindows, err := b.filledLeft(ctx)
-	if err != nil {
-		return res, err
-	}
-	res.SweptUnderLoad = before - afterWindows
+	res.P99Ratio, res.Pairs = median(res.Ratios), len(res.Ratios)
+	res.SweptUnderLoad = before - left
 
 	start := time.Now()
+	drain := b.newSweeper(time.Second)
 	for {
-		n, err := sweeper.Pass(ctx)
+		n, err := drain.Pass(ctx)
 		if err != nil {
 			return res, fmt.Errorf("draining: %w", err)
 		}
@@ -92,8 +94,39 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	if res.Left, err = b.filledLeft(ctx); err != nil {
 		return res, err
 	}
-	res.Drained = afterWindows - res.Left
+	res.Drained = left - res.Left
 	return res, nil
+}
+
+// windowSweeper returns the sweeper of sweeping window k. In the
+// partitioned layout its grace is how long ago, in the database's time,
+// every record of partition k had expired (drops[k]): it finds that
+// partition droppable and the later ones, whose records expire an hour
+// apart, not yet, as the service's sweeper (grace an hour) finds one more
+// partition droppable each hour. The round compresses the hour between two
+// drops into the idle window between two sweeping windows. The rows layout
+// has no grace: its sweeper deletes every expired record it finds.
+func (b *Bench) windowSweeper(ctx context.Context, k int) (*postgres.Sweeper, error) {
+	if b.opts.Layout != postgres.LayoutPartitioned || k >= len(b.drops) {
+		return b.newSweeper(time.Second), nil
+	}
+	var now time.Time
+	if err := b.pool.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+		return nil, fmt.Errorf("reading the time: %w", err)
+	}
+	grace := now.Sub(b.drops[k])
+	if grace <= 0 {
+		return nil, fmt.Errorf("partition %d of the fill expires at %s, after now (%s)", k, b.drops[k], now)
+	}
+	return b.newSweeper(grace), nil
+}
+
+// newSweeper returns a sweeper of the round's store with its batch and
+// pause, and the given grace.
+func (b *Bench) newSweeper(grace time.Duration) *postgres.Sweeper {
+	return postgres.NewSweeper(b.store, postgres.SweeperConfig{
+		Batch: b.opts.Batch, Pause: b.opts.Pause, Logger: slog.New(slog.DiscardHandler), Grace: grace,
+	})
 }
 
 // sweepLikeRun makes passes as Sweeper.Run does, one at once and then one
