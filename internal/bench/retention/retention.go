@@ -114,8 +114,9 @@ type Result struct {
 	Ratios   []float64
 	// SweptUnderLoad is how many records the sweeper removed during the
 	// sweeping windows, which lasted SweepTime in all; SweepBusy is the
-	// part of it spent in passes that removed records (the partitioned
-	// layout drops its partition in a fraction of each window).
+	// part of it spent in passes that removed records and, in the
+	// partitioned layout, creating the next partition (it drops its
+	// partition in a fraction of each window).
 	SweptUnderLoad int64
 	SweepTime      time.Duration
 	SweepBusy      time.Duration
