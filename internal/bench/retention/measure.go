@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/onceflow/onceflow/stores"
-	"github.com/onceflow/onceflow/stores/postgres"
 )
 
 // Leases and TTLs of the measured claims: long enough that the sweeper never
@@ -21,10 +19,16 @@ const (
 	claimTTL   = time.Hour
 )
 
-// Measure alternates idle and sweeping windows of claims, then drains the
-// rest of the backlog with no claims running, and checks that no filled
-// record is left. In the partitioned layout sweeping window k drops
+// Measure alternates idle and sweeping windows of claims, idle first and
+// last (Windows sweeping windows between Windows+1 idle ones), then drains
+// the rest of the backlog with no claims running, and checks that no
+// filled record is left. In the partitioned layout sweeping window k drops
 // partition k of the fill (see windowSweeper).
+//
+// Each sweeping window is held against the idle windows on either side of
+// it, their claims pooled: claims slow down over a round as the table
+// grows, and an idle window on one side only would charge that drift to
+// retention.
 func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	res := Result{Options: b.opts}
 	var idle, sweeping []time.Duration
@@ -36,48 +40,36 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 		return res, err
 	}
 	left := before
+	prev, err := b.claimWindow(ctx, &seq)
+	if err != nil {
+		return res, err
+	}
+	idle = append(idle, prev...)
 	for k := range b.opts.Windows {
-		lat, err := b.claimWindow(ctx, &seq)
+		lat, err := b.sweepingWindow(ctx, k, &seq, &res)
 		if err != nil {
-			return res, err
-		}
-		idle = append(idle, lat...)
-		idleP99 := p99(lat)
-
-		sweeper, err := b.windowSweeper(ctx, k)
-		if err != nil {
-			return res, err
-		}
-		sctx, stop := context.WithCancel(ctx)
-		done := make(chan swept)
-		start := time.Now()
-		go func() {
-			err := b.createNext(sctx)
-			made := time.Since(start)
-			done <- swept{busy: made + sweepLikeRun(sctx, sweeper, b.opts.Window/4), err: err}
-		}()
-		lat, err = b.claimWindow(ctx, &seq)
-		stop()
-		s := <-done
-		res.SweepBusy += s.busy
-		res.SweepTime += time.Since(start)
-		if err = errors.Join(err, s.err); err != nil {
 			return res, err
 		}
 		sweeping = append(sweeping, lat...)
-
-		// A pair counts only if retention removed records in its
-		// sweeping window: one with nothing to remove says nothing
-		// about its cost.
 		after, err := b.filledLeft(ctx)
 		if err != nil {
 			return res, err
 		}
 		removed := left - after
 		left = after
-		if idleP99 > 0 && removed > 0 {
-			res.Ratios = append(res.Ratios, float64(p99(lat))/float64(idleP99))
+
+		next, err := b.claimWindow(ctx, &seq)
+		if err != nil {
+			return res, err
 		}
+		idle = append(idle, next...)
+		// A pair counts only if retention removed records in its
+		// sweeping window: one with nothing to remove says nothing
+		// about its cost.
+		if ref := p99(slices.Concat(prev, next)); ref > 0 && removed > 0 {
+			res.Ratios = append(res.Ratios, float64(p99(lat))/float64(ref))
+		}
+		prev = next
 	}
 	res.IdleClaims, res.SweepClaims = len(idle), len(sweeping)
 	res.IdleP99, res.SweepP99 = p99(idle), p99(sweeping)
@@ -101,90 +93,6 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	}
 	res.Drained = left - res.Left
 	return res, nil
-}
-
-// windowSweeper returns the sweeper of sweeping window k. In the
-// partitioned layout its grace is how long ago, in the database's time,
-// every record of partition k had expired (drops[k]): it finds that
-// partition droppable and the later ones, whose records expire an hour
-// apart, not yet, as the service's sweeper (grace an hour) finds one more
-// partition droppable each hour. The round compresses the hour between two
-// drops into the idle window between two sweeping windows. The rows layout
-// has no grace: its sweeper deletes every expired record it finds.
-func (b *Bench) windowSweeper(ctx context.Context, k int) (*postgres.Sweeper, error) {
-	if b.opts.Layout != postgres.LayoutPartitioned || k >= len(b.drops) {
-		return b.newSweeper(time.Second), nil
-	}
-	var now time.Time
-	if err := b.pool.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
-		return nil, fmt.Errorf("reading the time: %w", err)
-	}
-	grace := now.Sub(b.drops[k])
-	if grace <= 0 {
-		return nil, fmt.Errorf("partition %d of the fill expires at %s, after now (%s)", k, b.drops[k], now)
-	}
-	return b.newSweeper(grace), nil
-}
-
-// createNext creates, in the partitioned layout, the partition after the
-// last one: the service's pass that finds a partition droppable each hour
-// also creates the one that is coming into its PartitionsAhead, so claims
-// keep looking their keys up in as many partitions. Done at the start of
-// each sweeping window, it keeps the partitions as many in the idle and the
-// sweeping window of a pair, and claims no cheaper in the second. In the
-// rows layout it does nothing.
-func (b *Bench) createNext(ctx context.Context) error {
-	if b.opts.Layout != postgres.LayoutPartitioned {
-		return nil
-	}
-	parts, err := b.store.Partitions(ctx)
-	if err != nil {
-		return err
-	}
-	if len(parts) == 0 {
-		return errors.New("creating the next partition: the records table has none")
-	}
-	last := parts[len(parts)-1].To
-	if _, err := b.store.CreatePartitions(ctx, last, last.Add(fillWidth), fillWidth); err != nil {
-		return err
-	}
-	return nil
-}
-
-// swept is what the sweeping side of a window reports: how long its passes
-// that removed records took, and why it could not create the next
-// partition.
-type swept struct {
-	busy time.Duration
-	err  error
-}
-
-// newSweeper returns a sweeper of the round's store with its batch and
-// pause, and the given grace.
-func (b *Bench) newSweeper(grace time.Duration) *postgres.Sweeper {
-	return postgres.NewSweeper(b.store, postgres.SweeperConfig{
-		Batch: b.opts.Batch, Pause: b.opts.Pause, Logger: slog.New(slog.DiscardHandler), Grace: grace,
-	})
-}
-
-// sweepLikeRun makes passes as Sweeper.Run does, one at once and then one
-// every interval, until ctx ends, and returns how long the passes that
-// removed records took. The service's interval is a minute; a window needs
-// a shorter one to see more than one pass, but passes must not run back to
-// back: a pass that finds nothing still reads the catalog and every
-// partition's newest expiry, work the service does once a minute.
-func sweepLikeRun(ctx context.Context, w *postgres.Sweeper, interval time.Duration) (busy time.Duration) {
-	for {
-		start := time.Now()
-		if n, _ := w.Pass(ctx); n > 0 {
-			busy += time.Since(start)
-		}
-		select {
-		case <-ctx.Done():
-			return busy
-		case <-time.After(interval):
-		}
-	}
 }
 
 // claimWindow runs opts.Callers goroutines doing Claim+Complete on unique keys

@@ -42,9 +42,9 @@ type Options struct {
 	Callers int
 	// Window is the length of one measurement window. Default 2s.
 	Window time.Duration
-	// Windows is how many idle windows, and as many sweeping ones, the
-	// round alternates (idle first); the fill spreads the records over as
-	// many hours. Default 5.
+	// Windows is how many sweeping windows the round runs, each between
+	// two idle ones (Windows+1 idle windows in all); the fill spreads the
+	// records over as many hours. Default 5.
 	Windows int
 	// Batch and Pause configure the sweeper of the rows layout (see
 	// postgres.SweeperConfig). Default postgres.DefaultSweepBatch and no
@@ -99,11 +99,14 @@ type Result struct {
 	// SweepClaims are how many claims each was computed from.
 	IdleP99, SweepP99       time.Duration
 	IdleClaims, SweepClaims int
-	// P99Ratio is the median, over the pairs of an idle window and the
-	// sweeping window after it, of the sweeping p99 divided by the idle
-	// one: 1.2 means sweeping made the slowest claims 20% slower. Pairing
-	// adjacent windows keeps a burst of unrelated load on the machine from
-	// deciding the figure. Only pairs whose sweeping window removed
+	// P99Ratio is the median, over the sweeping windows, of a window's
+	// p99 divided by that of the idle windows either side of it (their
+	// claims pooled; a pair, below, is a sweeping window and its two idle
+	// neighbours): 1.2 means sweeping made the slowest claims 20% slower.
+	// Comparing adjacent windows keeps a burst of unrelated load on the
+	// machine from deciding the figure, and idle windows on both sides
+	// keep claims' slowing over a round, as the table grows, from being
+	// charged to retention. Only pairs whose sweeping window removed
 	// filled records count (Pairs of them, at most Windows; Ratios holds
 	// their ratios in window order): a window with nothing left to remove
 	// would say nothing about retention's cost. In the partitioned layout
@@ -129,13 +132,15 @@ type Result struct {
 	Left int64
 }
 
-// ClaimsRatio is SweepClaims / IdleClaims: the claim throughput while
-// sweeping relative to idle, the windows being of equal length.
+// ClaimsRatio is the claims per sweeping window over the claims per idle
+// window: the claim throughput while sweeping relative to idle, the windows
+// being of equal length and the idle ones one more.
 func (r Result) ClaimsRatio() float64 {
-	if r.IdleClaims == 0 {
+	if r.IdleClaims == 0 || r.Options.Windows == 0 {
 		return 0
 	}
-	return float64(r.SweepClaims) / float64(r.IdleClaims)
+	w := float64(r.Options.Windows)
+	return (float64(r.SweepClaims) / w) / (float64(r.IdleClaims) / (w + 1))
 }
 
 // UnderLoadRate is the records removed per second while claims ran, over
