@@ -104,9 +104,10 @@ const fillTTL = 24 * time.Hour
 // writes into, the width the sweeper gives the partitions it creates.
 const fillWidth = postgres.DefaultPartitionWidth
 
-// Fill inserts opts.Rows completed records, written over the opts.Windows
-// hours that ended a day (fillTTL) before now, evenly and in key order, with
-// a TTL of a day, so every one of them has expired; then it vacuums and
+// Fill inserts opts.Rows completed records, written evenly and in key order
+// over the opts.Windows whole hours (UTC) that ended at least a day
+// (fillTTL) before now, with a TTL of a day, so every one of them has
+// expired; then it vacuums and
 // analyzes the table. Keys are zero-padded so that they arrive in key order
 // too, which keeps primary key inserts on the rightmost leaf and the fill
 // fast. It returns how long that took.
