@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +13,9 @@ import (
 
 func TestRetentionNotePrintsBothLayouts(t *testing.T) {
 	results := map[postgres.Layout]*retention.Result{
-		postgres.LayoutRows: {Options: retention.Options{Rows: 300_000, Layout: postgres.LayoutRows}, P99Ratio: 1.506, Pairs: 5,
+		postgres.LayoutRows: {Options: retention.Options{Rows: 300_000, Windows: 5, Layout: postgres.LayoutRows}, P99Ratio: 1.506, Pairs: 2,
 			SweptUnderLoad: 50_000, SweepTime: 10 * time.Second, Drained: 250_000, DrainTime: 5 * time.Second},
-		postgres.LayoutPartitioned: {Options: retention.Options{Rows: 300_000, Layout: postgres.LayoutPartitioned}, P99Ratio: 1.04, Pairs: 1},
+		postgres.LayoutPartitioned: {Options: retention.Options{Rows: 300_000, Windows: 5, Layout: postgres.LayoutPartitioned}, P99Ratio: 1.04, Pairs: 5},
 	}
 	lines, err := retentionNote(results)(context.Background(), nil)
 	if err != nil {
@@ -22,10 +23,12 @@ func TestRetentionNotePrintsBothLayouts(t *testing.T) {
 	}
 	text := strings.Join(lines, "\n")
 	for _, want := range []string{
-		"Retention, rows layout, 300000 expired records: claim p99 while it runs 1.506x idle (median of 5 window pairs",
+		"Retention, rows layout, 300000 expired records: claim p99 while it runs 1.506x idle " +
+			"(median over 2 of 5 sweeping windows, the others having nothing left to remove, each against the idle windows either side;",
 		"removed 5000 records/s under claims, the 250000 left drained alone at 50000/s",
 		"records/s under claims, all of them under claims",
-		"Retention, partitioned layout, 300000 expired records: claim p99 while it runs 1.040x idle (median of 1 window pairs",
+		"Retention, partitioned layout, 300000 expired records: claim p99 while it runs 1.040x idle " +
+			"(median over 5 of 5 sweeping windows, each against",
 		"judges the partitioned layout",
 	} {
 		if !strings.Contains(text, want) {
@@ -36,5 +39,26 @@ func TestRetentionNotePrintsBothLayouts(t *testing.T) {
 		postgres.LayoutRows: {}, postgres.LayoutPartitioned: {},
 	})(context.Background(), nil); len(lines) != 0 {
 		t.Errorf("rounds that did not run gave lines %q", lines)
+	}
+}
+
+func TestEveryPairJudgesOnlyAFigureOverEveryWindow(t *testing.T) {
+	var last retention.Result
+	round := func(pairs int) func(context.Context) (float64, error) {
+		return everyPair(func(context.Context) (float64, error) {
+			last = retention.Result{Options: retention.Options{Windows: 5}, P99Ratio: 1.1, Pairs: pairs}
+			return last.P99Ratio, nil
+		}, &last)
+	}
+	if v, err := round(5)(context.Background()); err != nil || v != 1.1 {
+		t.Errorf("round of 5 pairs in 5 windows = %v, %v; want 1.1", v, err)
+	}
+	_, err := round(1)(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "only 1 of 5 sweeping windows removed records") {
+		t.Errorf("round of 1 pair in 5 windows: error %v, want one that says only 1 of 5 windows removed records", err)
+	}
+	failed := errors.New("round failed")
+	if _, err := everyPair(func(context.Context) (float64, error) { return 0, failed }, &last)(context.Background()); !errors.Is(err, failed) {
+		t.Errorf("failed round: error %v, want its own", err)
 	}
 }

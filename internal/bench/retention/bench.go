@@ -29,6 +29,10 @@ type Bench struct {
 	schema string
 	pool   *pgxpool.Pool
 	store  *postgres.Store
+	// drops are, per hour of records Fill wrote (per partition in the
+	// partitioned layout), oldest first, the database time by which every
+	// record of it has expired.
+	drops []time.Time
 }
 
 // Open creates a fresh schema in opts.URL's database, applies the
@@ -92,12 +96,28 @@ func (b *Bench) connectAll(ctx context.Context) error {
 	return nil
 }
 
-// Fill inserts opts.Rows completed records whose expiries are spread over
-// the past day in insertion order, as a day of traffic with a TTL would
-// leave them, then vacuums and analyzes the table. Keys are zero-padded so
-// that they arrive in key order too, which keeps primary key inserts on the
-// rightmost leaf and the fill fast. It returns how long that
-// took.
+// fillTTL is the TTL of the filled records: each expires this long after
+// it was written.
+const fillTTL = 24 * time.Hour
+
+// fillWidth is the range of creation times of one partition the fill
+// writes into, the width the sweeper gives the partitions it creates.
+const fillWidth = postgres.DefaultPartitionWidth
+
+// Fill inserts opts.Rows completed records, written evenly and in key order
+// over the opts.Windows whole hours (UTC) that ended at least a day
+// (fillTTL) before now, with a TTL of a day, so every one of them has
+// expired; then it vacuums and
+// analyzes the table. Keys are zero-padded so that they arrive in key order
+// too, which keeps primary key inserts on the rightmost leaf and the fill
+// fast. It returns how long that took.
+//
+// The hours are whole partitions of the partitioned layout, one per
+// sweeping window of Measure, which Fill creates first: partition k holds
+// about Rows/Windows records, and all of them have expired once the clock
+// reads the end of its range plus the TTL (drops[k]), an hour after
+// partition k-1's. In the rows layout the same records are one backlog of
+// expired rows.
 func (b *Bench) Fill(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
 	conn, err := b.pool.Acquire(ctx)
@@ -108,30 +128,35 @@ func (b *Bench) Fill(ctx context.Context) (time.Duration, error) {
 	if _, err := conn.Exec(ctx, "SET synchronous_commit = off"); err != nil {
 		return 0, fmt.Errorf("filling: %w", err)
 	}
-	n := b.opts.Rows
+	var now time.Time
+	if err := conn.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+		return 0, fmt.Errorf("filling: %w", err)
+	}
+	// The last hour's records expire by its end plus the TTL, which is
+	// not after now.
+	end := now.Add(-fillTTL).Truncate(fillWidth)
+	first := end.Add(-time.Duration(b.opts.Windows) * fillWidth)
+	b.drops = make([]time.Time, b.opts.Windows)
+	for k := range b.drops {
+		b.drops[k] = first.Add(time.Duration(k+1)*fillWidth + fillTTL)
+	}
 	if b.opts.Layout == postgres.LayoutPartitioned {
-		// The partitions of the fill's creation times, as the sweeper
-		// would have created them over the past two days.
-		var now time.Time
-		if err := conn.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
-			return 0, fmt.Errorf("filling: %w", err)
-		}
-		from := now.Add(-48*time.Hour - 2*time.Minute)
-		if _, err := b.store.CreatePartitions(ctx, from, now.Add(-23*time.Hour), postgres.DefaultPartitionWidth); err != nil {
+		// As the sweeper would have created them when the records were
+		// written.
+		if _, err := b.store.CreatePartitions(ctx, first, end, fillWidth); err != nil {
 			return 0, fmt.Errorf("filling: %w", err)
 		}
 	}
+	n := b.opts.Rows
 	for from := 1; from <= n; from += fillChunk {
 		to := min(from+fillChunk-1, n)
 		_, err := conn.Exec(ctx, `
 			INSERT INTO idempotency_records (key, state, token, fingerprint, result, created_at, completed_at, expires_at)
 			SELECT $1 || lpad(i::text, 10, '0'), 'completed', md5(i::text), decode(md5('f' || i), 'hex'), $2::bytea,
-			       t - interval '1 day', t - interval '1 day',
-			       t
+			       c, c, c + $7::bigint * interval '1 microsecond'
 			FROM generate_series($3::int, $4::int) AS i,
-			     LATERAL (SELECT now() - interval '1 day' - interval '1 minute'
-			                   + i * (interval '1 day' / $5::int)) AS e(t)`,
-			filledPrefix, make([]byte, 64), from, to, n)
+			     LATERAL (SELECT $5::timestamptz + (i - 1) * ($6::bigint * interval '1 microsecond' / $8::int)) AS w(c)`,
+			filledPrefix, make([]byte, 64), from, to, first, end.Sub(first).Microseconds(), fillTTL.Microseconds(), n)
 		if err != nil {
 			return 0, fmt.Errorf("filling rows %d to %d: %w", from, to, err)
 		}

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/onceflow/onceflow/stores"
-	"github.com/onceflow/onceflow/stores/postgres"
 )
 
 // Leases and TTLs of the measured claims: long enough that the sweeper never
@@ -21,16 +19,19 @@ const (
 	claimTTL   = time.Hour
 )
 
-// Measure alternates idle and sweeping windows of claims, then drains the
-// rest of the backlog with no claims running, and checks that no filled
-// record is left.
+// Measure alternates idle and sweeping windows of claims, idle first and
+// last (Windows sweeping windows between Windows+1 idle ones), then drains
+// the rest of the backlog with no claims running, and checks that no
+// filled record is left. In the partitioned layout sweeping window k drops
+// partition k of the fill (see windowSweeper).
+//
+// Each sweeping window is held against the idle windows on either side of
+// it, their claims pooled: claims slow down over a round as the table
+// grows, and an idle window on one side only would charge that drift to
+// retention.
 func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	res := Result{Options: b.opts}
-	sweeper := postgres.NewSweeper(b.store, postgres.SweeperConfig{
-		Batch: b.opts.Batch, Pause: b.opts.Pause, Logger: slog.New(slog.DiscardHandler), Grace: time.Second,
-	})
 	var idle, sweeping []time.Duration
-	var ratios []float64
 	var seq atomic.Int64
 	// Rows removed are counted in the table, not added up from passes: a
 	// statement that commits as its window's context ends reports an error.
@@ -38,49 +39,47 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	for range b.opts.Windows {
-		lat, err := b.claimWindow(ctx, &seq)
-		if err != nil {
-			return res, err
-		}
-		idle = append(idle, lat...)
-		idleP99 := p99(lat)
-
-		// A pair counts only if retention had work at the start of its
-		// sweeping window.
-		backlog, err := b.filledLeft(ctx)
-		if err != nil {
-			return res, err
-		}
-		sctx, stop := context.WithCancel(ctx)
-		busy := make(chan time.Duration)
-		start := time.Now()
-		go func() { busy <- sweepLikeRun(sctx, sweeper, b.opts.Window/4) }()
-		lat, err = b.claimWindow(ctx, &seq)
-		stop()
-		res.SweepBusy += <-busy
-		res.SweepTime += time.Since(start)
+	left := before
+	prev, err := b.claimWindow(ctx, &seq)
+	if err != nil {
+		return res, err
+	}
+	idle = append(idle, prev...)
+	for k := range b.opts.Windows {
+		lat, err := b.sweepingWindow(ctx, k, &seq, &res)
 		if err != nil {
 			return res, err
 		}
 		sweeping = append(sweeping, lat...)
-		if idleP99 > 0 && backlog > 0 {
-			ratios = append(ratios, float64(p99(lat))/float64(idleP99))
+		after, err := b.filledLeft(ctx)
+		if err != nil {
+			return res, err
 		}
+		removed := left - after
+		left = after
+
+		next, err := b.claimWindow(ctx, &seq)
+		if err != nil {
+			return res, err
+		}
+		idle = append(idle, next...)
+		// A pair counts only if retention removed records in its
+		// sweeping window: one with nothing to remove says nothing
+		// about its cost.
+		if ref := p99(slices.Concat(prev, next)); ref > 0 && removed > 0 {
+			res.Ratios = append(res.Ratios, float64(p99(lat))/float64(ref))
+		}
+		prev = next
 	}
 	res.IdleClaims, res.SweepClaims = len(idle), len(sweeping)
 	res.IdleP99, res.SweepP99 = p99(idle), p99(sweeping)
-	res.P99Ratio, res.Pairs = median(ratios), len(ratios)
-
-	afterWindows, err := b.filledLeft(ctx)
-	if err != nil {
-		return res, err
-	}
-	res.SweptUnderLoad = before - afterWindows
+	res.P99Ratio, res.Pairs = median(res.Ratios), len(res.Ratios)
+	res.SweptUnderLoad = before - left
 
 	start := time.Now()
+	drain := b.newSweeper(time.Second)
 	for {
-		n, err := sweeper.Pass(ctx)
+		n, err := drain.Pass(ctx)
 		if err != nil {
 			return res, fmt.Errorf("draining: %w", err)
 		}
@@ -92,28 +91,8 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	if res.Left, err = b.filledLeft(ctx); err != nil {
 		return res, err
 	}
-	res.Drained = afterWindows - res.Left
+	res.Drained = left - res.Left
 	return res, nil
-}
-
-// sweepLikeRun makes passes as Sweeper.Run does, one at once and then one
-// every interval, until ctx ends, and returns how long the passes that
-// removed records took. The service's interval is a minute; a window needs
-// a shorter one to see more than one pass, but passes must not run back to
-// back: a pass that finds nothing still reads the catalog and every
-// partition's newest expiry, work the service does once a minute.
-func sweepLikeRun(ctx context.Context, w *postgres.Sweeper, interval time.Duration) (busy time.Duration) {
-	for {
-		start := time.Now()
-		if n, _ := w.Pass(ctx); n > 0 {
-			busy += time.Since(start)
-		}
-		select {
-		case <-ctx.Done():
-			return busy
-		case <-time.After(interval):
-		}
-	}
 }
 
 // claimWindow runs opts.Callers goroutines doing Claim+Complete on unique keys

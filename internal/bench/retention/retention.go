@@ -7,8 +7,12 @@
 // A round creates its own schema in the target database, migrates it, fills
 // it with Options.Rows expired records, then alternates measurement windows
 // in which a few callers run Claim+Complete on unique keys through the real
-// store, with the sweeper idle and with it sweeping. After the windows the
-// sweeper drains what is left with no claims running. The schema is dropped
+// store, with the sweeper idle and with it sweeping. In the partitioned
+// layout the records fill one partition per sweeping window, and each
+// sweeping window's sweeper finds the next of them droppable, as the
+// service's sweeper finds one each hour; the rows layout's sweeper deletes
+// the one backlog until it is gone. After the windows the sweeper drains
+// what is left with no claims running. The schema is dropped
 // at the end. The figures are those of one machine at one moment: compare
 // ratios, not absolute times.
 package retention
@@ -16,6 +20,8 @@ package retention
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/onceflow/onceflow/stores/postgres"
@@ -36,8 +42,9 @@ type Options struct {
 	Callers int
 	// Window is the length of one measurement window. Default 2s.
 	Window time.Duration
-	// Windows is how many idle windows, and as many sweeping ones, the
-	// round alternates (idle first). Default 5.
+	// Windows is how many sweeping windows the round runs, each between
+	// two idle ones (Windows+1 idle windows in all); the fill spreads the
+	// records over as many hours. Default 5.
 	Windows int
 	// Batch and Pause configure the sweeper of the rows layout (see
 	// postgres.SweeperConfig). Default postgres.DefaultSweepBatch and no
@@ -45,10 +52,11 @@ type Options struct {
 	Batch int
 	Pause time.Duration
 	// Layout is the records table's layout. Default postgres.LayoutRows.
-	// In the partitioned layout the fill's records spread over partitions
-	// of postgres.DefaultPartitionWidth, and the sweeper drops a partition
-	// once its records expired more than a second ago (the service's
-	// grace is an hour; the fill's latest expiry is a minute old).
+	// In the partitioned layout the fill's records spread over Windows
+	// partitions of postgres.DefaultPartitionWidth, whose records all
+	// expired an hour apart, and sweeping window k's sweeper has the grace
+	// that makes partition k, and no later one, droppable (see
+	// Bench.Measure).
 	Layout postgres.Layout
 }
 
@@ -91,20 +99,27 @@ type Result struct {
 	// SweepClaims are how many claims each was computed from.
 	IdleP99, SweepP99       time.Duration
 	IdleClaims, SweepClaims int
-	// P99Ratio is the median, over the pairs of an idle window and the
-	// sweeping window after it, of the sweeping p99 divided by the idle
-	// one: 1.2 means sweeping made the slowest claims 20% slower. Pairing
-	// adjacent windows keeps a burst of unrelated load on the machine from
-	// deciding the figure. Only pairs whose sweeping window began with
-	// filled records left count (Pairs of them): dropping partitions can
-	// clear the whole backlog in the first window, and the windows after
-	// it, with nothing left to remove, would say nothing about its cost.
+	// P99Ratio is the median, over the sweeping windows, of a window's
+	// p99 divided by that of the idle windows either side of it (their
+	// claims pooled; a pair, below, is a sweeping window and its two idle
+	// neighbours): 1.2 means sweeping made the slowest claims 20% slower.
+	// Comparing adjacent windows keeps a burst of unrelated load on the
+	// machine from deciding the figure, and idle windows on both sides
+	// keep claims' slowing over a round, as the table grows, from being
+	// charged to retention. Only pairs whose sweeping window removed
+	// filled records count (Pairs of them, at most Windows; Ratios holds
+	// their ratios in window order): a window with nothing left to remove
+	// would say nothing about retention's cost. In the partitioned layout
+	// every sweeping window drops one partition; the rows layout's backlog
+	// may run out before the last window.
 	P99Ratio float64
 	Pairs    int
+	Ratios   []float64
 	// SweptUnderLoad is how many records the sweeper removed during the
 	// sweeping windows, which lasted SweepTime in all; SweepBusy is the
-	// part of it spent in passes that removed records (the partitioned
-	// layout may clear the backlog in a fraction of one window).
+	// part of it spent in passes that removed records and, in the
+	// partitioned layout, creating the next partition (it drops its
+	// partition in a fraction of each window).
 	SweptUnderLoad int64
 	SweepTime      time.Duration
 	SweepBusy      time.Duration
@@ -117,13 +132,15 @@ type Result struct {
 	Left int64
 }
 
-// ClaimsRatio is SweepClaims / IdleClaims: the claim throughput while
-// sweeping relative to idle, the windows being of equal length.
+// ClaimsRatio is the claims per sweeping window over the claims per idle
+// window: the claim throughput while sweeping relative to idle, the windows
+// being of equal length and the idle ones one more.
 func (r Result) ClaimsRatio() float64 {
-	if r.IdleClaims == 0 {
+	if r.IdleClaims == 0 || r.Options.Windows == 0 {
 		return 0
 	}
-	return float64(r.SweepClaims) / float64(r.IdleClaims)
+	w := float64(r.Options.Windows)
+	return (float64(r.SweepClaims) / w) / (float64(r.IdleClaims) / (w + 1))
 }
 
 // UnderLoadRate is the records removed per second while claims ran, over
@@ -149,15 +166,24 @@ func rate(n int64, d time.Duration) float64 {
 // String renders r on a few lines for a log.
 func (r Result) String() string {
 	return fmt.Sprintf("layout %s: rows %d filled in %s\n"+
-		"claim p99 idle %s (%d claims), sweeping %s (%d claims); median ratio of %d window pairs %.2fx; claims/s sweeping vs idle %.2fx\n"+
+		"claim p99 idle %s (%d claims), sweeping %s (%d claims); median ratio of %d of %d window pairs %.2fx %s; claims/s sweeping vs idle %.2fx\n"+
 		"swept under load %d rows in %s of passes (%s of windows): %.0f rows/s\n"+
 		"drained %d rows in %s: %.0f rows/s; %d left\n"+
 		"callers %d, windows %d x %s, batch %d, pause %s",
 		r.Options.Layout, r.Options.Rows, r.Fill.Round(time.Millisecond),
-		r.IdleP99.Round(time.Microsecond), r.IdleClaims, r.SweepP99.Round(time.Microsecond), r.SweepClaims, r.Pairs, r.P99Ratio, r.ClaimsRatio(),
+		r.IdleP99.Round(time.Microsecond), r.IdleClaims, r.SweepP99.Round(time.Microsecond), r.SweepClaims, r.Pairs, r.Options.Windows, r.P99Ratio, formatRatios(r.Ratios), r.ClaimsRatio(),
 		r.SweptUnderLoad, r.SweepBusy.Round(time.Millisecond), r.SweepTime.Round(time.Millisecond), r.UnderLoadRate(),
 		r.Drained, r.DrainTime.Round(time.Millisecond), r.DrainRate(), r.Left,
 		r.Options.Callers, r.Options.Windows, r.Options.Window, r.Options.Batch, r.Options.Pause)
+}
+
+// formatRatios renders ratios as [1.02 0.97 ...].
+func formatRatios(ratios []float64) string {
+	parts := make([]string, len(ratios))
+	for i, r := range ratios {
+		parts[i] = strconv.FormatFloat(r, 'f', 2, 64)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 // Run runs one round: Open, Fill, Measure, Close.

@@ -1,0 +1,121 @@
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/onceflow/onceflow/stores/postgres"
+)
+
+// sweepingWindow runs sweeping window k: claims as claimWindow does while
+// the sweeper of the window (see windowSweeper) makes its passes, after
+// creating the next partition (see createNext). It adds the sweeper's time
+// to res and returns the claims' latencies.
+func (b *Bench) sweepingWindow(ctx context.Context, k int, seq *atomic.Int64, res *Result) ([]time.Duration, error) {
+	sweeper, err := b.windowSweeper(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan swept)
+	start := time.Now()
+	go func() {
+		err := b.createNext(sctx)
+		made := time.Since(start)
+		done <- swept{busy: made + sweepLikeRun(sctx, sweeper, b.opts.Window/4), err: err}
+	}()
+	lat, err := b.claimWindow(ctx, seq)
+	stop()
+	s := <-done
+	res.SweepBusy += s.busy
+	res.SweepTime += time.Since(start)
+	return lat, errors.Join(err, s.err)
+}
+
+// windowSweeper returns the sweeper of sweeping window k. In the
+// partitioned layout its grace is how long ago, in the database's time,
+// every record of partition k had expired (drops[k]): it finds that
+// partition droppable and the later ones, whose records expire an hour
+// apart, not yet, as the service's sweeper (grace an hour) finds one more
+// partition droppable each hour. The round compresses the hour between two
+// drops into the idle window between two sweeping windows. The rows layout
+// has no grace: its sweeper deletes every expired record it finds.
+func (b *Bench) windowSweeper(ctx context.Context, k int) (*postgres.Sweeper, error) {
+	if b.opts.Layout != postgres.LayoutPartitioned || k >= len(b.drops) {
+		return b.newSweeper(time.Second), nil
+	}
+	var now time.Time
+	if err := b.pool.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+		return nil, fmt.Errorf("reading the time: %w", err)
+	}
+	grace := now.Sub(b.drops[k])
+	if grace <= 0 {
+		return nil, fmt.Errorf("partition %d of the fill expires at %s, after now (%s)", k, b.drops[k], now)
+	}
+	return b.newSweeper(grace), nil
+}
+
+// createNext creates, in the partitioned layout, the partition after the
+// last one: the service's pass that finds a partition droppable each hour
+// also creates the one that is coming into its PartitionsAhead, so claims
+// keep looking their keys up in as many partitions. Done at the start of
+// each sweeping window, it keeps their number the same in every window, so
+// claims are no cheaper in a sweeping window than in the idle ones it is
+// held against. In the rows layout it does nothing.
+func (b *Bench) createNext(ctx context.Context) error {
+	if b.opts.Layout != postgres.LayoutPartitioned {
+		return nil
+	}
+	parts, err := b.store.Partitions(ctx)
+	if err != nil {
+		return err
+	}
+	if len(parts) == 0 {
+		return errors.New("creating the next partition: the records table has none")
+	}
+	last := parts[len(parts)-1].To
+	if _, err := b.store.CreatePartitions(ctx, last, last.Add(fillWidth), fillWidth); err != nil {
+		return err
+	}
+	return nil
+}
+
+// swept is what the sweeping side of a window reports: how long its passes
+// that removed records took, and why it could not create the next
+// partition.
+type swept struct {
+	busy time.Duration
+	err  error
+}
+
+// newSweeper returns a sweeper of the round's store with its batch and
+// pause, and the given grace.
+func (b *Bench) newSweeper(grace time.Duration) *postgres.Sweeper {
+	return postgres.NewSweeper(b.store, postgres.SweeperConfig{
+		Batch: b.opts.Batch, Pause: b.opts.Pause, Logger: slog.New(slog.DiscardHandler), Grace: grace,
+	})
+}
+
+// sweepLikeRun makes passes as Sweeper.Run does, one at once and then one
+// every interval, until ctx ends, and returns how long the passes that
+// removed records took. The service's interval is a minute; a window needs
+// a shorter one to see more than one pass, but passes must not run back to
+// back: a pass that finds nothing still reads the catalog and every
+// partition's newest expiry, work the service does once a minute.
+func sweepLikeRun(ctx context.Context, w *postgres.Sweeper, interval time.Duration) (busy time.Duration) {
+	for {
+		start := time.Now()
+		if n, _ := w.Pass(ctx); n > 0 {
+			busy += time.Since(start)
+		}
+		select {
+		case <-ctx.Done():
+			return busy
+		case <-time.After(interval):
+		}
+	}
+}
