@@ -18,8 +18,8 @@ import (
 //
 // It is neither a goroutine nor a timer of its own: the Receiver's beats
 // keep the heartbeats in flight and start an extension only when one is
-// due, so a handler that finishes within Lease/3, as most do, costs an
-// insertion into and a deletion from a map.
+// due, so a handler that finishes within Lease/3, as most do, costs linking
+// it into a list and unlinking it.
 type heartbeat struct {
 	r     *Receiver
 	ctx   context.Context // fnCtx
@@ -33,8 +33,9 @@ type heartbeat struct {
 	leaseEnd time.Time
 
 	// Guarded by the beats' mutex.
-	due     time.Time // when the next extension is due
-	beating bool      // an extension is running
+	due        time.Time  // when the next extension is due
+	beating    bool       // an extension is running
+	prev, next *heartbeat // neighbours in the beats' list
 }
 
 // start registers the heartbeat with r's beats; the lease was taken at
@@ -88,7 +89,7 @@ type beats struct {
 	period time.Duration
 
 	mu    sync.Mutex
-	runs  map[*heartbeat]struct{}
+	first *heartbeat  // the heartbeats in flight, linked by prev and next
 	timer *time.Timer // created on first use
 	armed bool
 }
@@ -96,14 +97,18 @@ type beats struct {
 const beatChecks = 4
 
 func newBeats(period time.Duration) *beats {
-	return &beats{period: period, runs: map[*heartbeat]struct{}{}}
+	return &beats{period: period}
 }
 
 func (b *beats) add(h *heartbeat, started time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h.due = started.Add(b.period)
-	b.runs[h] = struct{}{}
+	h.prev, h.next = nil, b.first
+	if b.first != nil {
+		b.first.prev = h
+	}
+	b.first = h
 	if b.armed {
 		return
 	}
@@ -118,7 +123,16 @@ func (b *beats) add(h *heartbeat, started time.Time) {
 func (b *beats) remove(h *heartbeat) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.runs, h)
+	switch {
+	case h.prev != nil:
+		h.prev.next = h.next
+	case b.first == h:
+		b.first = h.next
+	}
+	if h.next != nil {
+		h.next.prev = h.prev
+	}
+	h.prev, h.next = nil, nil
 }
 
 // done marks h's extension as finished.
@@ -134,7 +148,7 @@ func (b *beats) check() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
-	for h := range b.runs {
+	for h := b.first; h != nil; h = h.next {
 		if h.beating || now.Before(h.due) {
 			continue
 		}
@@ -142,7 +156,7 @@ func (b *beats) check() {
 		h.due = now.Add(b.period)
 		go h.beat()
 	}
-	if len(b.runs) == 0 {
+	if b.first == nil {
 		b.armed = false
 		return
 	}
