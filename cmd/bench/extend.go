@@ -28,8 +28,11 @@ type flowSizes struct {
 func sizesFor(z bench.Size) flowSizes {
 	switch z {
 	case bench.Tiny:
+		// A retention window must hold a partition drop (create ahead,
+		// DETACH CONCURRENTLY, DROP), which takes a few hundred
+		// milliseconds on a machine busy with the race detector's tests.
 		return flowSizes{kafka: 200, broker: 100, gochannel: 200, mode: 30, requests: 200,
-			retention: retention.Options{Rows: 2_000, Window: 100 * time.Millisecond, Windows: 2}}
+			retention: retention.Options{Rows: 2_000, Window: 500 * time.Millisecond, Windows: 2}}
 	case bench.Full:
 		return flowSizes{kafka: 10_000, broker: 2_000, gochannel: 5_000, mode: 300, requests: 4_000,
 			retention: retention.Options{Rows: 300_000}}
