@@ -70,7 +70,7 @@ func TestP99RatioRunsARound(t *testing.T) {
 	defer cancel()
 	var last retention.Result
 	ratio, err := retention.P99Ratio(retention.Options{
-		URL: testenv.PostgresURL(), Rows: 2_000, Callers: 1, Window: 100 * time.Millisecond, Windows: 1,
+		URL: testenv.PostgresURL(), Rows: 2_000, Callers: 1, Window: 500 * time.Millisecond, Windows: 1,
 		Layout: postgres.LayoutPartitioned,
 	}, &last)(ctx)
 	if err != nil || ratio <= 0 {

@@ -24,7 +24,9 @@ func (b *Bench) sweepingWindow(ctx context.Context, k int, seq *atomic.Int64, re
 	done := make(chan swept)
 	start := time.Now()
 	go func() {
-		err := b.createNext(sctx)
+		// The round's context, not the window's: a window that ends
+		// first must not cut the partition's creation short.
+		err := b.createNext(ctx)
 		made := time.Since(start)
 		done <- swept{busy: made + sweepLikeRun(sctx, sweeper, b.opts.Window/4), err: err}
 	}()
