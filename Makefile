@@ -116,7 +116,9 @@ vet: ## go vet
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK = $(CURDIR)/bin/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
-lint: vet $(STATICCHECK) ## go vet and staticcheck (STATICCHECK_VERSION, installed in bin/tools); zero findings
+lint: vet $(STATICCHECK) ## gofmt, go vet and staticcheck (STATICCHECK_VERSION, installed in bin/tools); zero findings
+	@unformatted=$$(gofmt -l .); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted (run gofmt -w):"; echo "$$unformatted"; exit 1; fi
 	$(STATICCHECK) $(PKGS)
 
 $(STATICCHECK):

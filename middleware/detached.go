@@ -21,11 +21,11 @@ type detachedCtx struct {
 	d      time.Duration
 
 	mu       sync.Mutex
-	deadline time.Time // zero until first asked for
-	values context.Context // parent without its cancellation, made on first use
-	done   chan struct{}
-	timer  *time.Timer
-	err    error
+	deadline time.Time       // zero until first asked for
+	values   context.Context // parent without its cancellation, made on first use
+	done     chan struct{}
+	timer    *time.Timer
+	err      error
 }
 
 var _ context.Context = (*detachedCtx)(nil)

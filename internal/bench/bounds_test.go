@@ -14,7 +14,7 @@ func TestMemoryBoundUsesTheRoutersRounds(t *testing.T) {
 			{Contender: "none", Median: 200_000},   // 5µs a message
 			{Contender: "memory", Median: 150_000}, // measured 0.75
 			{Contender: "deduplicator", Median: 180_000},
-			{Contender: StorePairsContender, Median: 1_000_000},    // 1µs a pair
+			{Contender: StorePairsContender, Median: 1_000_000},   // 1µs a pair
 			{Contender: FingerprintsContender, Median: 4_000_000}, // 250ns a fingerprint
 		}}},
 		Verdicts: []Verdict{{Target: Target{Name: "memory-vs-none", Comparison: RouterMemory, Goal: 0.9}, Value: 0.75}},
