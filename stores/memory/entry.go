@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"container/list"
 	"time"
 
 	"github.com/onceflow/onceflow/stores"
@@ -19,12 +18,13 @@ type entry struct {
 	// expiresAt is the lease end while in progress and the end of the TTL
 	// once completed. At and after it the record reads as absent.
 	expiresAt time.Time
-	// elem is the entry's place in Store.lru; it is set if and only if the
-	// record is completed.
-	elem *list.Element
+	// done is set once the record is completed; from then on the entry is
+	// in Store.lru, between newer and older.
+	done         bool
+	newer, older *entry
 }
 
-func (e *entry) completed() bool { return e.elem != nil }
+func (e *entry) completed() bool { return e.done }
 
 func (e *entry) expired(now time.Time) bool { return !now.Before(e.expiresAt) }
 
@@ -42,7 +42,7 @@ func (s *Store) owned(key string, token stores.Token, now time.Time) (*entry, er
 
 func (s *Store) remove(e *entry) {
 	if e.completed() {
-		s.lru.Remove(e.elem)
+		s.lru.remove(e)
 	}
 	delete(s.entries, e.key)
 }
@@ -54,8 +54,8 @@ func (s *Store) makeRoom(now time.Time) bool {
 	if len(s.entries) < s.maxEntries {
 		return true
 	}
-	if back := s.lru.Back(); back != nil {
-		s.remove(back.Value.(*entry))
+	if s.lru.back != nil {
+		s.remove(s.lru.back)
 		return true
 	}
 	// No completed records: every entry is in progress. Scanning them is

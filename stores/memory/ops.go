@@ -68,7 +68,7 @@ func (s *Store) held(e *entry) stores.Claim {
 			Record:     stores.Record{Fingerprint: e.fingerprint, CreatedAt: e.createdAt},
 		}
 	}
-	s.lru.MoveToFront(e.elem)
+	s.lru.moveToFront(e)
 	return stores.Claim{
 		Status: stores.Completed,
 		Record: stores.Record{
@@ -108,7 +108,8 @@ func (s *Store) Complete(ctx context.Context, key string, token stores.Token, re
 	e.result = result
 	e.completedAt = now
 	e.expiresAt = now.Add(ttl)
-	e.elem = s.lru.PushFront(e)
+	e.done = true
+	s.lru.pushFront(e)
 	return nil
 }
 

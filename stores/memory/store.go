@@ -10,7 +10,6 @@
 package memory
 
 import (
-	"container/list"
 	"errors"
 	"sync"
 	"time"
@@ -58,7 +57,7 @@ type Store struct {
 	mu      sync.Mutex
 	closed  bool
 	entries map[string]*entry // by storage key
-	lru     *list.List        // completed entries only, most recently used first
+	lru     lru               // completed entries only, most recently used first
 	tokens  tokens
 }
 
@@ -77,7 +76,6 @@ func New(cfg Config) *Store {
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
 		entries:    make(map[string]*entry),
-		lru:        list.New(),
 		tokens:     newTokens(),
 	}
 	go s.janitor(cfg.JanitorInterval)
@@ -100,7 +98,7 @@ func (s *Store) Close() error {
 		s.mu.Lock()
 		s.closed = true
 		s.entries = nil
-		s.lru.Init()
+		s.lru = lru{}
 		s.mu.Unlock()
 		close(s.stop)
 	})
