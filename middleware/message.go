@@ -77,50 +77,66 @@ func (r *Receiver) Middleware(opts ...MessageOption) message.HandlerMiddleware {
 		opt(&o)
 	}
 	return func(h message.HandlerFunc) message.HandlerFunc {
+		m := &messageHandler{r: r, o: o, h: h}
 		return func(msg *message.Message) ([]*message.Message, error) {
-			growStack() // each message has a goroutine of its own
-			key, err := o.key(msg)
-			if err != nil {
-				return nil, fmt.Errorf("message %s: %w", msg.UUID, err)
-			}
-			outer := msg.Context()
-			defer msg.SetContext(outer) // middlewares outside retry with it
-			scope := message.HandlerNameFromCtx(outer)
-			var produced []*message.Message
-			res, err := r.Execute(outer, scope, key, o.fingerprint(msg),
-				func(ctx context.Context) ([]byte, error) {
-					msg.SetContext(ctx)
-					out, err := h(msg)
-					if err != nil {
-						return nil, err
-					}
-					if o.outbox == nil {
-						produced = out
-						if len(out) == 0 {
-							return nil, nil // the empty result: no messages to replay
-						}
-						return encodeMessages(out) // replayed on duplicates
-					}
-					// The outputs commit with the record; nothing replays them.
-					if len(out) > 0 {
-						if err := o.outbox(ctx, scope, out); err != nil {
-							return nil, fmt.Errorf("writing produced messages to the outbox: %w", err)
-						}
-					}
-					return nil, nil
-				})
+			// Each message has a goroutine of its own: grow its stack
+			// before handle's frame is on it, so there is less to copy.
+			growStack()
+			return m.handle(msg)
+		}
+	}
+}
+
+// messageHandler is the Watermill face of the receiver around one handler.
+type messageHandler struct {
+	r *Receiver
+	o messageOptions
+	h message.HandlerFunc
+}
+
+// handle runs m's handler for msg under the receiver, as Middleware says.
+func (m *messageHandler) handle(msg *message.Message) ([]*message.Message, error) {
+	r, o, h := m.r, &m.o, m.h
+	key, err := o.key(msg)
+	if err != nil {
+		return nil, fmt.Errorf("message %s: %w", msg.UUID, err)
+	}
+	outer := msg.Context()
+	defer msg.SetContext(outer) // middlewares outside retry with it
+	scope := message.HandlerNameFromCtx(outer)
+	var produced []*message.Message
+	res, err := r.Execute(outer, scope, key, o.fingerprint(msg),
+		func(ctx context.Context) ([]byte, error) {
+			msg.SetContext(ctx)
+			out, err := h(msg)
 			if err != nil {
 				return nil, err
 			}
-			if res.Outcome == OutcomeDuplicate && o.outbox == nil {
-				replay, err := decodeMessages(res.Value)
-				if err != nil {
-					return nil, fmt.Errorf("replaying key %q: %w", shown(key), err)
+			if o.outbox == nil {
+				produced = out
+				if len(out) == 0 {
+					return nil, nil // the empty result: no messages to replay
 				}
-				r.cfg.Observer.Replayed(scope, len(replay))
-				return replay, nil
+				return encodeMessages(out) // replayed on duplicates
 			}
-			return produced, nil
-		}
+			// The outputs commit with the record; nothing replays them.
+			if len(out) > 0 {
+				if err := o.outbox(ctx, scope, out); err != nil {
+					return nil, fmt.Errorf("writing produced messages to the outbox: %w", err)
+				}
+			}
+			return nil, nil
+		})
+	if err != nil {
+		return nil, err
 	}
+	if res.Outcome == OutcomeDuplicate && o.outbox == nil {
+		replay, err := decodeMessages(res.Value)
+		if err != nil {
+			return nil, fmt.Errorf("replaying key %q: %w", shown(key), err)
+		}
+		r.cfg.Observer.Replayed(scope, len(replay))
+		return replay, nil
+	}
+	return produced, nil
 }
