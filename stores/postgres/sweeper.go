@@ -209,7 +209,9 @@ func (w *Sweeper) Run(ctx context.Context) error {
 // Pass removes expired records and returns how many. In the partitioned
 // layout it creates the partitions up to PartitionsAhead past the current
 // one, then drops those whose records have all expired (see
-// DropPartitions), under one hold of the maintenance lock; otherwise see
+// DropPartitions), under one hold of the maintenance lock and from one
+// listing of the partitions: those it creates have not ended, and only a
+// partition that ended grace before now is dropped; otherwise see
 // passRows.
 func (w *Sweeper) Pass(ctx context.Context) (int64, error) {
 	if !w.store.partitioned {
@@ -217,14 +219,9 @@ func (w *Sweeper) Pass(ctx context.Context) (int64, error) {
 	}
 	var n int64
 	err := w.store.withMaintenance(ctx, true, func(conn *pgxpool.Conn, parts []Partition) error {
-		now, created, err := w.createAhead(ctx, conn, parts)
+		now, err := w.createAhead(ctx, conn, parts)
 		if err != nil {
 			return err
-		}
-		if created > 0 {
-			if parts, err = listPartitions(ctx, conn, w.store.table); err != nil {
-				return err
-			}
 		}
 		_, n, err = w.store.dropPartitions(ctx, conn, parts, now, w.grace)
 		return err
@@ -244,21 +241,21 @@ func (w *Sweeper) CreateAhead(ctx context.Context) error {
 		return nil
 	}
 	return w.store.withMaintenance(ctx, true, func(conn *pgxpool.Conn, parts []Partition) error {
-		_, _, err := w.createAhead(ctx, conn, parts)
+		_, err := w.createAhead(ctx, conn, parts)
 		return err
 	})
 }
 
 // createAhead is CreateAhead on conn, which holds the maintenance lock,
 // with parts the partitions listed under it. It returns the database's
-// time it created from and how many partitions it created.
-func (w *Sweeper) createAhead(ctx context.Context, conn *pgxpool.Conn, parts []Partition) (time.Time, int, error) {
+// time it created from.
+func (w *Sweeper) createAhead(ctx context.Context, conn *pgxpool.Conn, parts []Partition) (time.Time, error) {
 	now, err := dbNow(ctx, conn)
 	if err != nil {
-		return now, 0, err
+		return now, err
 	}
-	created, err := w.store.createPartitions(ctx, conn, parts, now, now.Add(time.Duration(w.ahead+1)*w.width), w.width)
-	return now, created, err
+	_, err = w.store.createPartitions(ctx, conn, parts, now, now.Add(time.Duration(w.ahead+1)*w.width), w.width)
+	return now, err
 }
 
 // passRows deletes expired records batch by batch, each batch resuming at the
