@@ -6,7 +6,9 @@ import (
 )
 
 // NewToken returns a fresh fencing token: 128 random bits, hex encoded.
-// Stores call it on every acquisition.
+// The Redis and PostgreSQL stores call it on every acquisition, as their
+// tokens must be unique across processes; the memory store, whose tokens
+// never leave its process, draws one for a prefix and counts from there.
 func NewToken() Token {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
