@@ -14,9 +14,24 @@ import (
 // lease in microseconds. It lets tools that drive PostgreSQL themselves, such
 // as a pgbench script, run exactly the store's claim.
 func ClaimStatement(table string) (string, error) {
+	return statement(claimSQL, table)
+}
+
+// ClaimBatchStatement returns the statement a batch of Claims runs on table
+// in the rows layout, as ClaimStatement does for one: $1 the storage keys
+// (text[], distinct), $2 their new tokens (text[]), $3 their fingerprints
+// (bytea[]) and $4 their leases in microseconds (bigint[]). It returns each
+// key's row with its token; a key was acquired when the token is the one
+// offered.
+func ClaimBatchStatement(table string) (string, error) {
+	return statement(claimBatchSQL, table)
+}
+
+// statement returns sql with table quoted in.
+func statement(sql, table string) (string, error) {
 	parts := strings.Split(table, ".")
 	if len(parts) > 2 || slices.Contains(parts, "") {
 		return "", fmt.Errorf("invalid table name %q: want name or schema.name", table)
 	}
-	return fmt.Sprintf(claimSQL, pgx.Identifier(parts).Sanitize()), nil
+	return fmt.Sprintf(sql, pgx.Identifier(parts).Sanitize()), nil
 }

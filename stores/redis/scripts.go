@@ -25,11 +25,18 @@ import "github.com/redis/go-redis/v9"
 
 // The scripts, each the prelude followed by its body.
 var (
-	claimScript    = redis.NewScript(prelude + claimLua)
+	claimScript    = redis.NewScript(ClaimScript())
 	completeScript = redis.NewScript(prelude + completeLua)
 	releaseScript  = redis.NewScript(prelude + releaseLua)
 	extendScript   = redis.NewScript(prelude + extendLua)
 )
+
+// ClaimScript returns the Lua source of the script Claim runs, with its
+// arguments: KEYS[1] the storage key (the configured prefix and the key),
+// ARGV[1] the new token, ARGV[2] the fingerprint and ARGV[3] the lease in
+// microseconds. It lets tools that drive Redis themselves, such as
+// redis-benchmark after SCRIPT LOAD, run exactly the store's claim.
+func ClaimScript() string { return prelude + claimLua }
 
 // prelude is shared by every script.
 const prelude = `
