@@ -19,6 +19,44 @@ const StorePairsContender = "store-pairs"
 // every message pays it.
 const FingerprintsContender = "fingerprints"
 
+// StoreClaimsContender is the contender of the store-call comparisons that
+// claims fresh keys and completes none (see [StoreClaims]): the store's
+// claims/s, which the moonshots hold against their references.
+const StoreClaimsContender = "store-claims"
+
+// ceilingNote returns the note that states, when the moonshot target is
+// missed, how far batching could take the claim: ceiling is the contender
+// that runs the store's own claim with its server's reference client, every
+// claim in flight in one round trip (see [RedisPipelinedContender]). When
+// even that stays under the goal, no batching of the store can reach it on
+// this machine; otherwise the gap is the store's client and how full its
+// batches run.
+func ceilingNote(target, ceiling string) Note {
+	return func(_ context.Context, rep *Report) ([]string, error) {
+		var lines []string
+		for _, v := range rep.Verdicts {
+			if v.Name != target || v.Pass {
+				continue
+			}
+			res, _ := rep.Result(v.Comparison)
+			best, ok1 := res.Median(ceiling)
+			ref, ok2 := res.Median(v.Over)
+			claims, ok3 := res.Median(v.Of)
+			if !ok1 || !ok2 || !ok3 || ref <= 0 {
+				continue
+			}
+			verdict := "out of reach on this machine: batching cannot take the claim past what its server does with it"
+			if best/ref >= v.Goal {
+				verdict = "within reach of the server; the gap is the store's client and how full its batches run"
+			}
+			lines = append(lines, fmt.Sprintf("Bound: %s: %s runs the store's own claim with every claim in flight in one round trip "+
+				"and reaches %.0f claims/s, %.3f x %s (%.0f/s), in the same rounds; the store reaches %.0f claims/s, %.3f x (goal %g): %s.",
+				v.Name, ceiling, best, best/ref, v.Over, ref, claims, v.Value, v.Goal, verdict))
+		}
+		return lines, nil
+	}
+}
+
 // memoryBound states, when memory-vs-none is missed, where a message's time
 // goes, and the most that ratio can be given what every message must cost
 // the receiver, measured in the same rounds: a message through the

@@ -32,3 +32,43 @@ func TestMemoryBoundUsesTheRoutersRounds(t *testing.T) {
 		}
 	}
 }
+
+// The ceiling note holds the reference client's batched claims against the
+// goal: under it, out of reach; over it, the gap is the store's.
+func TestCeilingNoteTellsReachFromTheBatchedReference(t *testing.T) {
+	for _, c := range []struct {
+		batched float64
+		want    string
+	}{
+		{batched: 15_000, want: "1.500 x pgbench (10000/s)"},
+		{batched: 30_000, want: "3.000 x pgbench (10000/s)"},
+	} {
+		rep := &Report{
+			Results: []Result{{Name: PostgresCalls, Samples: []Samples{
+				{Contender: "pgbench", Median: 10_000},
+				{Contender: StoreClaimsContender, Median: 12_000},
+				{Contender: PgbenchBatchedContender, Median: c.batched},
+			}}},
+			Verdicts: []Verdict{
+				{Target: Target{Name: PostgresMoonshot, Comparison: PostgresCalls, Of: StoreClaimsContender, Over: "pgbench", Goal: 2}, Value: 1.2},
+				{Target: Target{Name: "postgres-vs-pgbench", Comparison: PostgresCalls, Goal: 0.8}, Value: 0.5},
+			},
+		}
+		lines, err := ceilingNote(PostgresMoonshot, PgbenchBatchedContender)(context.Background(), rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lines) != 1 {
+			t.Fatalf("batched %v: %d lines, want one for the missed moonshot: %q", c.batched, len(lines), lines)
+		}
+		reach := "out of reach"
+		if c.batched/10_000 >= 2 {
+			reach = "within reach of the server"
+		}
+		for _, want := range []string{c.want, "the store reaches 12000 claims/s, 1.200 x (goal 2)", reach} {
+			if !strings.Contains(lines[0], want) {
+				t.Errorf("batched %v: note lacks %q:\n%s", c.batched, want, lines[0])
+			}
+		}
+	}
+}

@@ -22,6 +22,25 @@ const CallsPerPair = 2
 // key and Complete it, over and over for window, on a fresh store of backend
 // b. The rate counts both calls of each pair.
 func StoreCalls(env *Env, b Backend, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
+	return storeRate(env, b, callers, window, true)
+}
+
+// StoreClaims measures Claims/s: callers goroutines each Claim a fresh key,
+// over and over for window, on a fresh store of backend b. No Complete
+// follows, so the rate is the claim path's alone: the one operation the
+// references (SET NX, INSERT .. ON CONFLICT) run per request.
+func StoreClaims(env *Env, b Backend, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
+	return storeRate(env, b, callers, window, false)
+}
+
+// storeRate returns calls/s of callers goroutines each claiming fresh keys
+// for window, and completing each when complete is set, on a fresh store
+// of backend b. Every claim must acquire its key.
+func storeRate(env *Env, b Backend, callers int, window time.Duration, complete bool) func(ctx context.Context) (float64, error) {
+	calls := 1
+	if complete {
+		calls = CallsPerPair
+	}
 	return func(ctx context.Context) (float64, error) {
 		s, closeStore, err := env.NewStore(b)
 		if err != nil {
@@ -30,7 +49,7 @@ func StoreCalls(env *Env, b Backend, callers int, window time.Duration) func(ctx
 		defer closeStore()
 		fp := []byte("fingerprint")
 		result := []byte("result")
-		pairs, elapsed, err := spin(ctx, callers, window, func(ctx context.Context, key string) error {
+		ops, elapsed, err := spin(ctx, callers, window, func(ctx context.Context, key string) error {
 			c, err := s.Claim(ctx, key, fp, 30*time.Second)
 			if err != nil {
 				return err
@@ -38,12 +57,15 @@ func StoreCalls(env *Env, b Backend, callers int, window time.Duration) func(ctx
 			if c.Status != stores.Acquired {
 				return fmt.Errorf("claim of fresh key %q: %v", key, c.Status)
 			}
+			if !complete {
+				return nil
+			}
 			return s.Complete(ctx, key, c.Token, result, 10*time.Minute)
 		})
 		if err != nil {
 			return 0, err
 		}
-		return CallsPerPair * float64(pairs) / elapsed.Seconds(), nil
+		return float64(calls) * float64(ops) / elapsed.Seconds(), nil
 	}
 }
 
@@ -145,7 +167,7 @@ func spin(ctx context.Context, callers int, window time.Duration,
 	for range callers {
 		wg.Go(func() {
 			for !stop.Load() && ctx.Err() == nil {
-				if err := op(ctx, prefix+strconv.FormatInt(seq.Add(1), 36)); err != nil {
+				if err := op(ctx, prefix+strconv.FormatUint(spread(uint64(seq.Add(1))), 36)); err != nil {
 					errOnce.Do(func() { firstErr = err })
 					stop.Store(true)
 					return
@@ -163,6 +185,18 @@ func spin(ctx context.Context, callers int, window time.Duration,
 		return 0, 0, err
 	}
 	return ops.Load(), elapsed, nil
+}
+
+// spread maps a sequence number to a key number one to one (splitmix64's
+// finalizer, each step invertible), so consecutive operations claim keys
+// scattered over the key space as message IDs and Idempotency-Keys are,
+// not keys that each sort just after the last: in a B-tree the latter all
+// land on its rightmost page, which would flatter PostgreSQL against
+// pgbench's random keys.
+func spread(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
 
 // Fingerprints measures the receiver's default fingerprint, per second,

@@ -109,3 +109,43 @@ func TestPgbenchScriptRunsTheClaimStatement(t *testing.T) {
 		t.Errorf("script does not end its statement:\n%s", script)
 	}
 }
+
+// The batch script runs the store's batched statement over as many keys as
+// it is given, every parameter an array expression.
+func TestPgbenchBatchScriptClaimsManyKeys(t *testing.T) {
+	script, err := PgbenchBatchScript("s.idempotency_records", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`INSERT INTO "s"."idempotency_records"`, "generate_series(1, 16)", "array_fill('t' || :tok, ARRAY[16])::text[]",
+		"unnest(", `\set k random(1, 1000000000)`} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q:\n%s", want, script)
+		}
+	}
+	if strings.Contains(script, "$") {
+		t.Errorf("script keeps a parameter:\n%s", script)
+	}
+}
+
+// spread gives every sequence number its own key, out of order.
+func TestSpreadScattersDistinctKeys(t *testing.T) {
+	seen := make(map[uint64]bool)
+	ascending := 0
+	var last uint64
+	for i := uint64(1); i <= 100_000; i++ {
+		k := spread(i)
+		if seen[k] {
+			t.Fatalf("spread(%d) = %d, already given", i, k)
+		}
+		seen[k] = true
+		if k > last {
+			ascending++
+		}
+		last = k
+	}
+	// Scattered keys rise about half the time; sequential ones always.
+	if ascending < 45_000 || ascending > 55_000 {
+		t.Errorf("%d of 100000 keys sort after the one before; want about half", ascending)
+	}
+}

@@ -124,9 +124,6 @@ func (r *Report) FindingLines() []string {
 }
 
 func describe(t Target) string {
-	if t.Scale != 0 {
-		t.Of = fmt.Sprintf("%g x %s", t.Scale, t.Of)
-	}
 	switch {
 	case t.Over == "":
 		return fmt.Sprintf("%s: %s", t.Comparison, t.Of)

@@ -18,14 +18,11 @@ const (
 // Target judges the medians of one comparison. Its value is the median of
 // contender Of divided by that of Over; with Minus, Of minus Over; with Over
 // empty, Of's median itself (a count, such as round trips per message).
-// Scale, when set, multiplies Of's median first: 1/CallsPerPair turns a
-// store's calls/s into claims/s.
 type Target struct {
 	Name       string
 	Comparison string
 	Of, Over   string
 	Minus      bool
-	Scale      float64
 	Op         Op
 	Goal       float64
 }
@@ -65,9 +62,6 @@ func (t Target) Judge(results []Result) Verdict {
 	of, ok := res.Median(t.Of)
 	if !ok {
 		return v
-	}
-	if t.Scale != 0 {
-		of *= t.Scale
 	}
 	switch {
 	case t.Over == "":

@@ -41,23 +41,37 @@ func (t Tools) Check() error {
 // own rate for one unpipelined conditional write per request. Each round
 // issues about window's worth of requests at the previous round's rate.
 func RedisBenchmark(env *Env, tools Tools, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
+	return redisBenchmark(env, tools, callers, 1, window, func(context.Context) ([]string, error) {
+		return []string{"SET", env.Prefix + "rb:" + nextKeys() + "__rand_int__", "v", "NX", "EX", "60"}, nil
+	})
+}
+
+// redisBenchmark returns a contender that runs `redis-benchmark -c clients
+// -P pipeline` with the command cmd returns, on random keys (its
+// __rand_int__), and returns requests/s. A round issues about window's
+// worth of requests at the previous round's rate (a first round: a tenth of
+// window at 20k/s), and at least 100 per client, so one slow client does not
+// set the clock.
+func redisBenchmark(env *Env, tools Tools, clients, pipeline int, window time.Duration,
+	cmd func(context.Context) ([]string, error)) func(ctx context.Context) (float64, error) {
 	var rate float64 // the last round's, to size the next
 	return func(ctx context.Context) (float64, error) {
 		host, port, err := splitHostPort(env.RedisAddr)
 		if err != nil {
 			return 0, err
 		}
-		// About window's worth of requests at the last round's rate; a
-		// first round sized for a fast server's 20k/s over a tenth of it.
-		// At least 100 per client, so one slow client does not set the clock.
-		least := max(1000, 100*callers)
+		command, err := cmd(ctx)
+		if err != nil {
+			return 0, err
+		}
+		least := max(1000, 100*clients*pipeline)
 		n := max(least, int(window.Seconds()*20_000/10))
 		if rate > 0 {
 			n = max(least, int(window.Seconds()*rate))
 		}
-		key := env.Prefix + "rb:" + nextKeys() + "__rand_int__"
-		out, err := run(ctx, tools.redisBenchmark(), "-h", host, "-p", port, "-c", strconv.Itoa(callers),
-			"-n", strconv.Itoa(n), "-r", "1000000000", "--csv", "SET", key, "v", "NX", "EX", "60")
+		args := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(clients), "-P", strconv.Itoa(pipeline),
+			"-n", strconv.Itoa(n), "-r", "1000000000", "--csv"}, command...)
+		out, err := run(ctx, tools.redisBenchmark(), args...)
 		if err != nil {
 			return 0, err
 		}
@@ -101,13 +115,19 @@ func PgbenchScript(table string) (string, error) {
 // Pgbench measures transactions/s of `pgbench -n -c clients` running
 // PgbenchScript on the run's records table (schema-qualified: pgbench
 // connects to the base URL, as libpq knows no search_path): one claim
-// statement per transaction, about window's worth of them at the previous
-// round's rate (a first round: 2,000/s; at least 100 per client),
-// connection time excluded.
+// statement per transaction, connection time excluded.
 func Pgbench(env *Env, tools Tools, clients int, window time.Duration) func(ctx context.Context) (float64, error) {
+	return pgbench(env, tools, clients, window, func() (string, error) { return PgbenchScript(env.RecordsTable()) })
+}
+
+// pgbench returns a contender that runs `pgbench -n -c clients` on the
+// script script returns and reports its transactions/s: about window's worth
+// of transactions at the previous round's rate (a first round: 2,000/s),
+// and at least 100 per client.
+func pgbench(env *Env, tools Tools, clients int, window time.Duration, script func() (string, error)) func(ctx context.Context) (float64, error) {
 	var rate float64 // the last round's, to size the next
 	return func(ctx context.Context) (float64, error) {
-		script, err := PgbenchScript(env.RecordsTable())
+		text, err := script()
 		if err != nil {
 			return 0, err
 		}
@@ -116,7 +136,7 @@ func Pgbench(env *Env, tools Tools, clients int, window time.Duration) func(ctx 
 			return 0, err
 		}
 		defer func() { _ = os.Remove(f.Name()) }()
-		if _, err := f.WriteString(script); err != nil {
+		if _, err := f.WriteString(text); err != nil {
 			_ = f.Close()
 			return 0, err
 		}

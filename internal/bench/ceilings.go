@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/onceflow/onceflow/stores/postgres"
+	redisstore "github.com/onceflow/onceflow/stores/redis"
+)
+
+// The ceiling contenders: each runs a store's own claim with its server's
+// reference client, batched as fully as callers concurrent claims allow,
+// so the client costs next to nothing and every round trip carries every
+// claim in flight. Their claims/s are the most batching can bring the
+// store to on this machine.
+const (
+	RedisPipelinedContender = "redis-benchmark-pipelined"
+	PgbenchBatchedContender = "pgbench-batched"
+)
+
+// PipelinedClaims measures claims/s of `redis-benchmark -c 1 -P callers`
+// running the store's claim script (see [redisstore.ClaimScript]) on random
+// keys under the run's prefix: one connection, each pipeline carrying as
+// many claims as callers can have in flight.
+func PipelinedClaims(env *Env, tools Tools, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
+	return redisBenchmark(env, tools, 1, callers, window, func(ctx context.Context) ([]string, error) {
+		sha, err := env.Redis.ScriptLoad(ctx, redisstore.ClaimScript()).Result()
+		if err != nil {
+			return nil, fmt.Errorf("loading the claim script: %w", err)
+		}
+		key := env.Prefix + "rbp:" + nextKeys() + "__rand_int__"
+		return []string{"EVALSHA", sha, "1", key, "tok", "fingerprint", "30000000"}, nil
+	})
+}
+
+// BatchedClaims measures claims/s of `pgbench -c 1` running
+// PgbenchBatchScript on the run's records table: one connection, each
+// statement claiming as many fresh keys as clients can have in flight.
+func BatchedClaims(env *Env, tools Tools, clients int, window time.Duration) func(ctx context.Context) (float64, error) {
+	tps := pgbench(env, tools, 1, window, func() (string, error) {
+		return PgbenchBatchScript(env.RecordsTable(), clients)
+	})
+	return func(ctx context.Context) (float64, error) {
+		rate, err := tps(ctx) // each transaction claims clients keys
+		return rate * float64(clients), err
+	}
+}
+
+// PgbenchBatchScript is the pgbench script that runs the store's batched
+// claim statement (see [postgres.ClaimBatchStatement]) on table: keys
+// distinct keys per transaction, all with one random token.
+func PgbenchBatchScript(table string, keys int) (string, error) {
+	stmt, err := postgres.ClaimBatchStatement(table)
+	if err != nil {
+		return "", err
+	}
+	n := strconv.Itoa(keys)
+	stmt = strings.NewReplacer(
+		// md5 scatters a statement's keys over the index, as the
+		// single-claim script's random keys are.
+		"$1", "(SELECT array_agg('pgbench:' || md5(:k || ':' || g)) FROM generate_series(1, "+n+") AS g)",
+		"$2", "array_fill('t' || :tok, ARRAY["+n+"])",
+		"$3", `array_fill('\x01'::bytea, ARRAY[`+n+"])",
+		"$4", "array_fill(30000000::bigint, ARRAY["+n+"])",
+	).Replace(stmt)
+	return "\\set k random(1, 1000000000)\n\\set tok random(1, 1000000000)\n" +
+		strings.TrimSpace(stmt) + ";\n", nil
+}
