@@ -50,8 +50,8 @@ func RedisBenchmark(env *Env, tools Tools, callers int, window time.Duration) fu
 // -P pipeline` with the command cmd returns, on random keys (its
 // __rand_int__), and returns requests/s. A round issues about window's
 // worth of requests at the previous round's rate (a first round: a tenth of
-// window at 20k/s), and at least 100 per client, so one slow client does not
-// set the clock.
+// window at 20k/s), and at least 100 per request in flight (clients x
+// pipeline), so one slow client does not set the clock.
 func redisBenchmark(env *Env, tools Tools, clients, pipeline int, window time.Duration,
 	cmd func(context.Context) ([]string, error)) func(ctx context.Context) (float64, error) {
 	var rate float64 // the last round's, to size the next
