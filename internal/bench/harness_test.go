@@ -89,42 +89,33 @@ func TestParseReferenceOutputs(t *testing.T) {
 	}
 }
 
-// The script runs the store's own statement with every parameter bound to
-// a pgbench expression.
-func TestPgbenchScriptRunsTheClaimStatement(t *testing.T) {
-	script, err := PgbenchScript("s.idempotency_records")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`INSERT INTO "s"."idempotency_records"`, "ON CONFLICT (key) DO UPDATE", "('pgbench:' || :k)",
-		"r.token = ('t' || :tok)", `\set k random(1, 1000000000)`} {
-		if !strings.Contains(script, want) {
-			t.Errorf("script lacks %q:\n%s", want, script)
+// The scripts run the store's own statements (one claim; a batch over as
+// many keys as given) with every parameter bound to a pgbench expression.
+func TestPgbenchScriptsRunTheStoresStatements(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		script func(table string) (string, error)
+		want   []string
+	}{
+		{"claim", PgbenchScript, []string{"ON CONFLICT (key) DO UPDATE", "('pgbench:' || :k)", "r.token = ('t' || :tok)"}},
+		{"batch", func(table string) (string, error) { return PgbenchBatchScript(table, 16) },
+			[]string{"unnest(", "generate_series(1, 16)", "array_fill('t' || :tok, ARRAY[16])::text[]"}},
+	} {
+		script, err := c.script("s.idempotency_records")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if strings.Contains(script, "$") {
-		t.Errorf("script keeps a parameter:\n%s", script)
-	}
-	if !strings.HasSuffix(script, ";\n") {
-		t.Errorf("script does not end its statement:\n%s", script)
-	}
-}
-
-// The batch script runs the store's batched statement over as many keys as
-// it is given, every parameter an array expression.
-func TestPgbenchBatchScriptClaimsManyKeys(t *testing.T) {
-	script, err := PgbenchBatchScript("s.idempotency_records", 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`INSERT INTO "s"."idempotency_records"`, "generate_series(1, 16)", "array_fill('t' || :tok, ARRAY[16])::text[]",
-		"unnest(", `\set k random(1, 1000000000)`} {
-		if !strings.Contains(script, want) {
-			t.Errorf("script lacks %q:\n%s", want, script)
+		for _, want := range append(c.want, `INSERT INTO "s"."idempotency_records"`, `\set k random(1, 1000000000)`) {
+			if !strings.Contains(script, want) {
+				t.Errorf("%s script lacks %q:\n%s", c.name, want, script)
+			}
 		}
-	}
-	if strings.Contains(script, "$") {
-		t.Errorf("script keeps a parameter:\n%s", script)
+		if strings.Contains(script, "$") {
+			t.Errorf("%s script keeps a parameter:\n%s", c.name, script)
+		}
+		if !strings.HasSuffix(script, ";\n") {
+			t.Errorf("%s script does not end its statement:\n%s", c.name, script)
+		}
 	}
 }
 
