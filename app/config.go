@@ -57,9 +57,10 @@ type Config struct {
 	// StoreBatchSize caps how many concurrent Claims (and Completes) the
 	// redis and postgres stores send in one round trip: a pipeline, or one
 	// statement over arrays. A call waits for a batch only while earlier
-	// batches are in flight, and never more than the stores' batch timeout
-	// (500µs) before its batch is sent. 0 or 1 turns batching off; the
-	// postgres store never batches in DEDUP_MODE=transaction.
+	// batches are in flight, and never more than the store's batch timeout
+	// (redis 500µs, postgres 5ms) before its batch is sent. 0 or 1 turns
+	// batching off; the postgres store never batches in
+	// DEDUP_MODE=transaction.
 	StoreBatchSize int `env:"STORE_BATCH_SIZE" envDefault:"64"`
 	// PGRecordsLayout is the layout of the PostgreSQL records table: rows
 	// (expired rows deleted in batches) or partitioned (partitions by

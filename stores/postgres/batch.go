@@ -13,10 +13,15 @@ import (
 )
 
 // Defaults of the batching settings, applied when Config.BatchSize is 2 or
-// more and the setting is zero.
+// more and the setting is zero. Each statement pays a commit, so fewer,
+// fuller statements go further: two in flight, a worker lets its queue
+// refill for a moment before the next, and a call waits for a worker
+// unless a statement ahead of it is stuck (on a row an open transaction
+// holds, say) for longer than a batched statement takes under load.
 const (
-	DefaultBatchWorkers = 4
-	DefaultBatchTimeout = 500 * time.Microsecond
+	DefaultBatchWorkers = 2
+	DefaultBatchTimeout = 5 * time.Millisecond
+	DefaultBatchLinger  = 200 * time.Microsecond
 )
 
 // claimBatchSQL claims many distinct keys in one statement: claimSQL over
@@ -59,8 +64,7 @@ type batchers struct {
 	complete *batch.Batcher[completeReq, struct{}]
 }
 
-func newBatchers(s *Store, cfg Config) *batchers {
-	bc := batch.Config{MaxSize: cfg.BatchSize, Workers: cfg.BatchWorkers, Timeout: cfg.BatchTimeout}
+func newBatchers(s *Store, bc batch.Config) *batchers {
 	return &batchers{
 		claim:    batch.New(s.claimBatch, bc),
 		complete: batch.New(s.completeBatch, bc),

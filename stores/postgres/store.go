@@ -47,6 +47,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/internal/batch"
 )
 
 // DefaultTable is the records table the migrations create.
@@ -80,7 +81,9 @@ type Config struct {
 	// one key never share a statement, they run one after the other. A
 	// call runs at once, alone, while fewer than BatchWorkers batches are
 	// in flight, so an idle store adds no wait; otherwise it joins the next
-	// batch and waits at most BatchTimeout before that batch is sent.
+	// batch and waits at most BatchTimeout before that batch is sent. Under
+	// load a worker lets its queue fill back to its last batch's size for
+	// up to BatchLinger before sending.
 	// Batching applies only to a Store on a *pgxpool.Pool, never to one
 	// made by With. The caveat: a batch waits as a whole on a row that an
 	// open transaction holds (an exactly-once claim in flight), so keys in
@@ -92,6 +95,10 @@ type Config struct {
 	// BatchTimeout bounds how long a call waits to be sent. Default
 	// DefaultBatchTimeout.
 	BatchTimeout time.Duration
+	// BatchLinger is how long a worker under load waits for its next
+	// batch to fill back to its last one's size. Default
+	// DefaultBatchLinger.
+	BatchLinger time.Duration
 
 	// Layout is the layout of Table, as migrations created it. Default
 	// LayoutRows. CheckLayout compares it with the table's.
@@ -134,8 +141,9 @@ func New(db Querier, cfg Config) (*Store, error) {
 	if len(parts) > 2 || slices.Contains(parts, "") {
 		return nil, fmt.Errorf("invalid table name %q: want name or schema.name", table)
 	}
-	if cfg.BatchSize < 0 || cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 {
-		return nil, fmt.Errorf("negative batch setting: size %d, workers %d, timeout %v", cfg.BatchSize, cfg.BatchWorkers, cfg.BatchTimeout)
+	if cfg.BatchSize < 0 || cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 || cfg.BatchLinger < 0 {
+		return nil, fmt.Errorf("negative batch setting: size %d, workers %d, timeout %v, linger %v",
+			cfg.BatchSize, cfg.BatchWorkers, cfg.BatchTimeout, cfg.BatchLinger)
 	}
 	quoted := pgx.Identifier(parts).Sanitize()
 	s := &Store{db: db, table: quoted, name: table}
@@ -151,14 +159,10 @@ func New(db Querier, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("unknown layout %q: use %s or %s", cfg.Layout, LayoutRows, LayoutPartitioned)
 	}
 	if pool, ok := db.(*pgxpool.Pool); ok && cfg.BatchSize > 1 {
-		if cfg.BatchWorkers == 0 {
-			cfg.BatchWorkers = DefaultBatchWorkers
-		}
-		if cfg.BatchTimeout == 0 {
-			cfg.BatchTimeout = DefaultBatchTimeout
-		}
 		s.pool = pool
-		s.batch = newBatchers(s, cfg)
+		s.batch = newBatchers(s, batch.Config{
+			MaxSize: cfg.BatchSize, Workers: cfg.BatchWorkers, Timeout: cfg.BatchTimeout, Linger: cfg.BatchLinger,
+		}.Or(batch.Config{Workers: DefaultBatchWorkers, Timeout: DefaultBatchTimeout, Linger: DefaultBatchLinger}))
 	}
 	return s, nil
 }

@@ -28,8 +28,7 @@ type batchers struct {
 	claim, complete *batch.Batcher[evalReq, any]
 }
 
-func newBatchers(s *Store, cfg Config) *batchers {
-	bc := batch.Config{MaxSize: cfg.BatchSize, Workers: cfg.BatchWorkers, Timeout: cfg.BatchTimeout}
+func newBatchers(s *Store, bc batch.Config) *batchers {
 	return &batchers{
 		claim:    batch.New(s.pipelined("claim", claimScript), bc),
 		complete: batch.New(s.pipelined("complete", completeScript), bc),

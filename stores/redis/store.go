@@ -43,6 +43,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/internal/batch"
 )
 
 // DefaultKeyPrefix is the key prefix used when Config.KeyPrefix is empty.
@@ -85,6 +86,11 @@ type Config struct {
 	// BatchTimeout bounds how long a call waits to be sent. Default
 	// DefaultBatchTimeout.
 	BatchTimeout time.Duration
+	// BatchLinger is how long a worker under load waits for its next
+	// batch to fill back to its last one's size. Zero (the default) sends
+	// at once: a pipeline's round trip is short enough that waiting costs
+	// more than the fuller batch saves.
+	BatchLinger time.Duration
 }
 
 // Store keeps idempotency records in Redis. It is safe for concurrent use by
@@ -111,8 +117,8 @@ func New(client redis.UniversalClient, cfg Config) *Store {
 	if cfg.WaitReplicas < 0 || cfg.WaitTimeout < 0 {
 		panic("redisstore: New called with a negative WaitReplicas or WaitTimeout")
 	}
-	if cfg.BatchSize < 0 || cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 {
-		panic("redisstore: New called with a negative BatchSize, BatchWorkers or BatchTimeout")
+	if cfg.BatchSize < 0 || cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 || cfg.BatchLinger < 0 {
+		panic("redisstore: New called with a negative BatchSize, BatchWorkers, BatchTimeout or BatchLinger")
 	}
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = DefaultKeyPrefix
@@ -122,13 +128,9 @@ func New(client redis.UniversalClient, cfg Config) *Store {
 	}
 	s := &Store{client: client, prefix: cfg.KeyPrefix, waitReplicas: cfg.WaitReplicas, waitTimeout: cfg.WaitTimeout}
 	if cfg.BatchSize > 1 {
-		if cfg.BatchWorkers == 0 {
-			cfg.BatchWorkers = DefaultBatchWorkers
-		}
-		if cfg.BatchTimeout == 0 {
-			cfg.BatchTimeout = DefaultBatchTimeout
-		}
-		s.batch = newBatchers(s, cfg)
+		s.batch = newBatchers(s, batch.Config{
+			MaxSize: cfg.BatchSize, Workers: cfg.BatchWorkers, Timeout: cfg.BatchTimeout, Linger: cfg.BatchLinger,
+		}.Or(batch.Config{Workers: DefaultBatchWorkers, Timeout: DefaultBatchTimeout}))
 	}
 	return s
 }

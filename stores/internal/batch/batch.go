@@ -1,5 +1,6 @@
 // Package batch coalesces concurrent calls into batches: natural batching,
-// where a batch never waits to fill up.
+// where batches grow with the load, and a batch under load waits a bounded
+// moment to fill back up.
 //
 // A call that arrives while fewer than Config.Workers batches are in flight
 // runs at once, alone, on the caller's goroutine: an idle or lightly loaded
@@ -8,10 +9,19 @@
 // Config.MaxSize queued calls as the next batch. Batches therefore grow with
 // the load and stay at one call without it.
 //
+// Under load, the callers of a batch that just finished come straight back
+// with their next calls, a moment after the worker has taken whatever was
+// queued: left alone, batches alternate between a few calls and the rest.
+// With Config.Linger set, a worker whose queue holds fewer calls than its
+// last batch carried waits up to Linger for it to fill back to that size,
+// then sends what it has, or, if nothing came, stops. A worker whose last
+// batch was one call never waits.
+//
 // The wait a call adds is the time it spends queued: at most the duration
-// of the batch in flight ahead of it, and never more than Config.Timeout
-// (when set) before its batch is sent, because a call still queued after
-// Timeout starts an extra worker that sends the queue at once.
+// of the batch in flight ahead of it plus Linger, and never more than
+// Config.Timeout (when set) before its batch is sent, because a call still
+// queued after Timeout starts an extra worker, which has no last batch to
+// fill back to and so sends the queue at once.
 package batch
 
 import (
@@ -48,6 +58,27 @@ type Config struct {
 	// it, the call starts an extra worker that sends the queue. Zero lets
 	// calls wait for a worker to finish.
 	Timeout time.Duration
+	// Linger, when positive, is how long a worker waits for its queue to
+	// fill back to the size of its last batch before sending it. Zero
+	// sends whatever is queued at once.
+	Linger time.Duration
+}
+
+// Or returns c with each zero setting taken from def.
+func (c Config) Or(def Config) Config {
+	if c.MaxSize == 0 {
+		c.MaxSize = def.MaxSize
+	}
+	if c.Workers == 0 {
+		c.Workers = def.Workers
+	}
+	if c.Timeout == 0 {
+		c.Timeout = def.Timeout
+	}
+	if c.Linger == 0 {
+		c.Linger = def.Linger
+	}
+	return c
 }
 
 // Batcher coalesces concurrent calls of one Func. It is safe for concurrent
@@ -60,6 +91,9 @@ type Batcher[Req, Resp any] struct {
 	mu      sync.Mutex
 	queue   []*call[Req, Resp]
 	running int // batches in flight, inline ones included
+	// queued is told, without blocking, each time a call queues, so a
+	// lingering worker looks at the queue again.
+	queued chan struct{}
 }
 
 // call states.
@@ -81,7 +115,7 @@ type call[Req, Resp any] struct {
 func New[Req, Resp any](fn Func[Req, Resp], cfg Config) *Batcher[Req, Resp] {
 	cfg.MaxSize = max(cfg.MaxSize, 1)
 	cfg.Workers = max(cfg.Workers, 1)
-	return &Batcher[Req, Resp]{fn: fn, cfg: cfg}
+	return &Batcher[Req, Resp]{fn: fn, cfg: cfg, queued: make(chan struct{}, 1)}
 }
 
 // Do runs req in a batch and returns its outcome.
@@ -106,6 +140,10 @@ func (b *Batcher[Req, Resp]) Do(ctx context.Context, req Req) (Resp, error) {
 	b.queue = append(b.queue, c)
 	b.spawnLocked(false)
 	b.mu.Unlock()
+	select {
+	case b.queued <- struct{}{}:
+	default:
+	}
 	return b.wait(ctx, c)
 }
 
@@ -162,14 +200,20 @@ func (b *Batcher[Req, Resp]) wait(ctx context.Context, c *call[Req, Resp]) (Resp
 	}
 }
 
-// work sends batches from the queue until it is empty.
+// work sends batches from the queue until it is empty, letting the queue
+// fill back to its last batch's size (see Config.Linger) before each batch
+// after the first.
 func (b *Batcher[Req, Resp]) work() {
 	var (
 		calls []*call[Req, Resp]
 		reqs  []Req
 		res   []Result[Resp]
+		last  int // how many calls the last batch took from the queue
 	)
 	for {
+		if b.cfg.Linger > 0 && last > 1 {
+			b.fill(last)
+		}
 		b.mu.Lock()
 		if len(b.queue) == 0 {
 			b.running--
@@ -177,6 +221,7 @@ func (b *Batcher[Req, Resp]) work() {
 			return
 		}
 		n := min(len(b.queue), b.cfg.MaxSize)
+		last = n
 		calls = append(calls[:0], b.queue[:n]...)
 		clear(b.queue[:n])
 		b.queue = b.queue[n:]
@@ -205,6 +250,31 @@ func (b *Batcher[Req, Resp]) work() {
 			close(c.done)
 		}
 		clear(calls)
+	}
+}
+
+// fill waits until the queue holds want calls or Linger has passed. It
+// waits on an empty queue too: the callers of a batch that took the whole
+// queue are on their way back.
+func (b *Batcher[Req, Resp]) fill(want int) {
+	var expired <-chan time.Time
+	for {
+		b.mu.Lock()
+		n := len(b.queue)
+		b.mu.Unlock()
+		if n >= want {
+			return
+		}
+		if expired == nil {
+			t := time.NewTimer(b.cfg.Linger)
+			defer t.Stop()
+			expired = t.C
+		}
+		select {
+		case <-b.queued:
+		case <-expired:
+			return
+		}
 	}
 }
 

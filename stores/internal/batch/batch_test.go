@@ -273,3 +273,79 @@ func TestBatchKeepsArrivalOrder(t *testing.T) {
 		t.Fatalf("batches %v, want the queued calls in arrival order", r.batches)
 	}
 }
+
+// lingering returns a one-worker batcher whose worker has just sent a batch
+// of four queued calls and so lingers for four more, with the recorder of
+// its batches.
+func lingering(t *testing.T, cfg batch.Config) (*batch.Batcher[int, int], *recorder) {
+	t.Helper()
+	r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
+	cfg.MaxSize, cfg.Workers = 100, 1
+	b := batch.New(r.run, cfg)
+	if _, errs := queueBehind(t, b, r, 4, func(int) context.Context { return context.Background() }); errors.Join(errs...) != nil {
+		t.Fatal(errors.Join(errs...))
+	}
+	if s := r.sizes(); fmt.Sprint(s) != "[1 4]" {
+		t.Fatalf("batch sizes %v, want [1 4]", s)
+	}
+	return b, r
+}
+
+// Calls that trickle in while the worker lingers go as one batch of the
+// last batch's size, not one by one.
+func TestLingerFillsTheNextBatchBackToTheLastSize(t *testing.T) {
+	b, r := lingering(t, batch.Config{Linger: time.Minute})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			if _, err := b.Do(context.Background(), i); err != nil {
+				t.Error(err)
+			}
+		})
+		time.Sleep(10 * time.Millisecond)
+	}
+	wg.Wait()
+	if s := r.sizes(); fmt.Sprint(s) != "[1 4 4]" {
+		t.Fatalf("batch sizes %v, want [1 4 4]: the trickle in one batch", s)
+	}
+}
+
+// A lingering worker sends what it has once Linger passes.
+func TestLingerEndsAfterLinger(t *testing.T) {
+	const linger = 50 * time.Millisecond
+	b, r := lingering(t, batch.Config{Linger: linger})
+	start := time.Now()
+	if _, err := b.Do(context.Background(), 7); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("a lone call waited %v with Linger %v", waited, linger)
+	}
+	if s := r.sizes(); fmt.Sprint(s) != "[1 4 1]" {
+		t.Fatalf("batch sizes %v, want [1 4 1]", s)
+	}
+}
+
+// Timeout bounds the linger too: a call queued past it starts a worker that
+// sends at once.
+func TestTimeoutCutsALingerShort(t *testing.T) {
+	b, _ := lingering(t, batch.Config{Linger: time.Hour, Timeout: 5 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() { _, err := b.Do(context.Background(), 7); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a queued call waited out the linger although its timeout passed")
+	}
+}
+
+func TestConfigOrFillsOnlyZeroSettings(t *testing.T) {
+	got := batch.Config{MaxSize: 8, Timeout: time.Second}.Or(batch.Config{MaxSize: 64, Workers: 2, Timeout: time.Millisecond, Linger: time.Microsecond})
+	want := batch.Config{MaxSize: 8, Workers: 2, Timeout: time.Second, Linger: time.Microsecond}
+	if got != want {
+		t.Fatalf("Or = %+v, want %+v", got, want)
+	}
+}
