@@ -190,6 +190,13 @@ func TestTimeoutStartsAnExtraWorker(t *testing.T) {
 	<-started
 	// The only worker stays blocked: the queued call is sent only if its
 	// timeout starts an extra worker.
+	answeredSoon(t, b, "a queued call was not sent although its timeout passed")
+}
+
+// answeredSoon fails the test unless a call is answered, without error,
+// within seconds.
+func answeredSoon(t *testing.T, b *batch.Batcher[int, int], failure string) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { _, err := b.Do(context.Background(), 7); done <- err }()
 	select {
@@ -198,7 +205,7 @@ func TestTimeoutStartsAnExtraWorker(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("a queued call was not sent although its timeout passed")
+		t.Fatal(failure)
 	}
 }
 
@@ -330,16 +337,7 @@ func TestLingerEndsAfterLinger(t *testing.T) {
 // sends at once.
 func TestTimeoutCutsALingerShort(t *testing.T) {
 	b, _ := lingering(t, batch.Config{Linger: time.Hour, Timeout: 5 * time.Millisecond})
-	done := make(chan error, 1)
-	go func() { _, err := b.Do(context.Background(), 7); done <- err }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a queued call waited out the linger although its timeout passed")
-	}
+	answeredSoon(t, b, "a queued call waited out the linger although its timeout passed")
 }
 
 func TestConfigOrFillsOnlyZeroSettings(t *testing.T) {
