@@ -91,7 +91,7 @@ load: build ## load the service on :8080 (make run; compose stack: LOAD_TRANSPOR
 	DATABASE_URL="$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}" \
 		./bin/onceflow load --transport $(LOAD_TRANSPORT) $(LOAD_ARGS)
 
-# make bench: the published run. BENCH_SIZE=short takes about a minute.
+# make bench: the published run. BENCH_SIZE=short runs fewer, shorter rounds.
 BENCH_SIZE ?= full
 
 bench: bench-tools ## onceflow side by side with redis-benchmark, pgbench and its peers; writes docs/PERFORMANCE.md and prints TARGET lines

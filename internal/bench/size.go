@@ -10,7 +10,7 @@ import (
 type Size string
 
 // The sizes. Tiny only checks that every comparison runs and every target is
-// judged (its figures are noise); short takes about a minute; full is the
+// judged (its figures are noise); short runs fewer, shorter rounds; full is the
 // published run, a few minutes.
 const (
 	Tiny  Size = "tiny"
