@@ -29,9 +29,18 @@ func ClaimBatchStatement(table string) (string, error) {
 
 // statement returns sql with table quoted in.
 func statement(sql, table string) (string, error) {
+	quoted, err := quoteTable(table)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf(sql, quoted), nil
+}
+
+// quoteTable quotes table, "name" or "schema.name", as an identifier.
+func quoteTable(table string) (string, error) {
 	parts := strings.Split(table, ".")
 	if len(parts) > 2 || slices.Contains(parts, "") {
 		return "", fmt.Errorf("invalid table name %q: want name or schema.name", table)
 	}
-	return fmt.Sprintf(sql, pgx.Identifier(parts).Sanitize()), nil
+	return pgx.Identifier(parts).Sanitize(), nil
 }

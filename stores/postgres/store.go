@@ -38,8 +38,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -137,15 +135,14 @@ func New(db Querier, cfg Config) (*Store, error) {
 	if table == "" {
 		table = DefaultTable
 	}
-	parts := strings.Split(table, ".")
-	if len(parts) > 2 || slices.Contains(parts, "") {
-		return nil, fmt.Errorf("invalid table name %q: want name or schema.name", table)
+	quoted, err := quoteTable(table)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.BatchSize < 0 || cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 || cfg.BatchLinger < 0 {
 		return nil, fmt.Errorf("negative batch setting: size %d, workers %d, timeout %v, linger %v",
 			cfg.BatchSize, cfg.BatchWorkers, cfg.BatchTimeout, cfg.BatchLinger)
 	}
-	quoted := pgx.Identifier(parts).Sanitize()
 	s := &Store{db: db, table: quoted, name: table}
 	switch cfg.Layout {
 	case "", LayoutRows:
