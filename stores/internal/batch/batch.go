@@ -92,7 +92,7 @@ type Batcher[Req, Resp any] struct {
 	queue   []*call[Req, Resp]
 	running int // batches in flight, inline ones included
 	// queued is told, without blocking, each time a call queues, so a
-	// lingering worker looks at the queue again.
+	// lingering worker looks at the queue again; nil without Linger.
 	queued chan struct{}
 }
 
@@ -115,7 +115,11 @@ type call[Req, Resp any] struct {
 func New[Req, Resp any](fn Func[Req, Resp], cfg Config) *Batcher[Req, Resp] {
 	cfg.MaxSize = max(cfg.MaxSize, 1)
 	cfg.Workers = max(cfg.Workers, 1)
-	return &Batcher[Req, Resp]{fn: fn, cfg: cfg, queued: make(chan struct{}, 1)}
+	b := &Batcher[Req, Resp]{fn: fn, cfg: cfg}
+	if cfg.Linger > 0 {
+		b.queued = make(chan struct{}, 1)
+	}
+	return b
 }
 
 // Do runs req in a batch and returns its outcome.
@@ -140,9 +144,11 @@ func (b *Batcher[Req, Resp]) Do(ctx context.Context, req Req) (Resp, error) {
 	b.queue = append(b.queue, c)
 	b.spawnLocked(false)
 	b.mu.Unlock()
-	select {
-	case b.queued <- struct{}{}:
-	default:
+	if b.queued != nil {
+		select {
+		case b.queued <- struct{}{}:
+		default:
+		}
 	}
 	return b.wait(ctx, c)
 }
