@@ -18,13 +18,13 @@ type entry struct {
 	// expiresAt is the lease end while in progress and the end of the TTL
 	// once completed. At and after it the record reads as absent.
 	expiresAt time.Time
-	// done is set once the record is completed; from then on the entry is
-	// in Store.lru, between newer and older.
-	done         bool
+	// newer and older place a completed entry in Store.lru.
 	newer, older *entry
 }
 
-func (e *entry) completed() bool { return e.done }
+// completed reports whether the record is completed; from then on the
+// entry is in Store.lru.
+func (e *entry) completed() bool { return !e.completedAt.IsZero() }
 
 func (e *entry) expired(now time.Time) bool { return !now.Before(e.expiresAt) }
 

@@ -108,7 +108,6 @@ func (s *Store) Complete(ctx context.Context, key string, token stores.Token, re
 	e.result = result
 	e.completedAt = now
 	e.expiresAt = now.Add(ttl)
-	e.done = true
 	s.lru.pushFront(e)
 	return nil
 }
