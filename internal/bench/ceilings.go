@@ -58,14 +58,12 @@ func PgbenchBatchScript(table string, keys int) (string, error) {
 		return "", err
 	}
 	n := strconv.Itoa(keys)
-	stmt = strings.NewReplacer(
+	return pgbenchScript(stmt, strings.NewReplacer(
 		// md5 scatters a statement's keys over the index, as the
 		// single-claim script's random keys are.
 		"$1", "(SELECT array_agg('pgbench:' || md5(:k || ':' || g)) FROM generate_series(1, "+n+") AS g)",
 		"$2", "array_fill('t' || :tok, ARRAY["+n+"])",
 		"$3", `array_fill('\x01'::bytea, ARRAY[`+n+"])",
 		"$4", "array_fill(30000000::bigint, ARRAY["+n+"])",
-	).Replace(stmt)
-	return "\\set k random(1, 1000000000)\n\\set tok random(1, 1000000000)\n" +
-		strings.TrimSpace(stmt) + ";\n", nil
+	)), nil
 }

@@ -101,15 +101,21 @@ func PgbenchScript(table string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	stmt = strings.NewReplacer(
+	return pgbenchScript(stmt, strings.NewReplacer(
 		"$1", "('pgbench:' || :k)",
 		"$2", "('t' || :tok)",
 		"$3", `'\x01'::bytea`,
 		"$4", "30000000",
-	).Replace(stmt)
+	)), nil
+}
+
+// pgbenchScript is a script of one transaction running stmt with its
+// parameters bound by params to pgbench expressions, which may use :k and
+// :tok, each drawn at random per transaction.
+func pgbenchScript(stmt string, params *strings.Replacer) string {
 	// pgbench reads a statement up to its terminating semicolon.
 	return "\\set k random(1, 1000000000)\n\\set tok random(1, 1000000000)\n" +
-		strings.TrimSpace(stmt) + ";\n", nil
+		strings.TrimSpace(params.Replace(stmt)) + ";\n"
 }
 
 // Pgbench measures transactions/s of `pgbench -n -c clients` running
