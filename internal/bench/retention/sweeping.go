@@ -80,10 +80,8 @@ func (b *Bench) createNext(ctx context.Context) error {
 		return errors.New("creating the next partition: the records table has none")
 	}
 	last := parts[len(parts)-1].To
-	if _, err := b.store.CreatePartitions(ctx, last, last.Add(fillWidth), fillWidth); err != nil {
-		return err
-	}
-	return nil
+	_, err = b.store.CreatePartitions(ctx, last, last.Add(fillWidth), fillWidth)
+	return err
 }
 
 // swept is what the sweeping side of a window reports: how long its passes
