@@ -27,7 +27,7 @@ const StoreClaimsContender = "store-claims"
 // ceilingNote returns the note that states, when the moonshot target is
 // missed, how far batching could take the claim: ceiling is the contender
 // that runs the store's own claim with its server's reference client, every
-// claim in flight in one round trip (see [RedisPipelinedContender]). When
+// claim in flight in one round trip (see [RedisBatchedContender]). When
 // even that stays under the goal, no batching of the store can reach it on
 // this machine; otherwise the gap is the store's client and how full its
 // batches run.

@@ -17,23 +17,36 @@ import (
 // claim in flight. Their claims/s are the most batching can bring the
 // store to on this machine.
 const (
-	RedisPipelinedContender = "redis-benchmark-pipelined"
+	RedisBatchedContender   = "redis-benchmark-batched"
 	PgbenchBatchedContender = "pgbench-batched"
 )
 
-// PipelinedClaims measures claims/s of `redis-benchmark -c 1 -P callers`
-// running the store's claim script (see [redisstore.ClaimScript]) on random
-// keys under the run's prefix: one connection, each pipeline carrying as
-// many claims as callers can have in flight.
-func PipelinedClaims(env *Env, tools Tools, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
-	return redisBenchmark(env, tools, 1, callers, window, func(ctx context.Context) ([]string, error) {
-		sha, err := env.Redis.ScriptLoad(ctx, redisstore.ClaimScript()).Result()
+// ScriptedClaims measures claims/s of `redis-benchmark -c 1` running the
+// store's batch claim script (see [redisstore.ClaimBatchScript]) on callers
+// random keys under the run's prefix per call: one connection, each call
+// claiming as many keys as callers can have in flight.
+func ScriptedClaims(env *Env, tools Tools, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
+	calls := redisBenchmark(env, tools, 1, 1, window, func(ctx context.Context) ([]string, error) {
+		sha, err := env.Redis.ScriptLoad(ctx, redisstore.ClaimBatchScript()).Result()
 		if err != nil {
-			return nil, fmt.Errorf("loading the claim script: %w", err)
+			return nil, fmt.Errorf("loading the batch claim script: %w", err)
 		}
-		key := env.Prefix + "rbp:" + nextKeys() + "__rand_int__"
-		return []string{"EVALSHA", sha, "1", key, "tok", "fingerprint", "30000000"}, nil
+		// redis-benchmark puts a random number of its own in place of
+		// each __rand_int__.
+		key := env.Prefix + "rbb:" + nextKeys() + "__rand_int__"
+		cmd := []string{"EVALSHA", sha, strconv.Itoa(callers)}
+		for range callers {
+			cmd = append(cmd, key)
+		}
+		for range callers {
+			cmd = append(cmd, "tok", "fingerprint", "30000000")
+		}
+		return cmd, nil
 	})
+	return func(ctx context.Context) (float64, error) {
+		rate, err := calls(ctx) // each call claims callers keys
+		return rate * float64(callers), err
+	}
 }
 
 // BatchedClaims measures claims/s of `pgbench -c 1` running

@@ -86,12 +86,12 @@ func NewPlan(z Size, deps Deps) *Plan {
 		{"store-plain", StoreCalls(env, RedisPlain, RedisCallers, p.Window)},
 		{"redis-benchmark", RedisBenchmark(env, tools, RedisCallers, p.Window)},
 		{StoreClaimsContender, StoreClaims(env, Redis, RedisCallers, p.Window)},
-		{RedisPipelinedContender, PipelinedClaims(env, tools, RedisCallers, p.Window)},
+		{RedisBatchedContender, ScriptedClaims(env, tools, RedisCallers, p.Window)},
 	}},
 		Target{Name: "redis-vs-redis-benchmark", Of: "store", Over: "redis-benchmark", Op: AtLeast, Goal: 0.8},
 		Target{Name: RedisMoonshot, Of: StoreClaimsContender, Over: "redis-benchmark", Op: AtLeast, Goal: 1},
 	)
-	plan.Notes = append(plan.Notes, ceilingNote(RedisMoonshot, RedisPipelinedContender))
+	plan.Notes = append(plan.Notes, ceilingNote(RedisMoonshot, RedisBatchedContender))
 
 	plan.Add(Comparison{Name: RedisCallsOne, Unit: "calls/s", Contenders: []Contender{
 		{"store", StoreCalls(env, Redis, 1, p.Window)},

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,12 +13,13 @@ import (
 // Defaults of the batching settings, applied when Config.BatchSize is 2 or
 // more and the setting is zero.
 const (
-	DefaultBatchWorkers = 4
+	DefaultBatchWorkers = 2
 	DefaultBatchTimeout = 500 * time.Microsecond
+	DefaultBatchLinger  = 200 * time.Microsecond
 )
 
-// evalReq is one script run of a batch: the storage key and the script's
-// arguments.
+// evalReq is one call of a batch: the storage key and the script's three
+// arguments for it.
 type evalReq struct {
 	key  string
 	args []any
@@ -30,45 +32,86 @@ type batchers struct {
 
 func newBatchers(s *Store, bc batch.Config) *batchers {
 	return &batchers{
-		claim:    batch.New(s.pipelined("claim", claimScript), bc),
-		complete: batch.New(s.pipelined("complete", completeScript), bc),
+		claim:    batch.New(s.batched("claim", claimScript, claimAllScript), bc),
+		complete: batch.New(s.batched("complete", completeScript, completeAllScript), bc),
 	}
 }
 
-// pipelined returns the batch function of script: a batch of one runs as an
-// unbatched call does; a larger one is one pipeline of EVALSHA, and the
-// calls the server answered NOSCRIPT are sent again with EVAL in a second
-// pipeline. On a Cluster, go-redis splits a pipeline by the node that owns
-// each key's slot, sends the parts concurrently and follows MOVED and ASK
-// per command; each node runs its part in order, so two calls on one key
-// run one after the other, as unbatched calls would.
-func (s *Store) pipelined(op string, script *redis.Script) batch.Func[evalReq, any] {
+// batched returns the batch function of an operation whose script for one
+// key is one and for every key of a batch is all. A batch of one runs as an
+// unbatched call does. A larger one on a single server is one run of all:
+// one command, which the server runs as one script instead of one per call.
+// On a Cluster or a Ring, whose keys live on several servers, it is one
+// pipeline of one script per call (see pipelined).
+//
+// Either way each call keeps its own reply or error, and calls on one key
+// run in the batch's order, as unbatched calls would one after the other.
+func (s *Store) batched(op string, one, all *redis.Script) batch.Func[evalReq, any] {
 	return func(ctx context.Context, reqs []evalReq, res []batch.Result[any]) {
-		if len(reqs) == 1 {
-			res[0].Resp, res[0].Err = s.run(ctx, op, script, reqs[0].key, reqs[0].args...)
-			return
+		switch {
+		case len(reqs) == 1:
+			res[0].Resp, res[0].Err = s.run(ctx, op, one, reqs[0].key, reqs[0].args...)
+		case s.oneServer:
+			s.runAll(ctx, op, all, reqs, res)
+		default:
+			s.pipelined(ctx, op, one, reqs, res)
 		}
-		cmds := s.evalAll(ctx, reqs, nil, script.EvalSha)
-		var retry []int
-		for i, c := range cmds {
-			if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-				retry = append(retry, i)
-			}
+	}
+}
+
+// runAll runs script once over every request's key and arguments and
+// spreads its reply, one element per request, over res.
+func (s *Store) runAll(ctx context.Context, op string, script *redis.Script, reqs []evalReq, res []batch.Result[any]) {
+	keys := make([]string, len(reqs))
+	args := make([]any, 0, len(reqs)*len(reqs[0].args))
+	for i, r := range reqs {
+		keys[i] = s.prefix + r.key
+		args = append(args, r.args...)
+	}
+	reply, err := s.eval(ctx, op, script, keys, args...)
+	replies, ok := reply.([]any)
+	if err == nil && (!ok || len(replies) != len(reqs)) {
+		err = fmt.Errorf("unexpected reply %#v to a batch of %d", reply, len(reqs))
+	}
+	for i := range res {
+		if err != nil {
+			res[i].Err = err
+			continue
 		}
-		if len(retry) > 0 {
-			again := s.evalAll(ctx, reqs, retry, script.Eval)
-			for j, i := range retry {
-				cmds[i] = again[j]
-			}
+		if e, ok := replies[i].(redis.Error); ok {
+			res[i].Err = failed(ctx, op, e)
+			continue
 		}
-		for i, c := range cmds {
-			reply, err := c.Result()
-			if err != nil {
-				res[i].Err = failed(ctx, op, err)
-				continue
-			}
-			res[i].Resp = reply
+		res[i].Resp = replies[i]
+	}
+}
+
+// pipelined sends the requests as one pipeline of EVALSHA, and the calls
+// the server answered NOSCRIPT again with EVAL in a second pipeline. On a
+// Cluster, go-redis splits a pipeline by the node that owns each key's
+// slot, sends the parts concurrently and follows MOVED and ASK per command;
+// each node runs its part in order.
+func (s *Store) pipelined(ctx context.Context, op string, script *redis.Script, reqs []evalReq, res []batch.Result[any]) {
+	cmds := s.evalAll(ctx, reqs, nil, script.EvalSha)
+	var retry []int
+	for i, c := range cmds {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			retry = append(retry, i)
 		}
+	}
+	if len(retry) > 0 {
+		again := s.evalAll(ctx, reqs, retry, script.Eval)
+		for j, i := range retry {
+			cmds[i] = again[j]
+		}
+	}
+	for i, c := range cmds {
+		reply, err := c.Result()
+		if err != nil {
+			res[i].Err = failed(ctx, op, err)
+			continue
+		}
+		res[i].Resp = reply
 	}
 }
 

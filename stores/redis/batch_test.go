@@ -100,3 +100,44 @@ func TestBatchedCallsOfAnUnreachableServerAreUnavailable(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestBatchedCallFailsAlone races claims on a single server whose scripts
+// were flushed, in batches one script runs whole, with one key holding a
+// string instead of a record: that key's claim fails as unavailable, and
+// every other claim of its batch acquires its key.
+func TestBatchedCallFailsAlone(t *testing.T) {
+	c := testenv.Redis(t)
+	ctx := testCtx(t)
+	prefix := testenv.KeyPrefix(t)
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, prefix+"bad", "not a record", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var rt redismeter.Meter
+	c.AddHook(&rt)
+	s := redisstore.New(c, redisstore.Config{KeyPrefix: prefix, BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Second})
+	const keys = 40
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Go(func() {
+			key := fmt.Sprint("k", i)
+			if i == keys/2 {
+				key = "bad"
+			}
+			cl, err := s.Claim(ctx, key, []byte("fp"), time.Minute)
+			var ue *stores.UnavailableError
+			switch {
+			case key == "bad" && !errors.As(err, &ue):
+				t.Errorf("claim of the string key: %v, want an UnavailableError", err)
+			case key != "bad" && (err != nil || cl.Status != stores.Acquired):
+				t.Errorf("claim of %s = %v, %v; want acquired", key, cl.Status, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := rt.RoundTrips(); n >= keys/2 {
+		t.Fatalf("%d claims took %d round trips, want fewer than half", keys, n)
+	}
+}

@@ -9,31 +9,40 @@ import (
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
 
-// The exported claim script is the store's: a key it claims is held when
-// the store is asked for it, and a second run finds it held.
-func TestClaimScriptClaimsForTheStore(t *testing.T) {
+// The exported batch claim script is the store's: the keys it claims are
+// held when the store is asked for them, each with its own fingerprint, and
+// a second run finds them held.
+func TestClaimBatchScriptClaimsForTheStore(t *testing.T) {
 	client := testenv.Redis(t)
 	prefix := testenv.KeyPrefix(t)
 	s := redisstore.New(client, redisstore.Config{KeyPrefix: prefix})
 	run := func() []any {
 		t.Helper()
-		reply, err := client.Eval(t.Context(), redisstore.ClaimScript(), []string{prefix + "k"}, "tok", "fp", 30_000_000).Slice()
+		reply, err := client.Eval(t.Context(), redisstore.ClaimBatchScript(), []string{prefix + "a", prefix + "b"},
+			"tok-a", "fp-a", 30_000_000, "tok-b", "fp-b", 30_000_000).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(reply) != 2 {
+			t.Fatalf("reply %v, want one per key", reply)
+		}
 		return reply
 	}
-	if got := run(); got[0] != "acquired" {
-		t.Fatalf("first run = %v, want acquired", got)
+	for i, r := range run() {
+		if r.([]any)[0] != "acquired" {
+			t.Fatalf("first run, key %d = %v, want acquired", i, r)
+		}
 	}
-	if got := run(); got[0] != "in_progress" {
-		t.Errorf("second run = %v, want in_progress", got)
+	for i, r := range run() {
+		if r.([]any)[0] != "in_progress" {
+			t.Errorf("second run, key %d = %v, want in_progress", i, r)
+		}
 	}
-	c, err := s.Claim(t.Context(), "k", []byte("fp"), time.Minute)
+	c, err := s.Claim(t.Context(), "b", []byte("fp"), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Status != stores.InProgress || string(c.Record.Fingerprint) != "fp" {
-		t.Errorf("Claim after the script = %v with fingerprint %q, want in progress with %q", c.Status, c.Record.Fingerprint, "fp")
+	if c.Status != stores.InProgress || string(c.Record.Fingerprint) != "fp-b" {
+		t.Errorf("Claim after the script = %v with fingerprint %q, want in progress with %q", c.Status, c.Record.Fingerprint, "fp-b")
 	}
 }

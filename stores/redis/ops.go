@@ -102,7 +102,13 @@ func (s *Store) run(ctx context.Context, op string, script *redis.Script, k stri
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	reply, err := script.Run(ctx, s.client, []string{s.prefix + k}, args...).Result()
+	return s.eval(ctx, op, script, []string{s.prefix + k}, args...)
+}
+
+// eval runs script on the storage keys, with EVALSHA and, if the server
+// does not know the script, EVAL, and translates driver errors (see failed).
+func (s *Store) eval(ctx context.Context, op string, script *redis.Script, keys []string, args ...any) (any, error) {
+	reply, err := script.Run(ctx, s.client, keys, args...).Result()
 	if err == nil {
 		return reply, nil
 	}

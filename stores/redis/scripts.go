@@ -23,20 +23,33 @@ import "github.com/redis/go-redis/v9"
 // behind. The scripts still compare the stored end with the clock, so that
 // the answer never depends on when Redis happens to evict the key.
 
-// The scripts, each the prelude followed by its body.
+// The scripts, each the prelude followed by its body. Claim and Complete
+// each have two: one for a call alone, the only kind a Cluster runs, and,
+// for a batch on one server, one that runs the same function on every key
+// of the batch.
 var (
-	claimScript    = redis.NewScript(ClaimScript())
-	completeScript = redis.NewScript(prelude + completeLua)
-	releaseScript  = redis.NewScript(prelude + releaseLua)
-	extendScript   = redis.NewScript(prelude + extendLua)
+	claimScript       = redis.NewScript(claimOneLua)
+	completeScript    = redis.NewScript(completeOneLua)
+	claimAllScript    = redis.NewScript(ClaimBatchScript())
+	completeAllScript = redis.NewScript(prelude + completeLua + eachLua + `return each(complete)`)
+	releaseScript     = redis.NewScript(prelude + releaseLua)
+	extendScript      = redis.NewScript(prelude + extendLua)
 )
 
-// ClaimScript returns the Lua source of the script Claim runs, with its
-// arguments: KEYS[1] the storage key (the configured prefix and the key),
-// ARGV[1] the new token, ARGV[2] the fingerprint and ARGV[3] the lease in
-// microseconds. It lets tools that drive Redis themselves, such as
-// redis-benchmark after SCRIPT LOAD, run exactly the store's claim.
-func ClaimScript() string { return prelude + claimLua }
+// The one-key scripts of Claim and Complete.
+const (
+	claimOneLua    = prelude + claimLua + `return claim(KEYS[1], ARGV[1], ARGV[2], ARGV[3])`
+	completeOneLua = prelude + completeLua + `return complete(KEYS[1], ARGV[1], ARGV[2], ARGV[3])`
+)
+
+// ClaimBatchScript returns the Lua source of the script a batch of Claims
+// runs on one server: KEYS are the storage keys (the configured prefix and
+// the key), and ARGV holds three arguments per key, in the keys' order: the
+// new token, the fingerprint and the lease in microseconds. The reply holds
+// one claim reply per key, or that key's error. It lets tools that drive
+// Redis themselves, such as redis-benchmark after SCRIPT LOAD, run exactly
+// the store's batched claim.
+func ClaimBatchScript() string { return prelude + claimLua + eachLua + `return each(claim)` }
 
 // prelude is shared by every script.
 const prelude = `
@@ -49,79 +62,104 @@ local function int(n)
   return string.format('%d', n)
 end
 
--- expire_at makes the key vanish at or just after until_us.
-local function expire_at(until_us)
-  redis.call('PEXPIREAT', KEYS[1], int(math.ceil(until_us / 1000)))
+-- expire_at makes key vanish at or just after until_us.
+local function expire_at(key, until_us)
+  redis.call('PEXPIREAT', key, int(math.ceil(until_us / 1000)))
 end
 
--- owned reports whether token holds a live lease on the key.
-local function owned(token)
-  local r = redis.call('HMGET', KEYS[1], 'state', 'token', 'lease_until')
+-- owned reports whether token holds a live lease on key.
+local function owned(key, token)
+  local r = redis.call('HMGET', key, 'state', 'token', 'lease_until')
   return r[1] == 'in_progress' and r[2] == token and tonumber(r[3]) > now
 end
 `
 
-// claimLua takes the key for a new owner unless it is held or completed.
+// eachLua runs a function of a key and three arguments on every key, with
+// that key's three arguments, and replies with the replies in the keys'
+// order. A call that fails puts its error in its place and the others go
+// on, so that a batch's calls succeed and fail one by one, as they would
+// alone.
+const eachLua = `
+local function each(fn)
+  local out = {}
+  for i, key in ipairs(KEYS) do
+    local ok, reply = pcall(fn, key, ARGV[3*i-2], ARGV[3*i-1], ARGV[3*i])
+    if ok or type(reply) == 'table' then
+      out[i] = reply -- a reply, or the error reply redis.call raised
+    else
+      out[i] = redis.error_reply(tostring(reply))
+    end
+  end
+  return out
+end
+`
+
+// claimLua takes key for a new owner unless it is held or completed. An
+// ended record is replaced whole.
 //
-// ARGV: token (used only if acquired), fingerprint, lease in µs.
+// Arguments: token (used only if acquired), fingerprint, lease in µs.
 // Returns one of
 //
 //	{"acquired", created_at, lease_until}
 //	{"in_progress", fingerprint, created_at, lease_until}
 //	{"completed", fingerprint, result, created_at, completed_at, expires_at}
 const claimLua = `
-local r = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'result',
-  'created_at', 'lease_until', 'completed_at', 'expires_at')
-local state = r[1]
+local function claim(key, token, fingerprint, lease)
+  local r = redis.call('HMGET', key, 'state', 'fingerprint', 'result',
+    'created_at', 'lease_until', 'completed_at', 'expires_at')
+  local state = r[1]
 
--- A completed record answers every claim until it expires.
-if state == 'completed' and tonumber(r[7]) > now then
-  return {'completed', r[2], r[3], tonumber(r[4]), tonumber(r[6]), tonumber(r[7])}
+  -- A completed record answers every claim until it expires.
+  if state == 'completed' and tonumber(r[7]) > now then
+    return {'completed', r[2], r[3], tonumber(r[4]), tonumber(r[6]), tonumber(r[7])}
+  end
+
+  -- A live lease belongs to someone else.
+  if state == 'in_progress' and tonumber(r[5]) > now then
+    return {'in_progress', r[2], tonumber(r[4]), tonumber(r[5])}
+  end
+
+  -- Absent, or ended but not yet evicted: start a fresh record for the
+  -- new owner. DEL drops the fields of an ended record.
+  local lease_until = now + tonumber(lease)
+  redis.call('DEL', key)
+  redis.call('HSET', key,
+    'state', 'in_progress',
+    'token', token,
+    'fingerprint', fingerprint,
+    'created_at', int(now),
+    'lease_until', int(lease_until))
+  expire_at(key, lease_until)
+  return {'acquired', now, lease_until}
 end
-
--- A live lease belongs to someone else.
-if state == 'in_progress' and tonumber(r[5]) > now then
-  return {'in_progress', r[2], tonumber(r[4]), tonumber(r[5])}
-end
-
--- Absent, or ended but not yet evicted: start a fresh record for the new
--- owner. DEL drops the fields of an ended record.
-local lease_until = now + tonumber(ARGV[3])
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1],
-  'state', 'in_progress',
-  'token', ARGV[1],
-  'fingerprint', ARGV[2],
-  'created_at', int(now),
-  'lease_until', int(lease_until))
-expire_at(lease_until)
-return {'acquired', now, lease_until}
 `
 
-// completeLua stores the result if the token still owns the key.
+// completeLua stores the result if token still owns key.
 //
-// ARGV: token, result, ttl in µs. Returns 1, or 0 if the token does not own
-// the key (so the caller reports [stores.ErrLeaseLost]).
+// Arguments: token, result, ttl in µs. Returns 1, or 0 if the token does
+// not own the key (so the caller reports [stores.ErrLeaseLost]).
 const completeLua = `
-if not owned(ARGV[1]) then
-  return 0
+local function complete(key, token, result, ttl)
+  if not owned(key, token) then
+    return 0
+  end
+  local expires_at = now + tonumber(ttl)
+  redis.call('HDEL', key, 'lease_until')
+  redis.call('HSET', key,
+    'state', 'completed',
+    'result', result,
+    'completed_at', int(now),
+    'expires_at', int(expires_at))
+  expire_at(key, expires_at)
+  return 1
 end
-local expires_at = now + tonumber(ARGV[3])
-redis.call('HDEL', KEYS[1], 'lease_until')
-redis.call('HSET', KEYS[1],
-  'state', 'completed',
-  'result', ARGV[2],
-  'completed_at', int(now),
-  'expires_at', int(expires_at))
-expire_at(expires_at)
-return 1
 `
 
 // releaseLua deletes the record if the token still owns the key.
 //
 // ARGV: token. Returns 1, or 0 if the token does not own the key.
 const releaseLua = `
-if not owned(ARGV[1]) then
+if not owned(KEYS[1], ARGV[1]) then
   return 0
 end
 redis.call('DEL', KEYS[1])
@@ -134,11 +172,11 @@ return 1
 // ARGV: token, lease in µs. Returns the new lease end, or 0 if the token
 // does not own the key.
 const extendLua = `
-if not owned(ARGV[1]) then
+if not owned(KEYS[1], ARGV[1]) then
   return 0
 end
 local lease_until = now + tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'lease_until', int(lease_until))
-expire_at(lease_until)
+expire_at(KEYS[1], lease_until)
 return lease_until
 `

@@ -17,9 +17,11 @@
 //     absent and the next Claim takes it over with a new token.
 //
 // With Config.BatchSize set, concurrent Claims, and concurrent Completes,
-// share a round trip: their scripts go out in one pipeline (see
-// Config.BatchSize). Each script still runs alone and atomically on its one
-// key, so the points above hold call by call.
+// share a round trip (see Config.BatchSize): on a single server one script
+// runs the batch's calls one after the other, each on its own key with its
+// own reply or error; on a Cluster their one-key scripts go out in one
+// pipeline per node. Either way each call is atomic on its key, so the
+// points above hold call by call.
 //
 // Scripts run with EVALSHA and fall back to EVAL when the server does not
 // know them (after a restart, a failover or SCRIPT FLUSH). Because they read
@@ -70,15 +72,16 @@ type Config struct {
 	WaitTimeout time.Duration
 
 	// BatchSize, when 2 or more, coalesces concurrent Claims, and
-	// concurrent Completes, into pipelines of at most that many scripts:
-	// one round trip for the lot (on a Cluster, one per node, sent
-	// concurrently). 0 or 1 (the default) sends each call alone. Every
-	// call keeps its own script, reply and error, so the contract holds
-	// call by call. A call runs at once, alone, while fewer than
-	// BatchWorkers batches are in flight, so an idle store adds no wait;
-	// otherwise it joins the next batch, and waits at most BatchTimeout
-	// before that batch is sent. Complete with WaitReplicas set is never
-	// batched.
+	// concurrent Completes, into batches of at most that many calls, each
+	// one round trip: on a single server one script that runs every call
+	// of the batch in turn; on a Cluster (or a Ring) a pipeline of one
+	// script per call, one per node, sent concurrently. 0 or 1 (the
+	// default) sends each call alone. Every call keeps its own reply and
+	// error, so the contract holds call by call. A call runs at once,
+	// alone, while fewer than BatchWorkers batches are in flight, so an
+	// idle store adds no wait; otherwise it joins the next batch, and
+	// waits at most BatchTimeout before that batch is sent. Complete with
+	// WaitReplicas set is never batched.
 	BatchSize int
 	// BatchWorkers is how many batches may be in flight at once. Default
 	// DefaultBatchWorkers.
@@ -87,9 +90,9 @@ type Config struct {
 	// DefaultBatchTimeout.
 	BatchTimeout time.Duration
 	// BatchLinger is how long a worker under load waits for its next
-	// batch to fill back to its last one's size. Zero (the default) sends
-	// at once: a pipeline's round trip is short enough that waiting costs
-	// more than the fuller batch saves.
+	// batch to fill back to its last one's size. Default
+	// DefaultBatchLinger: a fuller batch saves a round trip's work on the
+	// client and on the server.
 	BatchLinger time.Duration
 }
 
@@ -103,6 +106,9 @@ type Store struct {
 	waitReplicas int
 	waitTimeout  time.Duration
 	batch        *batchers // nil when batching is off
+	// oneServer is set when client is a *redis.Client, which sends every
+	// key to one server, so that one script can run a batch's keys.
+	oneServer bool
 }
 
 var _ stores.Store = (*Store)(nil)
@@ -127,10 +133,11 @@ func New(client redis.UniversalClient, cfg Config) *Store {
 		cfg.WaitTimeout = DefaultWaitTimeout
 	}
 	s := &Store{client: client, prefix: cfg.KeyPrefix, waitReplicas: cfg.WaitReplicas, waitTimeout: cfg.WaitTimeout}
+	_, s.oneServer = client.(*redis.Client)
 	if cfg.BatchSize > 1 {
 		s.batch = newBatchers(s, batch.Config{
 			MaxSize: cfg.BatchSize, Workers: cfg.BatchWorkers, Timeout: cfg.BatchTimeout, Linger: cfg.BatchLinger,
-		}.Or(batch.Config{Workers: DefaultBatchWorkers, Timeout: DefaultBatchTimeout}))
+		}.Or(batch.Config{Workers: DefaultBatchWorkers, Timeout: DefaultBatchTimeout, Linger: DefaultBatchLinger}))
 	}
 	return s
 }
