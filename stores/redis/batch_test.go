@@ -120,8 +120,10 @@ func TestBatchedCallFailsAlone(t *testing.T) {
 	s := redisstore.New(c, redisstore.Config{KeyPrefix: prefix, BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Second})
 	const keys = 40
 	var wg sync.WaitGroup
+	start := make(chan struct{}) // every claim queued at once, not as its goroutine starts
 	for i := range keys {
 		wg.Go(func() {
+			<-start
 			key := fmt.Sprint("k", i)
 			if i == keys/2 {
 				key = "bad"
@@ -136,6 +138,7 @@ func TestBatchedCallFailsAlone(t *testing.T) {
 			}
 		})
 	}
+	close(start)
 	wg.Wait()
 	if n := rt.RoundTrips(); n >= keys/2 {
 		t.Fatalf("%d claims took %d round trips, want fewer than half", keys, n)
