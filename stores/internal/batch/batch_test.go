@@ -23,14 +23,16 @@ type recorder struct {
 	once    sync.Once
 }
 
+// run records the batch as it starts, so that the batches read in the order
+// they were sent, then holds the first one until gate is closed.
 func (r *recorder) run(ctx context.Context, reqs []int, res []batch.Result[int]) {
+	r.mu.Lock()
+	r.batches = append(r.batches, append([]int(nil), reqs...))
+	r.mu.Unlock()
 	r.once.Do(func() {
 		close(r.started)
 		<-r.gate
 	})
-	r.mu.Lock()
-	r.batches = append(r.batches, append([]int(nil), reqs...))
-	r.mu.Unlock()
 	for i, q := range reqs {
 		if r.failOdd && q%2 == 1 {
 			res[i].Err = fmt.Errorf("request %d failed", q)
@@ -336,7 +338,7 @@ func TestLingerEndsAfterLinger(t *testing.T) {
 // Timeout bounds the linger too: a call queued past it starts a worker that
 // sends at once.
 func TestTimeoutCutsALingerShort(t *testing.T) {
-	b, _ := lingering(t, batch.Config{Linger: time.Hour, Timeout: 5 * time.Millisecond})
+	b, _ := lingering(t, batch.Config{Linger: time.Hour, Timeout: 20 * time.Millisecond})
 	answeredSoon(t, b, "a queued call waited out the linger although its timeout passed")
 }
 
