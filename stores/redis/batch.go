@@ -39,19 +39,21 @@ func newBatchers(s *Store, bc batch.Config) *batchers {
 
 // batched returns the batch function of an operation whose script for one
 // key is one and for every key of a batch is all. A batch of one runs as an
-// unbatched call does. A larger one on a single server is one run of all:
-// one command, which the server runs as one script instead of one per call.
-// On a Cluster or a Ring, whose keys live on several servers, it is one
+// unbatched call does. A larger one on a single server (a *redis.Client,
+// which sends every key to one server) is one run of all: one command,
+// which the server runs as one script instead of one per call. On a
+// Cluster or a Ring, whose keys live on several servers, it is one
 // pipeline of one script per call (see pipelined).
 //
 // Either way each call keeps its own reply or error, and calls on one key
 // run in the batch's order, as unbatched calls would one after the other.
 func (s *Store) batched(op string, one, all *redis.Script) batch.Func[evalReq, any] {
+	_, oneServer := s.client.(*redis.Client)
 	return func(ctx context.Context, reqs []evalReq, res []batch.Result[any]) {
 		switch {
 		case len(reqs) == 1:
 			res[0].Resp, res[0].Err = s.run(ctx, op, one, reqs[0].key, reqs[0].args...)
-		case s.oneServer:
+		case oneServer:
 			s.runAll(ctx, op, all, reqs, res)
 		default:
 			s.pipelined(ctx, op, one, reqs, res)

@@ -106,9 +106,6 @@ type Store struct {
 	waitReplicas int
 	waitTimeout  time.Duration
 	batch        *batchers // nil when batching is off
-	// oneServer is set when client is a *redis.Client, which sends every
-	// key to one server, so that one script can run a batch's keys.
-	oneServer bool
 }
 
 var _ stores.Store = (*Store)(nil)
@@ -133,7 +130,6 @@ func New(client redis.UniversalClient, cfg Config) *Store {
 		cfg.WaitTimeout = DefaultWaitTimeout
 	}
 	s := &Store{client: client, prefix: cfg.KeyPrefix, waitReplicas: cfg.WaitReplicas, waitTimeout: cfg.WaitTimeout}
-	_, s.oneServer = client.(*redis.Client)
 	if cfg.BatchSize > 1 {
 		s.batch = newBatchers(s, batch.Config{
 			MaxSize: cfg.BatchSize, Workers: cfg.BatchWorkers, Timeout: cfg.BatchTimeout, Linger: cfg.BatchLinger,
