@@ -26,7 +26,7 @@ const (
 // random keys under the run's prefix per call: one connection, each call
 // claiming as many keys as callers can have in flight.
 func ScriptedClaims(env *Env, tools Tools, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
-	calls := redisBenchmark(env, tools, 1, 1, window, func(ctx context.Context) ([]string, error) {
+	return keysPerCall(callers, redisBenchmark(env, tools, 1, window, func(ctx context.Context) ([]string, error) {
 		sha, err := env.Redis.ScriptLoad(ctx, redisstore.ClaimBatchScript()).Result()
 		if err != nil {
 			return nil, fmt.Errorf("loading the batch claim script: %w", err)
@@ -42,23 +42,24 @@ func ScriptedClaims(env *Env, tools Tools, callers int, window time.Duration) fu
 			cmd = append(cmd, "tok", "fingerprint", "30000000")
 		}
 		return cmd, nil
-	})
-	return func(ctx context.Context) (float64, error) {
-		rate, err := calls(ctx) // each call claims callers keys
-		return rate * float64(callers), err
-	}
+	}))
 }
 
 // BatchedClaims measures claims/s of `pgbench -c 1` running
 // PgbenchBatchScript on the run's records table: one connection, each
 // statement claiming as many fresh keys as clients can have in flight.
 func BatchedClaims(env *Env, tools Tools, clients int, window time.Duration) func(ctx context.Context) (float64, error) {
-	tps := pgbench(env, tools, 1, window, func() (string, error) {
+	return keysPerCall(clients, pgbench(env, tools, 1, window, func() (string, error) {
 		return PgbenchBatchScript(env.RecordsTable(), clients)
-	})
+	}))
+}
+
+// keysPerCall turns the calls/s that calls measures into claims/s, each
+// call claiming keys keys.
+func keysPerCall(keys int, calls func(ctx context.Context) (float64, error)) func(ctx context.Context) (float64, error) {
 	return func(ctx context.Context) (float64, error) {
-		rate, err := tps(ctx) // each transaction claims clients keys
-		return rate * float64(clients), err
+		rate, err := calls(ctx)
+		return rate * float64(keys), err
 	}
 }
 

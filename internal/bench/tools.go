@@ -41,18 +41,17 @@ func (t Tools) Check() error {
 // own rate for one unpipelined conditional write per request. Each round
 // issues about window's worth of requests at the previous round's rate.
 func RedisBenchmark(env *Env, tools Tools, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
-	return redisBenchmark(env, tools, callers, 1, window, func(context.Context) ([]string, error) {
+	return redisBenchmark(env, tools, callers, window, func(context.Context) ([]string, error) {
 		return []string{"SET", env.Prefix + "rb:" + nextKeys() + "__rand_int__", "v", "NX", "EX", "60"}, nil
 	})
 }
 
-// redisBenchmark returns a contender that runs `redis-benchmark -c clients
-// -P pipeline` with the command cmd returns, on random keys (its
-// __rand_int__), and returns requests/s. A round issues about window's
-// worth of requests at the previous round's rate (a first round: a tenth of
-// window at 20k/s), and at least 100 per request in flight (clients x
-// pipeline), so one slow client does not set the clock.
-func redisBenchmark(env *Env, tools Tools, clients, pipeline int, window time.Duration,
+// redisBenchmark returns a contender that runs `redis-benchmark -c clients`
+// with the command cmd returns, on random keys (its __rand_int__), and
+// returns requests/s. A round issues about window's worth of requests at
+// the previous round's rate (a first round: a tenth of window at 20k/s),
+// and at least 100 per client, so one slow client does not set the clock.
+func redisBenchmark(env *Env, tools Tools, clients int, window time.Duration,
 	cmd func(context.Context) ([]string, error)) func(ctx context.Context) (float64, error) {
 	var rate float64 // the last round's, to size the next
 	return func(ctx context.Context) (float64, error) {
@@ -64,12 +63,12 @@ func redisBenchmark(env *Env, tools Tools, clients, pipeline int, window time.Du
 		if err != nil {
 			return 0, err
 		}
-		least := max(1000, 100*clients*pipeline)
+		least := max(1000, 100*clients)
 		n := max(least, int(window.Seconds()*20_000/10))
 		if rate > 0 {
 			n = max(least, int(window.Seconds()*rate))
 		}
-		args := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(clients), "-P", strconv.Itoa(pipeline),
+		args := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(clients),
 			"-n", strconv.Itoa(n), "-r", "1000000000", "--csv"}, command...)
 		out, err := run(ctx, tools.redisBenchmark(), args...)
 		if err != nil {
