@@ -56,11 +56,11 @@ type Config struct {
 	RedisWaitTimeout time.Duration `env:"REDIS_WAIT_TIMEOUT" envDefault:"1s"`
 	// StoreBatchSize caps how many concurrent Claims (and Completes) the
 	// redis and postgres stores send in one round trip: one script (a
-	// pipeline on a Cluster), or one statement over arrays. A call waits for a batch only while earlier
-	// batches are in flight, and never more than the store's batch timeout
-	// (redis 500µs, postgres 5ms) before its batch is sent. 0 or 1 turns
-	// batching off; the postgres store never batches in
-	// DEDUP_MODE=transaction.
+	// pipeline on a Cluster), or one statement over arrays. A call waits
+	// for a batch only while earlier batches are in flight, and never more
+	// than the store's batch timeout (redis 500µs, postgres 5ms) before its
+	// batch is sent. 0 or 1 turns batching off; the postgres store never
+	// batches in DEDUP_MODE=transaction.
 	StoreBatchSize int `env:"STORE_BATCH_SIZE" envDefault:"64"`
 	// PGRecordsLayout is the layout of the PostgreSQL records table: rows
 	// (expired rows deleted in batches) or partitioned (partitions by
