@@ -41,10 +41,19 @@ func TestRunDrainsEveryFilledRecord(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			// A batch small enough that the rows layout's sweeping windows
-			// cannot finish the backlog, so the drain has work too.
+			// cannot finish the backlog, so the drain has work too. A
+			// partitioned sweeping window must hold a whole pass (create
+			// the next partition; DETACH ... CONCURRENTLY, which waits out
+			// every claim in flight; DROP), which on a loaded machine
+			// takes longer than the rows layout's short windows: the
+			// window's end cancels a pass still running.
+			window := 300 * time.Millisecond
+			if layout == postgres.LayoutPartitioned {
+				window = time.Second
+			}
 			res, err := retention.Run(ctx, retention.Options{
 				URL: testenv.PostgresURL(), Rows: rows, Callers: 2,
-				Window: 300 * time.Millisecond, Windows: 2, Batch: 50, Pause: 5 * time.Millisecond, Layout: layout,
+				Window: window, Windows: 2, Batch: 50, Pause: 5 * time.Millisecond, Layout: layout,
 			})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
