@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/bench"
 	"github.com/onceflow/onceflow/internal/bench/retention"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
@@ -60,5 +61,41 @@ func TestEveryPairJudgesOnlyAFigureOverEveryWindow(t *testing.T) {
 	failed := errors.New("round failed")
 	if _, err := everyPair(func(context.Context) (float64, error) { return 0, failed }, &last)(context.Background()); !errors.Is(err, failed) {
 		t.Errorf("failed round: error %v, want its own", err)
+	}
+}
+
+func TestRetentionNoteBoundsAMissByTheChurnWindows(t *testing.T) {
+	part := &retention.Result{Options: retention.Options{Rows: 300_000, Windows: 5, Layout: postgres.LayoutPartitioned},
+		P99Ratio: 1.25, Pairs: 5, ChurnP99Ratio: 1.22, ChurnRatios: []float64{1.3, 1.22, 1.1, 1.25, 1.2}}
+	results := map[postgres.Layout]*retention.Result{postgres.LayoutRows: {}, postgres.LayoutPartitioned: part}
+	missed := &bench.Report{Verdicts: []bench.Verdict{{
+		Target: bench.Target{Name: retentionTarget, Op: bench.AtMost, Goal: 1.2}, Value: 1.25, Pass: false,
+	}}}
+	note := func(rep *bench.Report) string {
+		t.Helper()
+		lines, err := retentionNote(results)(context.Background(), rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	text := note(missed)
+	for _, want := range []string{
+		"remove no record slow claim p99 1.220x (median over 5 churn windows of the same round",
+		"against 1.250x for the sweeping windows",
+		"Bound: retention-claim-p99: the partition changes alone measure 1.220x against the goal 1.2 (measured 1.250): out of reach at this pace",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("note lacks %q:\n%s", want, text)
+		}
+	}
+
+	part.ChurnP99Ratio = 1.05
+	if text := note(missed); !strings.Contains(text, "measure 1.050x against the goal 1.2 (measured 1.250): within reach of the partition changes") {
+		t.Errorf("churn under the goal: note does not say the rest is the removal's:\n%s", text)
+	}
+	missed.Verdicts[0].Pass = true
+	if text := note(missed); strings.Contains(text, "Bound:") || !strings.Contains(text, "slow claim p99 1.050x") {
+		t.Errorf("target met: want the churn figure and no bound:\n%s", text)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/postgres"
 )
 
 // Leases and TTLs of the measured claims: long enough that the sweeper never
@@ -28,7 +29,10 @@ const (
 // Each sweeping window is held against the idle windows on either side of
 // it, their claims pooled: claims slow down over a round as the table
 // grows, and an idle window on one side only would charge that drift to
-// retention.
+// retention. With Options.Churn, in the partitioned layout, each sweeping
+// window's idle neighbour is followed by a churn window and another idle
+// window, and each churn window is held against its neighbours the same
+// way.
 func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	res := Result{Options: b.opts}
 	var idle, sweeping []time.Duration
@@ -45,6 +49,7 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 		return res, err
 	}
 	idle = append(idle, prev...)
+	res.IdleWindows = 1
 	for k := range b.opts.Windows {
 		lat, err := b.sweepingWindow(ctx, k, &seq, &res)
 		if err != nil {
@@ -63,6 +68,7 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 			return res, err
 		}
 		idle = append(idle, next...)
+		res.IdleWindows++
 		// A pair counts only if retention removed records in its
 		// sweeping window: one with nothing to remove says nothing
 		// about its cost.
@@ -70,10 +76,27 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 			res.Ratios = append(res.Ratios, float64(p99(lat))/float64(ref))
 		}
 		prev = next
+		if !b.opts.Churn || b.opts.Layout != postgres.LayoutPartitioned {
+			continue
+		}
+		churn, err := b.churnWindow(ctx, &seq)
+		if err != nil {
+			return res, err
+		}
+		if next, err = b.claimWindow(ctx, &seq); err != nil {
+			return res, err
+		}
+		idle = append(idle, next...)
+		res.IdleWindows++
+		if ref := p99(slices.Concat(prev, next)); ref > 0 {
+			res.ChurnRatios = append(res.ChurnRatios, float64(p99(churn))/float64(ref))
+		}
+		prev = next
 	}
 	res.IdleClaims, res.SweepClaims = len(idle), len(sweeping)
 	res.IdleP99, res.SweepP99 = p99(idle), p99(sweeping)
 	res.P99Ratio, res.Pairs = median(res.Ratios), len(res.Ratios)
+	res.ChurnP99Ratio = median(res.ChurnRatios)
 	res.SweptUnderLoad = before - left
 
 	start := time.Now()

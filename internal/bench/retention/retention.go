@@ -51,6 +51,13 @@ type Options struct {
 	// pause.
 	Batch int
 	Pause time.Duration
+	// Churn adds, in the partitioned layout, a churn window and an idle
+	// window after each sweeping window's idle one: the churn window
+	// changes the partitions as a sweeping window does (see churnWindow)
+	// but removes no record, so its ratio tells the cost of the partition
+	// changes from that of removing records. The rows layout has no
+	// partitions to change and ignores it.
+	Churn bool
 	// Layout is the records table's layout. Default postgres.LayoutRows.
 	// In the partitioned layout the fill's records spread over Windows
 	// partitions of postgres.DefaultPartitionWidth, whose records all
@@ -115,6 +122,14 @@ type Result struct {
 	P99Ratio float64
 	Pairs    int
 	Ratios   []float64
+	// ChurnP99Ratio is P99Ratio's figure for the churn windows (see
+	// Options.Churn), each against the idle windows either side of it:
+	// the median of ChurnRatios, one per churn window. Zero without them.
+	ChurnP99Ratio float64
+	ChurnRatios   []float64
+	// IdleWindows is how many idle windows the round ran: Windows+1, and
+	// one more per churn window.
+	IdleWindows int
 	// SweptUnderLoad is how many records the sweeper removed during the
 	// sweeping windows, which lasted SweepTime in all; SweepBusy is the
 	// part of it spent in passes that removed records and, in the
@@ -134,13 +149,12 @@ type Result struct {
 
 // ClaimsRatio is the claims per sweeping window over the claims per idle
 // window: the claim throughput while sweeping relative to idle, the windows
-// being of equal length and the idle ones one more.
+// being of equal length.
 func (r Result) ClaimsRatio() float64 {
-	if r.IdleClaims == 0 || r.Options.Windows == 0 {
+	if r.IdleClaims == 0 || r.Options.Windows == 0 || r.IdleWindows == 0 {
 		return 0
 	}
-	w := float64(r.Options.Windows)
-	return (float64(r.SweepClaims) / w) / (float64(r.IdleClaims) / (w + 1))
+	return (float64(r.SweepClaims) / float64(r.Options.Windows)) / (float64(r.IdleClaims) / float64(r.IdleWindows))
 }
 
 // UnderLoadRate is the records removed per second while claims ran, over
@@ -167,14 +181,24 @@ func rate(n int64, d time.Duration) float64 {
 func (r Result) String() string {
 	return fmt.Sprintf("layout %s: rows %d filled in %s\n"+
 		"claim p99 idle %s (%d claims), sweeping %s (%d claims); median ratio of %d of %d window pairs %.2fx %s; claims/s sweeping vs idle %.2fx\n"+
+		"%s"+
 		"swept under load %d rows in %s of passes (%s of windows): %.0f rows/s\n"+
 		"drained %d rows in %s: %.0f rows/s; %d left\n"+
 		"callers %d, windows %d x %s, batch %d, pause %s",
 		r.Options.Layout, r.Options.Rows, r.Fill.Round(time.Millisecond),
 		r.IdleP99.Round(time.Microsecond), r.IdleClaims, r.SweepP99.Round(time.Microsecond), r.SweepClaims, r.Pairs, r.Options.Windows, r.P99Ratio, formatRatios(r.Ratios), r.ClaimsRatio(),
+		r.churnLine(),
 		r.SweptUnderLoad, r.SweepBusy.Round(time.Millisecond), r.SweepTime.Round(time.Millisecond), r.UnderLoadRate(),
 		r.Drained, r.DrainTime.Round(time.Millisecond), r.DrainRate(), r.Left,
 		r.Options.Callers, r.Options.Windows, r.Options.Window, r.Options.Batch, r.Options.Pause)
+}
+
+// churnLine is String's line on the churn windows, if the round had any.
+func (r Result) churnLine() string {
+	if len(r.ChurnRatios) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("churn windows: median ratio %.2fx %s\n", r.ChurnP99Ratio, formatRatios(r.ChurnRatios))
 }
 
 // formatRatios renders ratios as [1.02 0.97 ...].

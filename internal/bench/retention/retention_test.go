@@ -53,7 +53,7 @@ func TestRunDrainsEveryFilledRecord(t *testing.T) {
 			}
 			res, err := retention.Run(ctx, retention.Options{
 				URL: testenv.PostgresURL(), Rows: rows, Callers: 2,
-				Window: window, Windows: 2, Batch: 50, Pause: 5 * time.Millisecond, Layout: layout,
+				Window: window, Windows: 2, Batch: 50, Pause: 5 * time.Millisecond, Layout: layout, Churn: true,
 			})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
@@ -67,6 +67,16 @@ func TestRunDrainsEveryFilledRecord(t *testing.T) {
 			}
 			if layout == postgres.LayoutRows && res.Drained == 0 {
 				t.Error("drain removed nothing: the windows should have left a backlog")
+			}
+			// Churn windows change the partitions of the partitioned
+			// layout only; the rows layout has none to change.
+			wantChurn, wantIdle := 0, 3
+			if layout == postgres.LayoutPartitioned {
+				wantChurn, wantIdle = 2, 5
+			}
+			if len(res.ChurnRatios) != wantChurn || (wantChurn > 0) != (res.ChurnP99Ratio > 0) || res.IdleWindows != wantIdle {
+				t.Errorf("churn ratios %v (median %v) and %d idle windows; want %d ratios and %d idle windows",
+					res.ChurnRatios, res.ChurnP99Ratio, res.IdleWindows, wantChurn, wantIdle)
 			}
 		})
 	}

@@ -35,14 +35,14 @@ func TestScale(t *testing.T) {
 	for _, layout := range strings.Split(*layouts, ",") {
 		res, err := retention.Run(ctx, retention.Options{
 			URL: testenv.PostgresURL(), Rows: *rows, Callers: *callers,
-			Window: *window, Windows: *windows, Batch: *batch, Pause: *pause, Layout: postgres.Layout(layout),
+			Window: *window, Windows: *windows, Batch: *batch, Pause: *pause, Layout: postgres.Layout(layout), Churn: true,
 		})
 		if err != nil {
 			t.Fatalf("Run %s: %v", layout, err)
 		}
 		check(t, res, *rows)
-		t.Logf("RETENTION layout=%s rows=%d fill=%s swept_under_load=%.0f/s drain=%.0f/s p99_idle=%s p99_sweeping=%s ratio=%.2f pairs=%d",
+		t.Logf("RETENTION layout=%s rows=%d fill=%s swept_under_load=%.0f/s drain=%.0f/s p99_idle=%s p99_sweeping=%s ratio=%.2f pairs=%d churn_ratio=%.2f",
 			layout, *rows, res.Fill.Round(time.Millisecond), res.UnderLoadRate(), res.DrainRate(),
-			res.IdleP99.Round(time.Microsecond), res.SweepP99.Round(time.Microsecond), res.P99Ratio, res.Pairs)
+			res.IdleP99.Round(time.Microsecond), res.SweepP99.Round(time.Microsecond), res.P99Ratio, res.Pairs, res.ChurnP99Ratio)
 	}
 }

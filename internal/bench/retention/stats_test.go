@@ -32,9 +32,14 @@ func TestP99AndMedian(t *testing.T) {
 
 func TestClaimsRatioIsPerWindow(t *testing.T) {
 	// Two sweeping windows of 100 claims each, three idle ones of 100.
-	r := Result{Options: Options{Windows: 2}, IdleClaims: 300, SweepClaims: 200}
+	r := Result{Options: Options{Windows: 2}, IdleWindows: 3, IdleClaims: 300, SweepClaims: 200}
 	if got := r.ClaimsRatio(); got != 1 {
 		t.Errorf("ClaimsRatio of as many claims per window = %v, want 1", got)
+	}
+	// With churn windows: two more idle ones, of 100 claims too.
+	r.IdleWindows, r.IdleClaims = 5, 500
+	if got := r.ClaimsRatio(); got != 1 {
+		t.Errorf("ClaimsRatio with churn windows' idle neighbours = %v, want 1", got)
 	}
 	if got := (Result{}).ClaimsRatio(); got != 0 {
 		t.Errorf("ClaimsRatio of no round = %v, want 0", got)

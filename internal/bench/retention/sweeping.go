@@ -84,6 +84,42 @@ func (b *Bench) createNext(ctx context.Context) error {
 	return err
 }
 
+// churnWindow runs a churn window: claims as claimWindow does while the
+// partitions change as in a sweeping window, but with no record removed.
+// It creates the next partition (see createNext), then detaches that new,
+// empty partition CONCURRENTLY and drops it, as retention does with a
+// partition whose records have expired. Every claim's plan covers the
+// records table's partitions, so each change makes every connection plan
+// its claim again; this window tells that cost apart from removing
+// records. The partitions are as many after it as before.
+func (b *Bench) churnWindow(ctx context.Context, seq *atomic.Int64) ([]time.Duration, error) {
+	done := make(chan error, 1)
+	// The round's context, as in sweepingWindow: the window's end must not
+	// leave a partition half changed.
+	go func() { done <- b.churn(ctx) }()
+	lat, err := b.claimWindow(ctx, seq)
+	return lat, errors.Join(err, <-done)
+}
+
+// churn creates the next partition, then detaches and drops it.
+func (b *Bench) churn(ctx context.Context) error {
+	if err := b.createNext(ctx); err != nil {
+		return err
+	}
+	parts, err := b.store.Partitions(ctx)
+	if err != nil {
+		return err
+	}
+	newest := parts[len(parts)-1].Name
+	if _, err := b.pool.Exec(ctx, "ALTER TABLE idempotency_records DETACH PARTITION "+newest+" CONCURRENTLY"); err != nil {
+		return fmt.Errorf("detaching partition %s: %w", newest, err)
+	}
+	if _, err := b.pool.Exec(ctx, "DROP TABLE "+newest); err != nil {
+		return fmt.Errorf("dropping partition %s: %w", newest, err)
+	}
+	return nil
+}
+
 // swept is what the sweeping side of a window reports: how long its passes
 // that removed records took, and why it could not create the next
 // partition.
