@@ -60,15 +60,7 @@ func TestBatchedClaimsTakeFewerStatements(t *testing.T) {
 	}
 
 	counter.n.Store(0)
-	var wg sync.WaitGroup
-	for k, token := range owners {
-		wg.Go(func() {
-			if err := s.Complete(batchCtx(t), k, token, []byte(k), time.Minute); err != nil {
-				t.Errorf("Complete(%s): %v", k, err)
-			}
-		})
-	}
-	wg.Wait()
+	storetest.RaceCompletes(t, s, owners)
 	if n := counter.n.Load(); n >= keys/2 {
 		t.Fatalf("%d completes took %d statements, want fewer than half", keys, n)
 	}

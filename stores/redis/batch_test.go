@@ -39,15 +39,7 @@ func TestBatchedClaimsTakeFewerRoundTrips(t *testing.T) {
 	}
 
 	rt.Reset()
-	var wg sync.WaitGroup
-	for k, token := range owners {
-		wg.Go(func() {
-			if err := s.Complete(testCtx(t), k, token, []byte(k), time.Minute); err != nil {
-				t.Errorf("Complete(%s): %v", k, err)
-			}
-		})
-	}
-	wg.Wait()
+	storetest.RaceCompletes(t, s, owners)
 	if n := rt.RoundTrips(); n >= keys {
 		t.Fatalf("%d completes took %d round trips, want fewer", keys, n)
 	}

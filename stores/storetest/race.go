@@ -66,3 +66,26 @@ func RaceClaims(t *testing.T, s stores.Store, keys, claimers int) map[string]sto
 	}
 	return owners
 }
+
+// RaceCompletes releases one goroutine per key of owners at once, each
+// completing its key with its owner's token and the key as the result, and
+// fails t if any Complete fails. Released together, the calls queue behind
+// one another as a busy service's do, so a batching store coalesces them
+// however slowly the machine starts goroutines.
+func RaceCompletes(t *testing.T, s stores.Store, owners map[string]stores.Token) {
+	t.Helper()
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+	)
+	for k, token := range owners {
+		wg.Go(func() {
+			<-start
+			if err := s.Complete(ctx(t), k, token, []byte(k), time.Minute); err != nil {
+				t.Errorf("Complete(%s): %v", k, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+}
