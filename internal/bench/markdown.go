@@ -27,8 +27,8 @@ func (r *Report) WriteMarkdown(w io.Writer, meta Meta) error {
 	fmt.Fprintf(&b, "| machine | %s, %d cores, %s |\n", m.CPU, m.Cores, m.OS)
 	fmt.Fprintf(&b, "| versions | %s, Redis %s, PostgreSQL %s |\n", m.Go, m.Redis, m.Postgres)
 	fmt.Fprintf(&b, "| command | `%s` |\n", meta.Command)
-	fmt.Fprintf(&b, "| size | %s: %d interleaved rounds per comparison, medians; %s per store-call round |\n",
-		r.Size, r.Params.Rounds, r.Params.Window)
+	fmt.Fprintf(&b, "| size | %s: %d interleaved rounds per comparison (%d for %s; a comparison's table shows its rounds), medians; %s per store-call round |\n",
+		r.Size, r.Params.Rounds, r.Params.RouterRounds, RouterMemory, r.Params.Window)
 	fmt.Fprintf(&b, "| run time | %s |\n\n", r.Elapsed.Round(time.Second))
 
 	fmt.Fprintf(&b, "## Targets\n\n| target | measured | goal | verdict |\n|---|---|---|---|\n")

@@ -69,7 +69,7 @@ func NewPlan(z Size, deps Deps) *Plan {
 	env, tools := deps.Env, deps.Tools
 	plan := &Plan{Size: z, Params: p, PlotSweep: CallersSweep, ProfileSpan: 4 * p.Window}
 
-	plan.Add(Comparison{Name: RouterMemory, Unit: "msg/s", Contenders: []Contender{
+	plan.Add(Comparison{Name: RouterMemory, Unit: "msg/s", Rounds: p.RouterRounds, Contenders: []Contender{
 		{"none", RouterRound(p.Messages, 64, NoMiddleware)},
 		{"memory", RouterRound(p.Messages, 64, ReceiverOn(env, Memory))},
 		{"deduplicator", RouterRound(p.Messages, 64, Deduplicator)},
