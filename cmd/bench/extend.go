@@ -223,9 +223,10 @@ func churnLines(r *retention.Result, rep *bench.Report) []string {
 		if v.Name != retentionTarget || v.Pass {
 			continue
 		}
-		verdict := "within reach of the partition changes: removing the records costs claims the rest"
+		verdict := "not bound by the partition changes, which stayed under the goal in this round: " +
+			"the sweeping windows' excess over them is the removal of records, or this round's noise"
 		if r.ChurnP99Ratio > v.Goal {
-			verdict = "out of reach at this pace: the partition changes alone cost claims more than the goal allows; " +
+			verdict = "out of reach at this pace: the partition changes alone, which remove nothing, cost claims more than the goal allows; " +
 				"the service makes two changes an hour, the round two in every sweeping window"
 		}
 		lines = append(lines, fmt.Sprintf("Bound: %s: the partition changes alone measure %.3fx against the goal %g (measured %.3f): %s.",
