@@ -214,8 +214,8 @@ func retentionNote(results map[postgres.Layout]*retention.Result) bench.Note {
 // sweeping windows, and when retention-claim-p99 is missed, whether the
 // partition changes alone already cost more than its goal.
 func churnLines(r *retention.Result, rep *bench.Report) []string {
-	lines := []string{fmt.Sprintf("Retention, partitioned layout: windows that change the partitions as a sweeping window does "+
-		"(create the next, detach one CONCURRENTLY and drop it) but remove no record slow claim p99 %.3fx "+
+	lines := []string{fmt.Sprintf("Retention, partitioned layout: windows that change the partitions and make the sweeper's passes as a sweeping window does "+
+		"(create the next partition, detach one CONCURRENTLY and drop it) but remove no record slow claim p99 %.3fx "+
 		"(median over %d churn windows of the same round, each against the idle windows either side), "+
 		"against %.3fx for the sweeping windows: every change makes each connection plan its claim again.",
 		r.ChurnP99Ratio, len(r.ChurnRatios), r.P99Ratio)}

@@ -53,9 +53,10 @@ type Options struct {
 	Pause time.Duration
 	// Churn adds, in the partitioned layout, a churn window and an idle
 	// window after each sweeping window's idle one: the churn window
-	// changes the partitions as a sweeping window does (see churnWindow)
-	// but removes no record, so its ratio tells the cost of the partition
-	// changes from that of removing records. The rows layout has no
+	// changes the partitions, and its sweeper makes its passes, as in a
+	// sweeping window (see churnWindow), but removes no record, so its
+	// ratio tells the cost of retention's upkeep from that of removing
+	// records. The rows layout has no
 	// partitions to change and ignores it.
 	Churn bool
 	// Layout is the records table's layout. Default postgres.LayoutRows.

@@ -85,21 +85,35 @@ func (b *Bench) createNext(ctx context.Context) error {
 }
 
 // churnWindow runs a churn window: claims as claimWindow does while the
-// partitions change as in a sweeping window, but with no record removed.
-// It creates the next partition (see createNext), then detaches that new,
-// empty partition CONCURRENTLY and drops it, as retention does with a
-// partition whose records have expired. Every claim's plan covers the
-// records table's partitions, so each change makes every connection plan
-// its claim again; this window tells that cost apart from removing
+// partitions change and the sweeper makes its passes as in a sweeping
+// window, but with no record removed. It creates the next partition (see
+// createNext), then detaches that new, empty partition CONCURRENTLY and
+// drops it, as retention does with a partition whose records have
+// expired; meanwhile a sweeper that finds nothing to drop makes its passes
+// as sweepingWindow's does. Every claim's plan covers the records table's
+// partitions, so each change makes every connection plan its claim again;
+// this window tells that cost, and the passes', apart from removing
 // records. The partitions are as many after it as before.
 func (b *Bench) churnWindow(ctx context.Context, seq *atomic.Int64) ([]time.Duration, error) {
+	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	// The round's context, as in sweepingWindow: the window's end must not
-	// leave a partition half changed.
-	go func() { done <- b.churn(ctx) }()
+	go func() {
+		// The round's context, as in sweepingWindow: the window's end
+		// must not leave a partition half changed.
+		err := b.churn(ctx)
+		sweepLikeRun(sctx, b.newSweeper(b.keepAll()), b.opts.Window/4)
+		done <- err
+	}()
 	lat, err := b.claimWindow(ctx, seq)
+	stop()
 	return lat, errors.Join(err, <-done)
 }
+
+// keepAll is a sweeper's grace under which no partition of the round is
+// droppable: longer than any filled record has been expired (the oldest
+// partition's records expired Windows-1 hours ago, see Fill), and the
+// round's own records are live.
+func (b *Bench) keepAll() time.Duration { return time.Duration(b.opts.Windows+1) * fillWidth }
 
 // churn creates the next partition, then detaches and drops it.
 func (b *Bench) churn(ctx context.Context) error {
