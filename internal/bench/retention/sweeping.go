@@ -111,8 +111,8 @@ func (b *Bench) churnWindow(ctx context.Context, seq *atomic.Int64) ([]time.Dura
 
 // keepAll is a sweeper's grace under which no partition of the round is
 // droppable: longer than any filled record has been expired (the oldest
-// partition's records expired Windows-1 hours ago, see Fill), and the
-// round's own records are live.
+// partition's records all expired less than Windows hours ago, see Fill),
+// and the round's own records are live.
 func (b *Bench) keepAll() time.Duration { return time.Duration(b.opts.Windows+1) * fillWidth }
 
 // churn creates the next partition, then detaches and drops it.
