@@ -50,6 +50,23 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 	}
 	idle = append(idle, prev...)
 	res.IdleWindows = 1
+	// held runs the idle window after a window whose claims took lat and
+	// returns lat's p99 over that of the idle windows either side of it;
+	// ok is false when they had no claims.
+	held := func(lat []time.Duration) (ratio float64, ok bool, err error) {
+		next, err := b.claimWindow(ctx, &seq)
+		if err != nil {
+			return 0, false, err
+		}
+		idle = append(idle, next...)
+		res.IdleWindows++
+		ref := p99(slices.Concat(prev, next))
+		prev = next
+		if ref <= 0 {
+			return 0, false, nil
+		}
+		return float64(p99(lat)) / float64(ref), true, nil
+	}
 	for k := range b.opts.Windows {
 		lat, err := b.sweepingWindow(ctx, k, &seq, &res)
 		if err != nil {
@@ -63,19 +80,16 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 		removed := left - after
 		left = after
 
-		next, err := b.claimWindow(ctx, &seq)
+		ratio, ok, err := held(lat)
 		if err != nil {
 			return res, err
 		}
-		idle = append(idle, next...)
-		res.IdleWindows++
 		// A pair counts only if retention removed records in its
 		// sweeping window: one with nothing to remove says nothing
 		// about its cost.
-		if ref := p99(slices.Concat(prev, next)); ref > 0 && removed > 0 {
-			res.Ratios = append(res.Ratios, float64(p99(lat))/float64(ref))
+		if ok && removed > 0 {
+			res.Ratios = append(res.Ratios, ratio)
 		}
-		prev = next
 		if !b.opts.Churn || b.opts.Layout != postgres.LayoutPartitioned {
 			continue
 		}
@@ -83,15 +97,12 @@ func (b *Bench) Measure(ctx context.Context) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		if next, err = b.claimWindow(ctx, &seq); err != nil {
+		if ratio, ok, err = held(churn); err != nil {
 			return res, err
 		}
-		idle = append(idle, next...)
-		res.IdleWindows++
-		if ref := p99(slices.Concat(prev, next)); ref > 0 {
-			res.ChurnRatios = append(res.ChurnRatios, float64(p99(churn))/float64(ref))
+		if ok {
+			res.ChurnRatios = append(res.ChurnRatios, ratio)
 		}
-		prev = next
 	}
 	res.IdleClaims, res.SweepClaims = len(idle), len(sweeping)
 	res.IdleP99, res.SweepP99 = p99(idle), p99(sweeping)

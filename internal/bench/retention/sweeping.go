@@ -20,22 +20,33 @@ func (b *Bench) sweepingWindow(ctx context.Context, k int, seq *atomic.Int64, re
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
+	lat, busy, err := b.upkeepWindow(ctx, seq, b.createNext, sweeper)
+	res.SweepBusy += busy
+	res.SweepTime += time.Since(start)
+	return lat, err
+}
+
+// upkeepWindow runs claims as claimWindow does while, beside them, change
+// changes the partitions and then sweeper makes its passes (see
+// sweepLikeRun) until the claims end. It returns the claims' latencies and
+// how long change and the passes that removed records took.
+func (b *Bench) upkeepWindow(ctx context.Context, seq *atomic.Int64, change func(context.Context) error,
+	sweeper *postgres.Sweeper) ([]time.Duration, time.Duration, error) {
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan swept)
-	start := time.Now()
 	go func() {
+		start := time.Now()
 		// The round's context, not the window's: a window that ends
-		// first must not cut the partition's creation short.
-		err := b.createNext(ctx)
+		// first must not leave the partitions half changed.
+		err := change(ctx)
 		made := time.Since(start)
 		done <- swept{busy: made + sweepLikeRun(sctx, sweeper, b.opts.Window/4), err: err}
 	}()
 	lat, err := b.claimWindow(ctx, seq)
 	stop()
 	s := <-done
-	res.SweepBusy += s.busy
-	res.SweepTime += time.Since(start)
-	return lat, errors.Join(err, s.err)
+	return lat, s.busy, errors.Join(err, s.err)
 }
 
 // windowSweeper returns the sweeper of sweeping window k. In the
@@ -95,18 +106,8 @@ func (b *Bench) createNext(ctx context.Context) error {
 // this window tells that cost, and the passes', apart from removing
 // records. The partitions are as many after it as before.
 func (b *Bench) churnWindow(ctx context.Context, seq *atomic.Int64) ([]time.Duration, error) {
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		// The round's context, as in sweepingWindow: the window's end
-		// must not leave a partition half changed.
-		err := b.churn(ctx)
-		sweepLikeRun(sctx, b.newSweeper(b.keepAll()), b.opts.Window/4)
-		done <- err
-	}()
-	lat, err := b.claimWindow(ctx, seq)
-	stop()
-	return lat, errors.Join(err, <-done)
+	lat, _, err := b.upkeepWindow(ctx, seq, b.churn, b.newSweeper(b.keepAll()))
+	return lat, err
 }
 
 // keepAll is a sweeper's grace under which no partition of the round is
@@ -134,9 +135,9 @@ func (b *Bench) churn(ctx context.Context) error {
 	return nil
 }
 
-// swept is what the sweeping side of a window reports: how long its passes
-// that removed records took, and why it could not create the next
-// partition.
+// swept is what the upkeep side of a window reports: how long changing the
+// partitions and the passes that removed records took, and why it could
+// not change the partitions.
 type swept struct {
 	busy time.Duration
 	err  error
