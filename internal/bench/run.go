@@ -34,6 +34,17 @@ func (r *Report) Result(name string) (Result, bool) {
 	return Result{}, false
 }
 
+// Missed returns the verdict of the target named name when it was missed:
+// what a note that states a missed target's bound starts from.
+func (r *Report) Missed(name string) (Verdict, bool) {
+	for _, v := range r.Verdicts {
+		if v.Name == name && !v.Pass {
+			return v, true
+		}
+	}
+	return Verdict{}, false
+}
+
 // Sweep returns the result of the sweep named name.
 func (r *Report) Sweep(name string) (SweepResult, bool) {
 	for _, s := range r.Sweeps {
