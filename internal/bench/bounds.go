@@ -6,19 +6,6 @@ import (
 	"time"
 )
 
-// StorePairsContender is the contender of the router comparison that times
-// the memory store alone, in the same rounds: Claim+Complete pairs per
-// second, one caller, over as many fresh keys as a round has messages; the
-// least any receiver on it can add to a message.
-const StorePairsContender = "store-pairs"
-
-// FingerprintsContender is the contender of the router comparison that
-// times the receiver's default fingerprint alone, in the same rounds: the
-// SHA-256 of as many payloads of the round's size as a round has messages,
-// per second. A key reused for another payload is told apart by it, so
-// every message pays it.
-const FingerprintsContender = "fingerprints"
-
 // StoreClaimsContender is the contender of the store-call comparisons that
 // claims fresh keys and completes none (see [StoreClaims]): the store's
 // claims/s, which the moonshots hold against their references.
@@ -56,11 +43,12 @@ func ceilingNote(target, ceiling string) Note {
 
 // memoryBound states, when memory-vs-none is missed, where a message's time
 // goes, and the most that ratio can be given what every message must cost
-// the receiver, measured in the same rounds: a message through the
-// receiver costs at least the router's time without middleware plus one
-// Claim and one Complete on the memory store plus its fingerprint, so the
-// ratio is at most 1 / (1 + none x (pair + fingerprint)), whatever the
-// receiver's own code costs.
+// the receiver, measured in the same router and rounds: the floor
+// contender (see [FloorMiddleware]) fingerprints the payload and makes the
+// memory store's Claim and Complete, and nothing else, so the receiver's
+// ratio is at most the floor's, whatever its own code costs. Timed inside
+// the router, those calls cost what they cost there, with its goroutine
+// per message and its caches, not what a loop of them alone costs.
 func memoryBound(_ context.Context, rep *Report) ([]string, error) {
 	v, missed := rep.Missed("memory-vs-none")
 	if !missed {
@@ -68,41 +56,43 @@ func memoryBound(_ context.Context, rep *Report) ([]string, error) {
 	}
 	router, _ := rep.Result(RouterMemory)
 	none, ok1 := router.Median("none")
-	pairs, ok2 := router.Median(StorePairsContender)
-	fps, ok3 := router.Median(FingerprintsContender)
-	if !ok1 || !ok2 || !ok3 || none <= 0 || pairs <= 0 || fps <= 0 {
+	floor, ok2 := router.Median(FloorContender)
+	if !ok1 || !ok2 || none <= 0 || floor <= 0 {
 		return nil, nil
 	}
-	perMessage := time.Duration(float64(time.Second) / none)
-	pair := time.Duration(float64(time.Second) / pairs)
-	fp := time.Duration(float64(time.Second) / fps)
-	ceiling := 1 / (1 + none*(pair+fp).Seconds())
+	ceiling := floor / none
 	verdict := "out of reach on this router: the store's two calls and the fingerprint alone cost more than the goal leaves"
 	if ceiling >= v.Goal {
 		verdict = "within reach of the store's cost and the fingerprint's; the rest is the receiver's own"
 	}
+	bare := perMessage(none)
 	var lines []string
 	if d, ok := router.Median("deduplicator"); ok && d > 0 {
-		lines = append(lines, dedupSplit(none, d, v.Value*none, pair))
+		lines = append(lines, dedupSplit(none, d, v.Value*none, floor))
 	}
 	return append(lines, fmt.Sprintf("Bound: memory-vs-none: the GoChannel router takes %s per message without middleware, "+
-		"so the goal %g leaves %s for the receiver; the memory store's Claim+Complete alone takes %s (one caller, fresh keys, in the same rounds) "+
-		"and the payload's SHA-256 fingerprint %s, so the ratio is at most %.3f (measured %.3f): %s.",
-		perMessage.Round(time.Nanosecond*10), v.Goal, time.Duration(float64(perMessage)*(1/v.Goal-1)).Round(time.Nanosecond*10),
-		pair.Round(time.Nanosecond*10), fp.Round(time.Nanosecond*10), ceiling, v.Value, verdict)), nil
+		"so the goal %g leaves %s for the receiver; a middleware that only fingerprints the payload (SHA-256) and makes the memory store's "+
+		"Claim and Complete (the %s contender, in the same router and rounds) adds %s, so the ratio is at most %.3f (measured %.3f): %s.",
+		round10(bare), v.Goal, round10(time.Duration(float64(bare)*(1/v.Goal-1))),
+		FloorContender, round10(perMessage(floor)-bare), ceiling, v.Value, verdict)), nil
 }
 
 // dedupSplit says where a message's time goes with the receiver and with
 // Watermill's Deduplicator: what each adds to the router's time without
-// middleware, and how much of the receiver's share is its store's two
-// calls (the Deduplicator keeps a key in a map and no result, and marks the
-// key before the handler runs, so a failed message is lost).
-func dedupSplit(none, dedup, memory float64, pair time.Duration) string {
-	per := func(rate float64) time.Duration { return time.Duration(float64(time.Second) / rate) }
-	receiver, deduplicator := per(memory)-per(none), per(dedup)-per(none)
-	round := func(d time.Duration) time.Duration { return d.Round(10 * time.Nanosecond) }
-	return fmt.Sprintf("Cost per message over the router without middleware: the receiver adds %s, of which its memory store's "+
-		"Claim+Complete (fenced lease, fingerprint and result kept for replay) is %s and its own code %s; Watermill's Deduplicator "+
+// middleware, and how much of the receiver's share the floor contender's
+// fingerprint and store calls take (the Deduplicator keeps a key in a map
+// and no result, and marks the key before the handler runs, so a failed
+// message is lost). All four are msg/s of the same router.
+func dedupSplit(none, dedup, memory, floor float64) string {
+	receiver, floorCost := perMessage(memory)-perMessage(none), perMessage(floor)-perMessage(none)
+	return fmt.Sprintf("Cost per message over the router without middleware: the receiver adds %s, of which its fingerprint and its memory store's "+
+		"Claim+Complete (fenced lease, fingerprint and result kept for replay) are %s and its own code %s; Watermill's Deduplicator "+
 		"adds %s for one map insert and no stored result.",
-		round(receiver), round(pair), round(receiver-pair), round(deduplicator))
+		round10(receiver), round10(floorCost), round10(receiver-floorCost), round10(perMessage(dedup)-perMessage(none)))
 }
+
+// perMessage is the time one message takes at rate messages per second.
+func perMessage(rate float64) time.Duration { return time.Duration(float64(time.Second) / rate) }
+
+// round10 rounds d to 10ns, the precision the notes print.
+func round10(d time.Duration) time.Duration { return d.Round(10 * time.Nanosecond) }

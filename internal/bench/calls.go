@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores"
 )
 
@@ -66,40 +65,6 @@ func storeRate(env *Env, b Backend, callers int, window time.Duration, complete 
 			return 0, err
 		}
 		return float64(calls) * float64(ops) / elapsed.Seconds(), nil
-	}
-}
-
-// StorePairs measures Claim+Complete pairs per second on a fresh store of
-// backend b, one caller, over n fresh keys built before the clock starts:
-// the receiver's store cost for n unique messages, on a store that grows as
-// much as a router round's does.
-func StorePairs(env *Env, b Backend, n int) func(ctx context.Context) (float64, error) {
-	return func(ctx context.Context) (float64, error) {
-		s, closeStore, err := env.NewStore(b)
-		if err != nil {
-			return 0, err
-		}
-		defer closeStore()
-		prefix := nextKeys()
-		keys := make([]string, n)
-		for i := range keys {
-			keys[i] = prefix + strconv.Itoa(i)
-		}
-		fp, result := []byte("fingerprint"), []byte("result")
-		start := time.Now()
-		for _, key := range keys {
-			c, err := s.Claim(ctx, key, fp, 30*time.Second)
-			if err != nil {
-				return 0, err
-			}
-			if c.Status != stores.Acquired {
-				return 0, fmt.Errorf("claim of fresh key %q: %v", key, c.Status)
-			}
-			if err := s.Complete(ctx, key, c.Token, result, 10*time.Minute); err != nil {
-				return 0, err
-			}
-		}
-		return float64(n) / time.Since(start).Seconds(), nil
 	}
 }
 
@@ -197,17 +162,4 @@ func spread(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
-}
-
-// Fingerprints measures the receiver's default fingerprint, per second,
-// over n messages of payload bytes, made before the clock starts.
-func Fingerprints(n, payload int) func(ctx context.Context) (float64, error) {
-	return func(context.Context) (float64, error) {
-		msgs := messages(n, payload)
-		start := time.Now()
-		for _, m := range msgs {
-			middleware.PayloadFingerprint(m)
-		}
-		return float64(n) / time.Since(start).Seconds(), nil
-	}
 }

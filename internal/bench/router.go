@@ -41,17 +41,29 @@ func newReceiver(s stores.Store) (*middleware.Receiver, error) {
 
 // ReceiverOn returns the onceflow receiver on a fresh store of backend b.
 func ReceiverOn(env *Env, b Backend) Middleware {
+	return onFreshStore(env, b, func(s stores.Store) (message.HandlerMiddleware, error) {
+		r, err := newReceiver(s)
+		if err != nil {
+			return nil, err
+		}
+		return r.Middleware(), nil
+	})
+}
+
+// onFreshStore returns the middleware that mw builds on a fresh store of
+// backend b, which the round's free function closes.
+func onFreshStore(env *Env, b Backend, mw func(stores.Store) (message.HandlerMiddleware, error)) Middleware {
 	return func() ([]message.HandlerMiddleware, func(), error) {
 		s, closeStore, err := env.NewStore(b)
 		if err != nil {
 			return nil, nil, err
 		}
-		r, err := newReceiver(s)
+		m, err := mw(s)
 		if err != nil {
 			closeStore()
 			return nil, nil, err
 		}
-		return []message.HandlerMiddleware{r.Middleware()}, closeStore, nil
+		return []message.HandlerMiddleware{m}, closeStore, nil
 	}
 }
 

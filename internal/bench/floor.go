@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/stores"
+)
+
+// FloorContender is the contender of the memory-store router comparison
+// that runs [FloorMiddleware] on a fresh memory store, in the same router
+// and rounds as the receiver: the most the receiver's ratio to the router
+// without middleware can be, whatever its own code costs.
+const FloorContender = "floor"
+
+// errFloorHeld is what the floor middleware returns for a key another
+// delivery holds.
+var errFloorHeld = errors.New("floor: key in progress")
+
+// FloorMiddleware does, per message, only what the receiver on store s
+// cannot do without: derive the key and the record key as the receiver
+// does, fingerprint the payload (SHA-256, the receiver's default), Claim,
+// run the handler, and Complete with an empty result, or Release if the
+// handler fails. It has no fencing context, heartbeat, observer, store-error
+// policy or replay: a measurement of the receiver's unavoidable cost inside
+// a router, with the router's scheduling and caches, not a receiver to use.
+func FloorMiddleware(s stores.Store) message.HandlerMiddleware {
+	keyOf := middleware.KeyFromMetadata(middleware.MetadataKey)
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			ctx := msg.Context()
+			key, err := keyOf(msg)
+			if err != nil {
+				return nil, err
+			}
+			k := middleware.RecordKey(message.HandlerNameFromCtx(ctx), key)
+			c, err := s.Claim(ctx, k, middleware.PayloadFingerprint(msg), middleware.DefaultLease)
+			if err != nil {
+				return nil, err
+			}
+			switch c.Status {
+			case stores.Acquired:
+			case stores.Completed:
+				return nil, nil // a duplicate: its handler ran
+			default:
+				return nil, fmt.Errorf("%w: %q", errFloorHeld, k)
+			}
+			out, err := h(msg)
+			if err != nil {
+				return nil, errors.Join(err, s.Release(ctx, k, c.Token))
+			}
+			return out, s.Complete(ctx, k, c.Token, nil, recordTTL)
+		}
+	}
+}
+
+// FloorOn returns FloorMiddleware on a fresh store of backend b.
+func FloorOn(env *Env, b Backend) Middleware {
+	return onFreshStore(env, b, func(s stores.Store) (message.HandlerMiddleware, error) { return FloorMiddleware(s), nil })
+}
