@@ -28,16 +28,17 @@ func ceilingNote(target, ceiling string) Note {
 		best, ok1 := res.Median(ceiling)
 		ref, ok2 := res.Median(v.Over)
 		claims, ok3 := res.Median(v.Of)
-		if !ok1 || !ok2 || !ok3 || ref <= 0 {
+		reach, ok4 := res.Paired(ceiling, v.Over, Ratio)
+		if !ok1 || !ok2 || !ok3 || !ok4 || ref <= 0 {
 			return nil, nil
 		}
 		verdict := "out of reach on this machine: batching cannot take the claim past what its server does with it"
-		if best/ref >= v.Goal {
+		if reach >= v.Goal {
 			verdict = "within reach of the server; the gap is the store's client and how full its batches run"
 		}
 		return []string{fmt.Sprintf("Bound: %s: %s runs the store's own claim with every claim in flight in one round trip "+
 			"and reaches %.0f claims/s, %.3f x %s (%.0f/s), in the same rounds; the store reaches %.0f claims/s, %.3f x (goal %g): %s.",
-			v.Name, ceiling, best, best/ref, v.Over, ref, claims, v.Value, v.Goal, verdict)}, nil
+			v.Name, ceiling, best, reach, v.Over, ref, claims, v.Value, v.Goal, verdict)}, nil
 	}
 }
 
@@ -57,18 +58,20 @@ func memoryBound(_ context.Context, rep *Report) ([]string, error) {
 	router, _ := rep.Result(RouterMemory)
 	none, ok1 := router.Median("none")
 	floor, ok2 := router.Median(FloorContender)
-	if !ok1 || !ok2 || none <= 0 || floor <= 0 {
+	ceiling, ok3 := router.Paired(FloorContender, "none", Ratio)
+	if !ok1 || !ok2 || !ok3 || none <= 0 || floor <= 0 {
 		return nil, nil
 	}
-	ceiling := floor / none
 	verdict := "out of reach on this router: the store's two calls and the fingerprint alone cost more than the goal leaves"
 	if ceiling >= v.Goal {
 		verdict = "within reach of the store's cost and the fingerprint's; the rest is the receiver's own"
 	}
 	bare := perMessage(none)
 	var lines []string
-	if d, ok := router.Median("deduplicator"); ok && d > 0 {
-		lines = append(lines, dedupSplit(none, d, v.Value*none, floor))
+	d, ok1 := router.Median("deduplicator")
+	m, ok2 := router.Median("memory")
+	if ok1 && ok2 && d > 0 && m > 0 {
+		lines = append(lines, dedupSplit(none, d, m, floor))
 	}
 	return append(lines, fmt.Sprintf("Bound: memory-vs-none: the GoChannel router takes %s per message without middleware, "+
 		"so the goal %g leaves %s for the receiver; a middleware that only fingerprints the payload (SHA-256) and makes the memory store's "+

@@ -21,10 +21,10 @@ func TestMemoryBoundIsTheFloorInTheSameRouter(t *testing.T) {
 	} {
 		rep := &Report{
 			Results: []Result{{Name: RouterMemory, Samples: []Samples{
-				{Contender: "none", Median: 200_000},   // 5µs a message
-				{Contender: "memory", Median: 150_000}, // 6.67µs: measured 0.75
-				{Contender: "deduplicator", Median: 125_000},
-				{Contender: FloorContender, Median: c.floor},
+				oneRound("none", 200_000),   // 5µs a message
+				oneRound("memory", 150_000), // 6.67µs: measured 0.75
+				oneRound("deduplicator", 125_000),
+				oneRound(FloorContender, c.floor),
 			}}},
 			Verdicts: []Verdict{{Target: Target{Name: "memory-vs-none", Comparison: RouterMemory, Goal: 0.9}, Value: 0.75}},
 		}
@@ -55,9 +55,9 @@ func TestCeilingNoteTellsReachFromTheBatchedReference(t *testing.T) {
 	} {
 		rep := &Report{
 			Results: []Result{{Name: PostgresCalls, Samples: []Samples{
-				{Contender: "pgbench", Median: 10_000},
-				{Contender: StoreClaimsContender, Median: 12_000},
-				{Contender: PgbenchBatchedContender, Median: c.batched},
+				oneRound("pgbench", 10_000),
+				oneRound(StoreClaimsContender, 12_000),
+				oneRound(PgbenchBatchedContender, c.batched),
 			}}},
 			Verdicts: []Verdict{
 				{Target: Target{Name: PostgresMoonshot, Comparison: PostgresCalls, Of: StoreClaimsContender, Over: "pgbench", Goal: 2}, Value: 1.2},
@@ -81,4 +81,9 @@ func TestCeilingNoteTellsReachFromTheBatchedReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// oneRound is the samples of a contender measured once, at v.
+func oneRound(contender string, v float64) Samples {
+	return Samples{Contender: contender, Values: []float64{v}, Median: v}
 }

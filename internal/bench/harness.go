@@ -53,15 +53,47 @@ type Result struct {
 // Median returns the median of contender name, and false when the
 // comparison has no such contender or did not finish.
 func (r Result) Median(name string) (float64, bool) {
-	if r.Err != nil {
+	s, ok := r.samples(name)
+	return s.Median, ok
+}
+
+// Paired returns the median, over the rounds, of combine applied to the
+// measurements of contenders of and over in the same round, and false when
+// the comparison has no such contenders or did not finish. A round runs
+// its contenders back to back, so a change in the machine's pace between
+// rounds (another tenant, a cooler CPU) moves both sides of a round alike
+// and leaves their ratio, where it would move the median of each contender
+// by however many of its rounds it touched.
+func (r Result) Paired(of, over string, combine func(of, over float64) float64) (float64, bool) {
+	sa, ok1 := r.samples(of)
+	sb, ok2 := r.samples(over)
+	a, b := sa.Values, sb.Values
+	if !ok1 || !ok2 || len(a) != len(b) || len(a) == 0 {
 		return 0, false
+	}
+	per := make([]float64, len(a))
+	for i := range a {
+		per[i] = combine(a[i], b[i])
+	}
+	return median(per), true
+}
+
+// Ratio and Difference are Paired's usual combinations.
+func Ratio(of, over float64) float64      { return of / over }
+func Difference(of, over float64) float64 { return of - over }
+
+// samples returns contender name's samples, and false when the comparison
+// has no such contender or did not finish.
+func (r Result) samples(name string) (Samples, bool) {
+	if r.Err != nil {
+		return Samples{}, false
 	}
 	for _, s := range r.Samples {
 		if s.Contender == name {
-			return s.Median, true
+			return s, true
 		}
 	}
-	return 0, false
+	return Samples{}, false
 }
 
 // Run measures c in rounds interleaved rounds (see [Comparison]). It stops

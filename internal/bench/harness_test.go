@@ -52,7 +52,9 @@ func TestComparisonStopsAtFirstError(t *testing.T) {
 
 func TestTargetLines(t *testing.T) {
 	results := []Result{{Name: "c", Samples: []Samples{
-		{Contender: "a", Median: 90}, {Contender: "b", Median: 100}, {Contender: "n", Median: 2},
+		{Contender: "a", Values: []float64{90, 45, 180}, Median: 90},
+		{Contender: "b", Values: []float64{100, 50, 200}, Median: 100},
+		{Contender: "n", Values: []float64{2}, Median: 2},
 	}}}
 	for _, tc := range []struct {
 		target Target
@@ -67,6 +69,26 @@ func TestTargetLines(t *testing.T) {
 		if got := tc.target.Judge(results).Line(); got != tc.want {
 			t.Errorf("got  %q\nwant %q", got, tc.want)
 		}
+	}
+}
+
+// A target pairs each round's measurements: here the machine runs at half
+// pace from round 3 on, and the median of the round-by-round ratios (1.048)
+// is not the ratio of the medians (116 / 110 = 1.055), which come from
+// different rounds.
+func TestTargetRatioIsTheMedianOfEachRoundsRatio(t *testing.T) {
+	a := []float64{212, 220, 104, 100, 116}
+	b := []float64{200, 210, 100, 105, 110}
+	res := Result{Name: "c", Samples: []Samples{
+		{Contender: "a", Values: a, Median: median(a)},
+		{Contender: "b", Values: b, Median: median(b)},
+	}}
+	v := Target{Name: "t", Comparison: "c", Of: "a", Over: "b", Op: AtLeast, Goal: 1.05}.Judge([]Result{res})
+	if got := v.Line(); got != "TARGET t ratio=1.048 goal=>=1.05 MISS" {
+		t.Errorf("got %q, want the median of 212/200, 220/210, 104/100, 100/105 and 116/110", got)
+	}
+	if _, ok := (Result{Samples: []Samples{{Contender: "a", Values: a}, {Contender: "b", Values: b[:3]}}}).Paired("a", "b", Ratio); ok {
+		t.Error("contenders with different round counts were paired")
 	}
 }
 

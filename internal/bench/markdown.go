@@ -31,7 +31,10 @@ func (r *Report) WriteMarkdown(w io.Writer, meta Meta) error {
 		r.Size, r.Params.Rounds, r.Params.RouterRounds, RouterMemory, r.Params.Window)
 	fmt.Fprintf(&b, "| run time | %s |\n\n", r.Elapsed.Round(time.Second))
 
-	fmt.Fprintf(&b, "## Targets\n\n| target | measured | goal | verdict |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "## Targets\n\nA target that holds one contender against another is judged round by round: its value is the median, over the rounds, "+
+		"of the two contenders' ratio (or difference) within each round, so a change in the machine's pace between rounds moves both sides alike. "+
+		"It can differ from the ratio of the medians below.\n\n")
+	fmt.Fprintf(&b, "| target | measured | goal | verdict |\n|---|---|---|---|\n")
 	for _, v := range r.Verdicts {
 		fmt.Fprintf(&b, "| %s (%s) | %s | %s%g | %s |\n", v.Name, describe(v.Target), formatValue(v.Value), v.Op, v.Goal, verdictWord(v))
 	}

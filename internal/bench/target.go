@@ -15,9 +15,10 @@ const (
 	AtMost  Op = "<="
 )
 
-// Target judges the medians of one comparison. Its value is the median of
-// contender Of divided by that of Over; with Minus, Of minus Over; with Over
-// empty, Of's median itself (a count, such as round trips per message).
+// Target judges one comparison. Its value is the median, over the rounds,
+// of contender Of's measurement divided by Over's in the same round (see
+// [Result.Paired]); with Minus, Of's minus Over's; with Over empty, Of's
+// median itself (a count, such as round trips per message).
 type Target struct {
 	Name       string
 	Comparison string
@@ -59,24 +60,18 @@ func (t Target) Judge(results []Result) Verdict {
 	if res == nil {
 		return v
 	}
-	of, ok := res.Median(t.Of)
-	if !ok {
+	combine := Ratio
+	if t.Minus {
+		combine = Difference
+	}
+	value, ok := res.Median(t.Of)
+	if t.Over != "" {
+		value, ok = res.Paired(t.Of, t.Over, combine)
+	}
+	if !ok || math.IsInf(value, 0) {
 		return v
 	}
-	switch {
-	case t.Over == "":
-		v.Value = of
-	default:
-		over, ok := res.Median(t.Over)
-		if !ok {
-			return v
-		}
-		if t.Minus {
-			v.Value = of - over
-		} else if over != 0 {
-			v.Value = of / over
-		}
-	}
+	v.Value = value
 	switch t.Op {
 	case AtLeast:
 		v.Pass = v.Value >= t.Goal
