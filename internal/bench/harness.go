@@ -53,7 +53,7 @@ type Result struct {
 // Median returns the median of contender name, and false when the
 // comparison has no such contender or did not finish.
 func (r Result) Median(name string) (float64, bool) {
-	s, ok := r.samples(name)
+	s, ok := r.Contender(name)
 	return s.Median, ok
 }
 
@@ -65,8 +65,8 @@ func (r Result) Median(name string) (float64, bool) {
 // and leaves their ratio, where it would move the median of each contender
 // by however many of its rounds it touched.
 func (r Result) Paired(of, over string, combine func(of, over float64) float64) (float64, bool) {
-	sa, ok1 := r.samples(of)
-	sb, ok2 := r.samples(over)
+	sa, ok1 := r.Contender(of)
+	sb, ok2 := r.Contender(over)
 	a, b := sa.Values, sb.Values
 	if !ok1 || !ok2 || len(a) != len(b) || len(a) == 0 {
 		return 0, false
@@ -82,9 +82,9 @@ func (r Result) Paired(of, over string, combine func(of, over float64) float64) 
 func Ratio(of, over float64) float64      { return of / over }
 func Difference(of, over float64) float64 { return of - over }
 
-// samples returns contender name's samples, and false when the comparison
-// has no such contender or did not finish.
-func (r Result) samples(name string) (Samples, bool) {
+// Contender returns contender name's samples, and false when the
+// comparison has no such contender or did not finish.
+func (r Result) Contender(name string) (Samples, bool) {
 	if r.Err != nil {
 		return Samples{}, false
 	}

@@ -23,7 +23,8 @@ func benchSize(short, full int) int {
 }
 
 // BenchmarkTransport reports each transport's messages per second with
-// the receiver on and off, one round per iteration. Rounds are small unless
+// the receiver on and off, one round per iteration, and with it on the time
+// a delivery waited on the Redis store. Rounds are small unless
 // BENCH_FULL=1; the figures are then rough.
 func BenchmarkTransport(b *testing.B) {
 	for _, kind := range []string{"gochannel", "sql", "amqp", "kafka", "nats", "redisstream"} {
@@ -34,8 +35,18 @@ func BenchmarkTransport(b *testing.B) {
 				if kind == "kafka" {
 					o.Messages = benchSize(5000, DefaultKafkaMessages)
 				}
+				var wait time.Duration
 				benchRounds(b, func(ctx context.Context) (*TransportBench, error) { return NewTransportBench(ctx, o) },
-					func(ctx context.Context, t *TransportBench) (float64, error) { return t.Round(ctx, receiver) })
+					func(ctx context.Context, t *TransportBench) (rate float64, err error) {
+						if !receiver {
+							return t.Round(ctx, false)
+						}
+						rate, wait, err = t.ReceiverRound(ctx)
+						return rate, err
+					})
+				if receiver {
+					b.ReportMetric(float64(wait.Microseconds()), "store-wait-µs/msg")
+				}
 			})
 		}
 	}
@@ -75,23 +86,6 @@ func BenchmarkHTTP(b *testing.B) {
 			b.ReportMetric(p99, "p99-µs")
 		})
 	}
-}
-
-// BenchmarkRedisBound reports Redis's round trip, the receiver's
-// Claim+Complete pair and the messages per second that bounds on one
-// serially consumed partition.
-func BenchmarkRedisBound(b *testing.B) {
-	client := testenv.Redis(b)
-	var r RedisBound
-	for b.Loop() {
-		var err error
-		if r, err = MeasureRedisBound(context.Background(), client, 2000); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(r.RTT.Microseconds()), "rtt-µs")
-	b.ReportMetric(float64(r.Pair.Microseconds()), "pair-µs")
-	b.ReportMetric(r.PerPartition, "msgs/s/partition")
 }
 
 // benchRounds builds a bench, runs one round per iteration and reports the

@@ -28,6 +28,7 @@ type tally struct {
 	executions []atomic.Int32
 	first      atomic.Int64 // unix nanoseconds at which the first delivery began
 	last       atomic.Int64 // unix nanoseconds at which the latest ack came
+	storeWait  atomic.Int64 // nanoseconds the receiver waited on its store (waitingStore)
 	done       chan struct{}
 	doneOnce   sync.Once
 	stop       chan struct{} // closed when the round is over
@@ -119,6 +120,16 @@ func (t *tally) rate() float64 {
 		return 0
 	}
 	return float64(t.delivered.Load()) / elapsed.Seconds()
+}
+
+// storeWaitPerDelivery is the time the receiver waited on its store calls
+// over the round, per delivery acked; zero with the receiver off.
+func (t *tally) storeWaitPerDelivery() time.Duration {
+	n := t.delivered.Load()
+	if n == 0 {
+		return 0
+	}
+	return time.Duration(t.storeWait.Load() / n)
 }
 
 // executionCounts returns the handler's executions per message index.

@@ -166,6 +166,19 @@ func (b *TransportBench) Round(ctx context.Context, receiver bool) (float64, err
 	return t.rate(), nil
 }
 
+// ReceiverRound runs a round with the receiver on, as Round does, and also
+// returns how long the receiver waited on its store's Claims, Completes and
+// Releases, per delivery: on a transport that hands each lane one message
+// at a time, the time its lanes spent waiting on Redis rather than moving
+// messages.
+func (b *TransportBench) ReceiverRound(ctx context.Context) (rate float64, storeWait time.Duration, err error) {
+	t, err := b.round(ctx, true)
+	if err != nil {
+		return 0, 0, err
+	}
+	return t.rate(), t.storeWaitPerDelivery(), nil
+}
+
 // Close drops the bench's schema and stops its Kafka broker, if any. Its
 // records in Redis expire on their own (recordTTL).
 func (b *TransportBench) Close() error {
@@ -178,8 +191,9 @@ func (b *TransportBench) Close() error {
 	return nil
 }
 
-// newReceiver is the receiver of the bench's rounds: the Redis store,
-// defaults otherwise.
-func (b *TransportBench) newReceiver() (*middleware.Receiver, error) {
-	return middleware.NewReceiver(middleware.Config{Store: b.store, TTL: recordTTL, Logger: b.opts.Logger})
+// newReceiver is the receiver of the bench's rounds: the Redis store, its
+// waits added up in tl, defaults otherwise.
+func (b *TransportBench) newReceiver(tl *tally) (*middleware.Receiver, error) {
+	store := waitingStore{Store: b.store, waited: &tl.storeWait}
+	return middleware.NewReceiver(middleware.Config{Store: store, TTL: recordTTL, Logger: b.opts.Logger})
 }

@@ -50,16 +50,16 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 	}
 	defer func() { err = errors.Join(err, tr.Close(), removeStreams(o, cfg.TopicPrefix)) }()
 
+	msgs, _ := batch(id, o.Messages, o.Duplicates)
+	tl := newTally(o.Messages, len(msgs))
 	var mw []message.HandlerMiddleware
 	if receiver {
-		rec, err := b.newReceiver()
+		rec, err := b.newReceiver(tl)
 		if err != nil {
 			return nil, err
 		}
 		mw = append(mw, rec.Middleware())
 	}
-	msgs, _ := batch(id, o.Messages, o.Duplicates)
-	tl := newTally(o.Messages, len(msgs))
 	consume := func() (*routers, error) {
 		return startRouters(ctx, o.Consumers, o.Logger, func(r *message.Router) error {
 			sub, err := tr.Subscriber(benchHandler)

@@ -56,6 +56,15 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 				if err != nil {
 					t.Fatalf("receiver %v: %v", receiver, err)
 				}
+				// The store is waited on only with the receiver on, and no
+				// longer than the round lasted on all its lanes together.
+				wait, lanes := tl.storeWaitPerDelivery(), float64(o.Partitions)
+				if receiver && (wait <= 0 || wait.Seconds() > lanes/tl.rate()) {
+					t.Errorf("receiver on: a delivery waited %v on the store in a round of %.0f deliveries/s", wait, tl.rate())
+				}
+				if !receiver && wait != 0 {
+					t.Errorf("receiver off: a delivery waited %v on a store", wait)
+				}
 				if got, want := tl.delivered.Load(), int64(o.Messages+o.Duplicates); got < want {
 					t.Errorf("receiver %v: %d deliveries acked, want %d", receiver, got, want)
 				}
