@@ -108,6 +108,17 @@ func runCell(t *testing.T, cell e2eCell, payments int) time.Duration {
 	for i := range instances {
 		instances[i] = startApp(t, env...)
 	}
+	// Ready is not yet a member of every consumer group: on Kafka, a
+	// replica that joins after the first has taken every partition gets
+	// its share only at the next rebalance, which a short cell may end
+	// before. Publishing starts once each group holds every replica.
+	if cell.transport == "kafka" && cell.instances > 1 {
+		cfg := instances[0].cfg
+		groups := transport.Config{TopicPrefix: cfg.TopicPrefix, ServiceName: cfg.ServiceName}
+		for _, r := range paymentRoutes() {
+			testenv.WaitKafkaGroup(t, cfg.KafkaBrokers, groups.ConsumerGroup(r.Name), cell.instances)
+		}
+	}
 
 	run := uuid.NewString()[:8]
 	type copyOf struct{ payment int }

@@ -85,3 +85,19 @@ func pingKafka(brokers []string) error {
 	}
 	return c.Close()
 }
+
+// WaitKafkaGroup waits up to 20 seconds until consumer group is stable
+// with n members on the cluster of brokers, each then holding its share of
+// the partitions: messages published next are spread over all of them.
+func WaitKafkaGroup(t testing.TB, brokers []string, group string, n int) {
+	t.Helper()
+	admin, err := sarama.NewClusterAdmin(brokers, sarama.NewConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	WaitFor(t, 20*time.Second, fmt.Sprintf("group %s stable with %d members", group, n), func() bool {
+		gs, err := admin.DescribeConsumerGroups([]string{group})
+		return err == nil && len(gs) == 1 && gs[0].State == "Stable" && len(gs[0].Members) == n
+	})
+}

@@ -46,7 +46,7 @@ func TestKafkaGroupSurvivesACrashedMember(t *testing.T) {
 	crash := &cuttableDialer{}
 	kafkaGroupMember(t, cfg, group, topic, 0, nil, deliveries)
 	kafkaGroupMember(t, cfg, group, topic, 1, crash, deliveries)
-	waitKafkaGroup(t, cfg, group, 2)
+	testenv.WaitKafkaGroup(t, cfg.KafkaBrokers, group, 2)
 
 	const keys, perKey = 8, 2
 	before := kafkaPublish(t, tr, topicRequested, keys, perKey)

@@ -61,7 +61,7 @@ func TestKafkaTransport(t *testing.T) {
 		// topics there already.
 		r1 := subscribe(t, tr, "r", topicCharged)
 		r2 := subscribe(t, newTestTransport(t, cfg), "r", topicCharged)
-		waitKafkaGroup(t, cfg, cfg.ConsumerGroup("r"), 2)
+		testenv.WaitKafkaGroup(t, cfg.KafkaBrokers, cfg.ConsumerGroup("r"), 2)
 		sent := kafkaPublish(t, tr, topicCharged, keys, perKey)
 		got := kafkaReceive(t, len(sent), r1, r2)
 		checkKafkaDeliveries(t, "r", sent, got)
@@ -77,21 +77,6 @@ func TestKafkaTransport(t *testing.T) {
 				t.Errorf("partition %d consumed by both members of one group", p)
 			}
 		}
-	})
-}
-
-// waitKafkaGroup waits until group is stable with n members, each with its
-// partitions assigned.
-func waitKafkaGroup(t *testing.T, cfg Config, group string, n int) {
-	t.Helper()
-	admin, err := sarama.NewClusterAdmin(cfg.KafkaBrokers, sarama.NewConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	waitFor(t, fmt.Sprintf("group %s stable with %d members", group, n), func() bool {
-		gs, err := admin.DescribeConsumerGroups([]string{group})
-		return err == nil && len(gs) == 1 && gs[0].State == "Stable" && len(gs[0].Members) == n
 	})
 }
 
