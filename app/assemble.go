@@ -81,7 +81,7 @@ func (b *assembly) openDatabase(ctx context.Context) (err error) {
 // openStore opens the idempotency store STORE names: Redis after checking
 // that it keeps records, PostgreSQL with the sweeper of expired ones; in
 // lease mode either behind the local cache of completed records
-// (DEDUP_CACHE_SIZE).
+// (DEDUP_CACHE_SIZE), with its batches' sizes counted (STORE_BATCH_SIZE).
 func (b *assembly) openStore(ctx context.Context) (err error) {
 	var rdb redis.UniversalClient
 	if b.cfg.Store == "redis" {
@@ -89,7 +89,13 @@ func (b *assembly) openStore(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if b.store, err = newStore(b.cfg, b.pool, rdb); err != nil {
+	var observe func(op string, calls int)
+	if b.cfg.batched() {
+		if observe, err = batchMetrics(b.reg); err != nil {
+			return err
+		}
+	}
+	if b.store, err = newStore(b.cfg, b.pool, rdb, observe); err != nil {
 		return err
 	}
 	b.closers = append(b.closers, b.store.close)

@@ -28,6 +28,7 @@ import (
 //	onceflow_sweeper_pass_duration_seconds{result}
 //	onceflow_poisoned_messages_total{topic}                 poison.go
 //	onceflow_dedup_cache_lookups_total{result}              cache.go
+//	onceflow_store_batch_calls{op}                          batchmetrics.go
 //	onceflow_store_durability{setting,state}                durability.go
 
 // receiverMetrics is the receiver's observer, its series for every route

@@ -58,6 +58,18 @@ func (s scrape) value(name string, labels ...string) float64 {
 	return sum
 }
 
+// sampleSum sums the sample sums of histogram name over the series whose
+// labels include every pair in labels.
+func (s scrape) sampleSum(name string, labels ...string) float64 {
+	var sum float64
+	for _, m := range s.families[name].GetMetric() {
+		if hasLabels(m, labels) {
+			sum += m.GetHistogram().GetSampleSum()
+		}
+	}
+	return sum
+}
+
 // The known run: on gochannel with PostgreSQL records, 4 payments, 3
 // retries of them, 1 key reused for another payment and 1 request without
 // a key through the API, 2 of the 4 PaymentRequested messages delivered
@@ -113,6 +125,20 @@ func TestMetricsAfterKnownRun(t *testing.T) {
 			if got := s.value(c.name, c.labels...); got != c.want {
 				t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 			}
+		}
+	}
+	// The batches carried every call that reached PostgreSQL: every
+	// complete, and every claim the local cache did not answer.
+	for _, c := range []struct {
+		op   string
+		want float64
+	}{
+		{"claim", s.value("onceflow_store_duration_seconds", "op", "claim") - s.value("onceflow_dedup_cache_lookups_total", "result", "hit")},
+		{"complete", s.value("onceflow_store_duration_seconds", "op", "complete")},
+	} {
+		batches, calls := s.value("onceflow_store_batch_calls", "op", c.op), s.sampleSum("onceflow_store_batch_calls", "op", c.op)
+		if calls != c.want || batches < 1 || batches > calls {
+			t.Errorf("onceflow_store_batch_calls{op=%q}: %v calls in %v batches, want %v calls", c.op, calls, batches, c.want)
 		}
 	}
 	// Series of every route exist before anything fails.

@@ -24,25 +24,26 @@ type idempotencyStore struct {
 	pg *postgres.Store
 }
 
-// newStore builds the store STORE names on the backends already opened.
-func newStore(cfg Config, pool *pgxpool.Pool, rdb redis.UniversalClient) (idempotencyStore, error) {
+// newStore builds the store STORE names on the backends already opened;
+// observe, when not nil, is told the size of every batch it sends.
+func newStore(cfg Config, pool *pgxpool.Pool, rdb redis.UniversalClient, observe func(op string, calls int)) (idempotencyStore, error) {
+	// Transaction mode keeps every claim of the pool store unbatched: a
+	// batch would wait as a whole on a row an open transaction holds.
+	batch := 0
+	if cfg.batched() {
+		batch = cfg.StoreBatchSize
+	}
 	switch cfg.Store {
 	case "redis":
 		return idempotencyStore{
 			Store: redisstore.New(rdb, redisstore.Config{
-				WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout, BatchSize: cfg.StoreBatchSize,
+				WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout, BatchSize: batch, BatchObserver: observe,
 			}),
 			ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 			close: rdb.Close,
 		}, nil
 	case "postgres":
-		// Transaction mode keeps every claim of the pool store unbatched:
-		// a batch would wait as a whole on a row an open transaction holds.
-		batch := cfg.StoreBatchSize
-		if cfg.DedupMode == "transaction" {
-			batch = 0
-		}
-		s, err := postgres.New(pool, postgres.Config{BatchSize: batch, Layout: postgres.Layout(cfg.PGRecordsLayout)})
+		s, err := postgres.New(pool, postgres.Config{BatchSize: batch, BatchObserver: observe, Layout: postgres.Layout(cfg.PGRecordsLayout)})
 		if err != nil {
 			return idempotencyStore{}, fmt.Errorf("postgres store: %w", err)
 		}

@@ -64,10 +64,10 @@ type batchers struct {
 	complete *batch.Batcher[completeReq, struct{}]
 }
 
-func newBatchers(s *Store, bc batch.Config) *batchers {
+func newBatchers(s *Store, bc batch.Config, observe func(op string, calls int)) *batchers {
 	return &batchers{
-		claim:    batch.New(s.claimBatch, bc),
-		complete: batch.New(s.completeBatch, bc),
+		claim:    batch.New(batch.Observed(s.claimBatch, "claim", observe), bc),
+		complete: batch.New(batch.Observed(s.completeBatch, "complete", observe), bc),
 	}
 }
 

@@ -29,14 +29,15 @@ func (c *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 func (c *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // tracedStore returns a batching store on a fresh schema whose pool counts
-// its statements. A long BatchTimeout keeps a machine slowed by the race
-// detector from starting extra workers before the racing goroutines queue.
-func tracedStore(t *testing.T) (*postgres.Store, *statements) {
+// its statements, and the sizes of its batches. A long BatchTimeout keeps a
+// machine slowed by the race detector from starting extra workers before
+// the racing goroutines queue.
+func tracedStore(t *testing.T) (*postgres.Store, *statements, *storetest.BatchSizes) {
 	t.Helper()
-	counter := &statements{}
+	counter, sizes := &statements{}, &storetest.BatchSizes{}
 	pool := smallPool(t, 4, counter)
-	s := mustNew(t, pool, postgres.Config{BatchSize: 64, BatchWorkers: 2, BatchTimeout: time.Second})
-	return s, counter
+	s := mustNew(t, pool, postgres.Config{BatchSize: 64, BatchWorkers: 2, BatchTimeout: time.Second, BatchObserver: sizes.Observe})
+	return s, counter, sizes
 }
 
 func batchCtx(t *testing.T) context.Context {
@@ -51,18 +52,27 @@ func batchCtx(t *testing.T) context.Context {
 // concurrently, batched too, and reads the results back.
 func TestBatchedClaimsTakeFewerStatements(t *testing.T) {
 	t.Parallel()
-	s, counter := tracedStore(t)
+	s, counter, sizes := tracedStore(t)
 	const keys, claimers = 100, 4
 
 	owners := storetest.RaceClaims(t, s, keys, claimers)
-	if n := counter.n.Load(); n > keys*claimers/4 {
+	n := counter.n.Load()
+	if n > keys*claimers/4 {
 		t.Fatalf("%d claims took %d statements, want at most a quarter", keys*claimers, n)
+	}
+	// A batch is one statement per round of distinct keys.
+	if batches, calls := sizes.Of("claim"); calls != keys*claimers || batches < 1 || int64(batches) > n {
+		t.Fatalf("the observer saw %d claims in %d batches, want %d in at most the %d statements", calls, batches, keys*claimers, n)
 	}
 
 	counter.n.Store(0)
 	storetest.RaceCompletes(t, s, owners)
-	if n := counter.n.Load(); n >= keys/2 {
+	n = counter.n.Load()
+	if n >= keys/2 {
 		t.Fatalf("%d completes took %d statements, want fewer than half", keys, n)
+	}
+	if batches, calls := sizes.Of("complete"); calls != keys || batches < 1 || int64(batches) > n {
+		t.Fatalf("the observer saw %d completes in %d batches, want %d in at most the %d statements", calls, batches, keys, n)
 	}
 	for k := range owners {
 		c, err := s.Claim(batchCtx(t), k, []byte("fp"), time.Minute)
@@ -76,7 +86,7 @@ func TestBatchedClaimsTakeFewerStatements(t *testing.T) {
 // concurrent Completes: each gets its own answer.
 func TestBatchedCompleteOfALostLeaseIsLeaseLost(t *testing.T) {
 	t.Parallel()
-	s, _ := tracedStore(t)
+	s, _, _ := tracedStore(t)
 	const keys = 60
 	tokens := make([]stores.Token, keys)
 	for i := range keys {

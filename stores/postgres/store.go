@@ -97,6 +97,11 @@ type Config struct {
 	// batch to fill back to its last one's size. Default
 	// DefaultBatchLinger.
 	BatchLinger time.Duration
+	// BatchObserver, when set with batching on, is told the number of
+	// calls of every batch as it is sent, op "claim" or "complete" (a call
+	// sent alone is a batch of one): how full batches run, which
+	// BatchWorkers and BatchLinger trade against a call's wait.
+	BatchObserver func(op string, calls int)
 
 	// Layout is the layout of Table, as migrations created it. Default
 	// LayoutRows. CheckLayout compares it with the table's.
@@ -159,7 +164,7 @@ func New(db Querier, cfg Config) (*Store, error) {
 		s.pool = pool
 		s.batch = newBatchers(s, batch.Config{
 			MaxSize: cfg.BatchSize, Workers: cfg.BatchWorkers, Timeout: cfg.BatchTimeout, Linger: cfg.BatchLinger,
-		}.Or(batch.Config{Workers: DefaultBatchWorkers, Timeout: DefaultBatchTimeout, Linger: DefaultBatchLinger}))
+		}.Or(batch.Config{Workers: DefaultBatchWorkers, Timeout: DefaultBatchTimeout, Linger: DefaultBatchLinger}), cfg.BatchObserver)
 	}
 	return s, nil
 }

@@ -30,10 +30,10 @@ type batchers struct {
 	claim, complete *batch.Batcher[evalReq, any]
 }
 
-func newBatchers(s *Store, bc batch.Config) *batchers {
+func newBatchers(s *Store, bc batch.Config, observe func(op string, calls int)) *batchers {
 	return &batchers{
-		claim:    batch.New(s.batched("claim", claimScript, claimAllScript), bc),
-		complete: batch.New(s.batched("complete", completeScript, completeAllScript), bc),
+		claim:    batch.New(batch.Observed(s.batched("claim", claimScript, claimAllScript), "claim", observe), bc),
+		complete: batch.New(batch.Observed(s.batched("complete", completeScript, completeAllScript), "complete", observe), bc),
 	}
 }
 

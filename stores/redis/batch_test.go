@@ -30,18 +30,30 @@ func TestBatchedClaimsTakeFewerRoundTrips(t *testing.T) {
 	c := testenv.Redis(t)
 	var rt redismeter.Meter
 	c.AddHook(&rt)
-	s := redisstore.New(c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: 64, BatchWorkers: 2, BatchTimeout: time.Second})
+	var sizes storetest.BatchSizes
+	s := redisstore.New(c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: 64, BatchWorkers: 2, BatchTimeout: time.Second,
+		BatchObserver: sizes.Observe})
 	const keys, claimers = 100, 4
 
 	owners := storetest.RaceClaims(t, s, keys, claimers)
-	if n := rt.RoundTrips(); n > keys*claimers/4 {
+	n := rt.RoundTrips()
+	if n > keys*claimers/4 {
 		t.Fatalf("%d claims took %d round trips, want at most a quarter", keys*claimers, n)
+	}
+	// Each batch is one script run, and a round trip more where the
+	// script had to be loaded first.
+	if batches, calls := sizes.Of("claim"); calls != keys*claimers || batches < 1 || int64(batches) > n {
+		t.Fatalf("the observer saw %d claims in %d batches, want %d in at most the %d round trips", calls, batches, keys*claimers, n)
 	}
 
 	rt.Reset()
 	storetest.RaceCompletes(t, s, owners)
-	if n := rt.RoundTrips(); n >= keys {
+	n = rt.RoundTrips()
+	if n >= keys {
 		t.Fatalf("%d completes took %d round trips, want fewer", keys, n)
+	}
+	if batches, calls := sizes.Of("complete"); calls != keys || batches < 1 || int64(batches) > n {
+		t.Fatalf("the observer saw %d completes in %d batches, want %d in at most the %d round trips", calls, batches, keys, n)
 	}
 	for k := range owners {
 		c, err := s.Claim(testCtx(t), k, []byte("fp"), time.Minute)

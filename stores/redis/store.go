@@ -94,6 +94,11 @@ type Config struct {
 	// DefaultBatchLinger: a fuller batch saves a round trip's work on the
 	// client and on the server.
 	BatchLinger time.Duration
+	// BatchObserver, when set with batching on, is told the number of
+	// calls of every batch as it is sent, op "claim" or "complete" (a call
+	// sent alone is a batch of one): how full batches run, which
+	// BatchWorkers and BatchLinger trade against a call's wait.
+	BatchObserver func(op string, calls int)
 }
 
 // Store keeps idempotency records in Redis. It is safe for concurrent use by
@@ -133,7 +138,7 @@ func New(client redis.UniversalClient, cfg Config) *Store {
 	if cfg.BatchSize > 1 {
 		s.batch = newBatchers(s, batch.Config{
 			MaxSize: cfg.BatchSize, Workers: cfg.BatchWorkers, Timeout: cfg.BatchTimeout, Linger: cfg.BatchLinger,
-		}.Or(batch.Config{Workers: DefaultBatchWorkers, Timeout: DefaultBatchTimeout, Linger: DefaultBatchLinger}))
+		}.Or(batch.Config{Workers: DefaultBatchWorkers, Timeout: DefaultBatchTimeout, Linger: DefaultBatchLinger}), cfg.BatchObserver)
 	}
 	return s
 }

@@ -47,6 +47,19 @@ type Result[Resp any] struct {
 // every caller has one.
 type Func[Req, Resp any] func(ctx context.Context, reqs []Req, res []Result[Resp])
 
+// Observed returns fn telling observe, when it is not nil, the number of
+// calls of every batch as it starts, under op: how full batches run. A
+// call run alone counts as a batch of one.
+func Observed[Req, Resp any](fn Func[Req, Resp], op string, observe func(op string, calls int)) Func[Req, Resp] {
+	if observe == nil {
+		return fn
+	}
+	return func(ctx context.Context, reqs []Req, res []Result[Resp]) {
+		observe(op, len(reqs))
+		fn(ctx, reqs, res)
+	}
+}
+
 // Config bounds a Batcher.
 type Config struct {
 	// MaxSize is the most calls one batch carries. Values below 1 mean 1.

@@ -349,3 +349,28 @@ func TestConfigOrFillsOnlyZeroSettings(t *testing.T) {
 		t.Fatalf("Or = %+v, want %+v", got, want)
 	}
 }
+
+// Observed tells its observer each batch's size under its op as the batch
+// starts, the call run alone included.
+func TestObservedTellsEachBatchSize(t *testing.T) {
+	r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	observe := func(op string, calls int) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%s:%d", op, calls))
+	}
+	b := batch.New(batch.Observed(r.run, "claim", observe), batch.Config{MaxSize: 100, Workers: 1})
+	const n = 12
+	if _, errs := queueBehind(t, b, r, n, func(int) context.Context { return context.Background() }); errors.Join(errs...) != nil {
+		t.Fatal(errors.Join(errs...))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got, want := fmt.Sprint(seen), "[claim:1 claim:12]"; got != want {
+		t.Fatalf("observed %s, want %s (batches %v)", got, want, r.sizes())
+	}
+}
