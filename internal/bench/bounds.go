@@ -14,11 +14,12 @@ const StoreClaimsContender = "store-claims"
 // ceilingNote returns the note that states, when the moonshot target is
 // missed, how far batching could take the claim: ceiling is the contender
 // that runs the store's own claim with its server's reference client, every
-// claim in flight in one round trip (see [RedisBatchedContender]). When
-// even that stays under the goal, no batching of the store can reach it on
-// this machine; otherwise the gap is the store's client and how full its
-// batches run.
-func ceilingNote(target, ceiling string) Note {
+// claim in flight in one round trip of keys claims (see
+// [RedisBatchedContender]), and fill holds how many the store's claim
+// batches carried in the same rounds. When even the ceiling stays under
+// the goal, no batching of the store can reach it on this machine;
+// otherwise the gap is the store's client and how full its batches run.
+func ceilingNote(target, ceiling string, fill *BatchFill, keys int) Note {
 	return func(_ context.Context, rep *Report) ([]string, error) {
 		v, missed := rep.Missed(target)
 		if !missed {
@@ -36,9 +37,13 @@ func ceilingNote(target, ceiling string) Note {
 		if reach >= v.Goal {
 			verdict = "within reach of the server; the gap is the store's client and how full its batches run"
 		}
+		carried := ""
+		if mean, ok := fill.Median(); ok {
+			carried = fmt.Sprintf(", its claim batches carrying %.1f claims on average against the ceiling's %d", mean, keys)
+		}
 		return []string{fmt.Sprintf("Bound: %s: %s runs the store's own claim with every claim in flight in one round trip "+
-			"and reaches %.0f claims/s, %.3f x %s (%.0f/s), in the same rounds; the store reaches %.0f claims/s, %.3f x (goal %g): %s.",
-			v.Name, ceiling, best, reach, v.Over, ref, claims, v.Value, v.Goal, verdict)}, nil
+			"and reaches %.0f claims/s, %.3f x %s (%.0f/s), in the same rounds; the store reaches %.0f claims/s, %.3f x (goal %g)%s: %s.",
+			v.Name, ceiling, best, reach, v.Over, ref, claims, v.Value, v.Goal, carried, verdict)}, nil
 	}
 }
 

@@ -64,7 +64,7 @@ func TestCeilingNoteTellsReachFromTheBatchedReference(t *testing.T) {
 				{Target: Target{Name: "postgres-vs-pgbench", Comparison: PostgresCalls, Goal: 0.8}, Value: 0.5},
 			},
 		}
-		lines, err := ceilingNote(PostgresMoonshot, PgbenchBatchedContender)(context.Background(), rep)
+		lines, err := ceilingNote(PostgresMoonshot, PgbenchBatchedContender, fillOf(8, 6, 10), PostgresClients)(context.Background(), rep)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestCeilingNoteTellsReachFromTheBatchedReference(t *testing.T) {
 		if c.batched/10_000 >= 2 {
 			reach = "within reach of the server"
 		}
-		for _, want := range []string{c.want, "the store reaches 12000 claims/s, 1.200 x (goal 2)", reach} {
+		for _, want := range []string{c.want, "the store reaches 12000 claims/s, 1.200 x (goal 2), its claim batches carrying 8.0 claims on average against the ceiling's 16", reach} {
 			if !strings.Contains(lines[0], want) {
 				t.Errorf("batched %v: note lacks %q:\n%s", c.batched, want, lines[0])
 			}
@@ -86,4 +86,34 @@ func TestCeilingNoteTellsReachFromTheBatchedReference(t *testing.T) {
 // oneRound is the samples of a contender measured once, at v.
 func oneRound(contender string, v float64) Samples {
 	return Samples{Contender: contender, Values: []float64{v}, Median: v}
+}
+
+// fillOf is a BatchFill whose rounds each sent claim batches averaging the
+// given sizes.
+func fillOf(means ...int) *BatchFill {
+	f := &BatchFill{}
+	for _, m := range means {
+		f.Observe("claim", m-1)
+		f.Observe("claim", m+1)
+		f.EndRound()
+	}
+	return f
+}
+
+// A BatchFill's median is over the rounds' mean claim batches: completes
+// and rounds that sent no claim batch are left out.
+func TestBatchFillMediansRoundMeans(t *testing.T) {
+	f := fillOf(4, 12)
+	f.Observe("complete", 64)
+	f.EndRound() // no claim batch: no round
+	f.Observe("claim", 1)
+	f.Observe("claim", 2)
+	f.Observe("claim", 6)
+	f.EndRound() // 3
+	if got, ok := f.Median(); !ok || got != 4 {
+		t.Fatalf("median of the rounds 4, 12 and 3 = %v, %v; want 4", got, ok)
+	}
+	if _, ok := (*BatchFill)(nil).Median(); ok {
+		t.Fatal("a nil BatchFill has a median")
+	}
 }

@@ -21,31 +21,40 @@ const CallsPerPair = 2
 // key and Complete it, over and over for window, on a fresh store of backend
 // b. The rate counts both calls of each pair.
 func StoreCalls(env *Env, b Backend, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
-	return storeRate(env, b, callers, window, true)
+	return storeRate(env, b, callers, window, true, nil)
 }
 
 // StoreClaims measures Claims/s: callers goroutines each Claim a fresh key,
 // over and over for window, on a fresh store of backend b. No Complete
 // follows, so the rate is the claim path's alone: the one operation the
-// references (SET NX, INSERT .. ON CONFLICT) run per request.
-func StoreClaims(env *Env, b Backend, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
-	return storeRate(env, b, callers, window, false)
+// references (SET NX, INSERT .. ON CONFLICT) run per request. fill, when
+// not nil, keeps each round's mean claim batch.
+func StoreClaims(env *Env, b Backend, callers int, window time.Duration, fill *BatchFill) func(ctx context.Context) (float64, error) {
+	return storeRate(env, b, callers, window, false, fill)
 }
 
 // storeRate returns calls/s of callers goroutines each claiming fresh keys
 // for window, and completing each when complete is set, on a fresh store
-// of backend b. Every claim must acquire its key.
-func storeRate(env *Env, b Backend, callers int, window time.Duration, complete bool) func(ctx context.Context) (float64, error) {
+// of backend b, its claim batches counted in fill when it is not nil.
+// Every claim must acquire its key.
+func storeRate(env *Env, b Backend, callers int, window time.Duration, complete bool, fill *BatchFill) func(ctx context.Context) (float64, error) {
 	calls := 1
 	if complete {
 		calls = CallsPerPair
 	}
+	var observe func(op string, calls int)
+	if fill != nil {
+		observe = fill.Observe
+	}
 	return func(ctx context.Context) (float64, error) {
-		s, closeStore, err := env.NewStore(b)
+		s, closeStore, err := env.newStore(b, env.Redis, observe)
 		if err != nil {
 			return 0, err
 		}
 		defer closeStore()
+		if fill != nil {
+			defer fill.EndRound()
+		}
 		fp := []byte("fingerprint")
 		result := []byte("result")
 		ops, elapsed, err := spin(ctx, callers, window, func(ctx context.Context, key string) error {

@@ -80,17 +80,18 @@ func NewPlan(z Size, deps Deps) *Plan {
 	)
 	plan.Notes = append(plan.Notes, memoryBound)
 
+	redisFill := &BatchFill{}
 	plan.Add(Comparison{Name: RedisCalls, Unit: "calls/s", Contenders: []Contender{
 		{"store", StoreCalls(env, Redis, RedisCallers, p.Window)},
 		{"store-plain", StoreCalls(env, RedisPlain, RedisCallers, p.Window)},
 		{"redis-benchmark", RedisBenchmark(env, tools, RedisCallers, p.Window)},
-		{StoreClaimsContender, StoreClaims(env, Redis, RedisCallers, p.Window)},
+		{StoreClaimsContender, StoreClaims(env, Redis, RedisCallers, p.Window, redisFill)},
 		{RedisBatchedContender, ScriptedClaims(env, tools, RedisCallers, p.Window)},
 	}},
 		Target{Name: "redis-vs-redis-benchmark", Of: "store", Over: "redis-benchmark", Op: AtLeast, Goal: 0.8},
 		Target{Name: RedisMoonshot, Of: StoreClaimsContender, Over: "redis-benchmark", Op: AtLeast, Goal: 1},
 	)
-	plan.Notes = append(plan.Notes, ceilingNote(RedisMoonshot, RedisBatchedContender))
+	plan.Notes = append(plan.Notes, ceilingNote(RedisMoonshot, RedisBatchedContender, redisFill, RedisCallers))
 
 	plan.Add(Comparison{Name: RedisCallsOne, Unit: "calls/s", Contenders: []Contender{
 		{"store", StoreCalls(env, Redis, 1, p.Window)},
@@ -117,17 +118,18 @@ func NewPlan(z Size, deps Deps) *Plan {
 		Target{Name: "redis-round-trips-duplicate-cached", Of: "duplicate", Op: AtMost, Goal: 0},
 	)
 
+	postgresFill := &BatchFill{}
 	plan.Add(Comparison{Name: PostgresCalls, Unit: "calls/s", Contenders: []Contender{
 		{"store", StoreCalls(env, Postgres, PostgresClients, p.Window)},
 		{"store-plain", StoreCalls(env, PostgresPlain, PostgresClients, p.Window)},
 		{"pgbench", Pgbench(env, tools, PostgresClients, p.Window)},
-		{StoreClaimsContender, StoreClaims(env, Postgres, PostgresClients, p.Window)},
+		{StoreClaimsContender, StoreClaims(env, Postgres, PostgresClients, p.Window, postgresFill)},
 		{PgbenchBatchedContender, BatchedClaims(env, tools, PostgresClients, p.Window)},
 	}},
 		Target{Name: "postgres-vs-pgbench", Of: "store", Over: "pgbench", Op: AtLeast, Goal: 0.8},
 		Target{Name: PostgresMoonshot, Of: StoreClaimsContender, Over: "pgbench", Op: AtLeast, Goal: 2},
 	)
-	plan.Notes = append(plan.Notes, ceilingNote(PostgresMoonshot, PgbenchBatchedContender))
+	plan.Notes = append(plan.Notes, ceilingNote(PostgresMoonshot, PgbenchBatchedContender, postgresFill, PostgresClients))
 
 	plan.Add(Comparison{Name: ReceiverAllocs, Unit: "allocs/msg", LowerIsBetter: true, Contenders: []Contender{
 		{"none", RouterAllocs(p.Messages, 64, NoMiddleware)},

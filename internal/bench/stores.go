@@ -131,16 +131,18 @@ func (e *Env) RecordsTable() string { return e.Schema + "." + postgres.DefaultTa
 // Every store the plan measures is made here, so switching a backend's
 // options (a cache in front, batching) for the whole run is one edit.
 func (e *Env) NewStore(b Backend) (stores.Store, func(), error) {
-	return e.newStore(b, e.Redis)
+	return e.newStore(b, e.Redis, nil)
 }
 
 // NewStoreOn is NewStore with Redis reached through client (one with a
 // hook that counts round trips, say). Other backends ignore client.
 func (e *Env) NewStoreOn(b Backend, client *redis.Client) (stores.Store, func(), error) {
-	return e.newStore(b, client)
+	return e.newStore(b, client, nil)
 }
 
-func (e *Env) newStore(b Backend, client *redis.Client) (stores.Store, func(), error) {
+// newStore is NewStoreOn with observe, when not nil, told the size of
+// every batch the store sends.
+func (e *Env) newStore(b Backend, client *redis.Client, observe func(op string, calls int)) (stores.Store, func(), error) {
 	batch, cached := ServiceBatchSize, true
 	if b == RedisPlain || b == PostgresPlain {
 		batch, cached = 0, false
@@ -151,9 +153,9 @@ func (e *Env) newStore(b Backend, client *redis.Client) (stores.Store, func(), e
 		m := memory.New(memory.Config{MaxEntries: 1 << 20})
 		return m, func() { _ = m.Close() }, nil
 	case Redis, RedisPlain:
-		s = redisstore.New(client, redisstore.Config{KeyPrefix: e.Prefix + "rec:", BatchSize: batch})
+		s = redisstore.New(client, redisstore.Config{KeyPrefix: e.Prefix + "rec:", BatchSize: batch, BatchObserver: observe})
 	case Postgres, PostgresPlain:
-		p, err := postgres.New(e.Postgres, postgres.Config{Table: e.RecordsTable(), BatchSize: batch})
+		p, err := postgres.New(e.Postgres, postgres.Config{Table: e.RecordsTable(), BatchSize: batch, BatchObserver: observe})
 		if err != nil {
 			return nil, nil, err
 		}
