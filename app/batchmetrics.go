@@ -7,9 +7,9 @@ import (
 )
 
 // batched reports whether the store batches concurrent calls:
-// STORE_BATCH_SIZE above one on a networked store, and on PostgreSQL lease
-// mode only (in transaction mode each claim runs in its handler's
-// transaction).
+// STORE_BATCH_SIZE above one on a networked store, and on PostgreSQL in
+// lease mode only: in transaction mode a batch would wait as a whole on a
+// row an open transaction holds.
 func (c Config) batched() bool {
 	return c.StoreBatchSize > 1 && (c.Store == "redis" || (c.Store == "postgres" && c.DedupMode == "lease"))
 }

@@ -27,8 +27,6 @@ type idempotencyStore struct {
 // newStore builds the store STORE names on the backends already opened;
 // observe, when not nil, is told the size of every batch it sends.
 func newStore(cfg Config, pool *pgxpool.Pool, rdb redis.UniversalClient, observe func(op string, calls int)) (idempotencyStore, error) {
-	// Transaction mode keeps every claim of the pool store unbatched: a
-	// batch would wait as a whole on a row an open transaction holds.
 	batch := 0
 	if cfg.batched() {
 		batch = cfg.StoreBatchSize
