@@ -96,8 +96,17 @@ func WaitKafkaGroup(t testing.TB, brokers []string, group string, n int) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	WaitFor(t, 20*time.Second, fmt.Sprintf("group %s stable with %d members", group, n), func() bool {
+	waitGroup(t, admin, group, fmt.Sprintf("group %s stable with %d members", group, n), func(g *sarama.GroupDescription) bool {
+		return g.State == "Stable" && len(g.Members) == n
+	})
+}
+
+// waitGroup waits up to 20 seconds until the description of group
+// satisfies ok, failing t with what otherwise.
+func waitGroup(t testing.TB, admin sarama.ClusterAdmin, group, what string, ok func(*sarama.GroupDescription) bool) {
+	t.Helper()
+	WaitFor(t, 20*time.Second, what, func() bool {
 		gs, err := admin.DescribeConsumerGroups([]string{group})
-		return err == nil && len(gs) == 1 && gs[0].State == "Stable" && len(gs[0].Members) == n
+		return err == nil && len(gs) == 1 && ok(gs[0])
 	})
 }

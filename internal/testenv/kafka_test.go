@@ -88,7 +88,7 @@ func kfakeKeepsDeadMember(t *testing.T, addr string, admin sarama.ClusterAdmin, 
 	dead := newKfakeMember(t, addr, group, kfakeSession)
 	parked := make(chan error, 1)
 	go func() { _, err := dead.join(); parked <- err }()
-	kfakeWaitGroup(t, admin, group, "the dead member's JoinGroup parked", func(g *sarama.GroupDescription) bool {
+	waitGroup(t, admin, group, "the dead member's JoinGroup parked", func(g *sarama.GroupDescription) bool {
 		return g.State == "PreparingRebalance" && len(g.Members) == 2
 	})
 	if err := <-parked; err == nil {
@@ -135,7 +135,7 @@ func TestKfakeExpiresMemberWaitingInJoinGroup(t *testing.T) {
 	rejoining.mustSync(rejoining.id)
 	parked := make(chan error, 1)
 	go func() { _, err := slow.join(); parked <- err }()
-	kfakeWaitGroup(t, admin, group, "the slow member's first JoinGroup parked", func(g *sarama.GroupDescription) bool {
+	waitGroup(t, admin, group, "the slow member's first JoinGroup parked", func(g *sarama.GroupDescription) bool {
 		return len(g.Members) == 2
 	})
 	join := rejoining.mustJoin()
@@ -325,18 +325,4 @@ func kfakeDescribe(t *testing.T, admin sarama.ClusterAdmin, group string) *saram
 		t.Fatalf("describing %s: %v", group, err)
 	}
 	return gs[0]
-}
-
-// kfakeWaitGroup waits until the description of group satisfies ok.
-func kfakeWaitGroup(t *testing.T, admin sarama.ClusterAdmin, group, what string, ok func(*sarama.GroupDescription) bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		gs, err := admin.DescribeConsumerGroups([]string{group})
-		if err == nil && len(gs) == 1 && ok(gs[0]) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
 }
