@@ -55,10 +55,9 @@ func (w storeWaits) note(_ context.Context, rep *bench.Report) ([]string, error)
 			continue
 		}
 		res, _ := rep.Result(v.Comparison)
-		offs, _ := res.Contender("off")
-		waits := w[kind]
-		off, ok1 := res.Median("off")
-		on, ok2 := res.Median("on")
+		offs, ok1 := res.Contender("off")
+		ons, ok2 := res.Contender("on")
+		waits, off, on := w[kind], offs.Median, ons.Median
 		if !ok1 || !ok2 || off <= 0 || on <= 0 || len(waits) == 0 || len(offs.Values) != len(waits) {
 			continue
 		}
