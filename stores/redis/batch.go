@@ -31,9 +31,12 @@ type batchers struct {
 }
 
 func newBatchers(s *Store, bc batch.Config, observe func(op string, calls int)) *batchers {
+	batcher := func(op string, one, all *redis.Script) *batch.Batcher[evalReq, any] {
+		return batch.New(batch.Observed(s.batched(op, one, all), op, observe), bc)
+	}
 	return &batchers{
-		claim:    batch.New(batch.Observed(s.batched("claim", claimScript, claimAllScript), "claim", observe), bc),
-		complete: batch.New(batch.Observed(s.batched("complete", completeScript, completeAllScript), "complete", observe), bc),
+		claim:    batcher("claim", claimScript, claimAllScript),
+		complete: batcher("complete", completeScript, completeAllScript),
 	}
 }
 
