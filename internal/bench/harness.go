@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Contender is one side of a [Comparison]. Measure runs once per round and
@@ -48,6 +49,8 @@ type Result struct {
 	// Err is the first error a contender returned; the comparison stopped
 	// there and its medians are missing.
 	Err error
+	// Took is how long the comparison ran, its contenders' setup included.
+	Took time.Duration
 }
 
 // Median returns the median of contender name, and false when the
@@ -65,17 +68,25 @@ func (r Result) Median(name string) (float64, bool) {
 // and leaves their ratio, where it would move the median of each contender
 // by however many of its rounds it touched.
 func (r Result) Paired(of, over string, combine func(of, over float64) float64) (float64, bool) {
+	per, ok := r.PerRound(of, over, combine)
+	return median(per), ok
+}
+
+// PerRound returns combine applied to the measurements of contenders of and
+// over in each round, in round order: the values Paired takes the median
+// of. It returns false when Paired does.
+func (r Result) PerRound(of, over string, combine func(of, over float64) float64) ([]float64, bool) {
 	sa, ok1 := r.Contender(of)
 	sb, ok2 := r.Contender(over)
 	a, b := sa.Values, sb.Values
 	if !ok1 || !ok2 || len(a) != len(b) || len(a) == 0 {
-		return 0, false
+		return nil, false
 	}
 	per := make([]float64, len(a))
 	for i := range a {
 		per[i] = combine(a[i], b[i])
 	}
-	return median(per), true
+	return per, true
 }
 
 // Ratio and Difference are Paired's usual combinations.

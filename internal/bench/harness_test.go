@@ -87,8 +87,24 @@ func TestTargetRatioIsTheMedianOfEachRoundsRatio(t *testing.T) {
 	if got := v.Line(); got != "TARGET t ratio=1.048 goal=>=1.05 MISS" {
 		t.Errorf("got %q, want the median of 212/200, 220/210, 104/100, 100/105 and 116/110", got)
 	}
+	if v.Met != 2 || v.Rounds != 5 {
+		t.Errorf("%d of %d rounds met the goal, want 2 of 5: 212/200 and 116/110", v.Met, v.Rounds)
+	}
 	if _, ok := (Result{Samples: []Samples{{Contender: "a", Values: a}, {Contender: "b", Values: b[:3]}}}).Paired("a", "b", Ratio); ok {
 		t.Error("contenders with different round counts were paired")
+	}
+}
+
+// A target on one contender counts its own rounds against the goal.
+func TestTargetCountsTheRoundsThatMeetItsGoal(t *testing.T) {
+	trips := []float64{2, 3, 2, 2, 3}
+	res := Result{Name: "c", Samples: []Samples{{Contender: "unique", Values: trips, Median: median(trips)}}}
+	v := Target{Name: "t", Comparison: "c", Of: "unique", Op: AtMost, Goal: 2}.Judge([]Result{res})
+	if !v.Pass || v.Met != 3 || v.Rounds != 5 {
+		t.Errorf("got pass=%v with %d of %d rounds meeting <=2, want pass with 3 of 5", v.Pass, v.Met, v.Rounds)
+	}
+	if v := (Target{Name: "t", Comparison: "missing", Of: "unique", Op: AtMost, Goal: 2}).Judge([]Result{res}); v.Pass || v.Rounds != 0 {
+		t.Errorf("a target on a missing comparison passed, or counted %d rounds", v.Rounds)
 	}
 }
 

@@ -33,15 +33,16 @@ func (r *Report) WriteMarkdown(w io.Writer, meta Meta) error {
 
 	fmt.Fprintf(&b, "## Targets\n\nA target that holds one contender against another is judged round by round: its value is the median, over the rounds, "+
 		"of the two contenders' ratio (or difference) within each round, so a change in the machine's pace between rounds moves both sides alike. "+
-		"It can differ from the ratio of the medians below.\n\n")
-	fmt.Fprintf(&b, "| target | measured | goal | verdict |\n|---|---|---|---|\n")
+		"It can differ from the ratio of the medians below. "+
+		"The last column counts the rounds whose own value meets the goal: a verdict that few rounds share is this machine's noise as much as the code's.\n\n")
+	fmt.Fprintf(&b, "| target | measured | goal | verdict | rounds that meet the goal |\n|---|---|---|---|---|\n")
 	for _, v := range r.Verdicts {
-		fmt.Fprintf(&b, "| %s (%s) | %s | %s%g | %s |\n", v.Name, describe(v.Target), formatValue(v.Value), v.Op, v.Goal, verdictWord(v))
+		fmt.Fprintf(&b, "| %s (%s) | %s | %s%g | %s | %d of %d |\n", v.Name, describe(v.Target), formatValue(v.Value), v.Op, v.Goal, verdictWord(v), v.Met, v.Rounds)
 	}
 
 	fmt.Fprintf(&b, "\n## Comparisons\n\nMedians of interleaved rounds; round i starts with contender i mod n.\n")
 	for _, res := range r.Results {
-		fmt.Fprintf(&b, "\n### %s (%s, %s)\n\n", res.Name, res.Unit, better(res.LowerIsBetter))
+		fmt.Fprintf(&b, "\n### %s (%s, %s; took %s)\n\n", res.Name, res.Unit, better(res.LowerIsBetter), res.Took.Round(time.Second))
 		if res.Err != nil {
 			fmt.Fprintf(&b, "Did not finish: %v\n", res.Err)
 			continue
@@ -58,7 +59,7 @@ func (r *Report) WriteMarkdown(w io.Writer, meta Meta) error {
 
 	fmt.Fprintf(&b, "\n## Sweeps\n")
 	for _, s := range r.Sweeps {
-		fmt.Fprintf(&b, "\n### %s: %s by %s\n\n", s.Name, s.Unit, s.Axis)
+		fmt.Fprintf(&b, "\n### %s: %s by %s (took %s)\n\n", s.Name, s.Unit, s.Axis, s.Took.Round(time.Second))
 		if s.Err != nil {
 			fmt.Fprintf(&b, "Did not finish: %v\n", s.Err)
 			continue

@@ -64,7 +64,9 @@ func (p *Plan) Run(ctx context.Context, log io.Writer) (*Report, error) {
 	var errs []error
 	for _, c := range p.Comparisons {
 		fmt.Fprintf(log, "== %s (%d contenders)\n", c.Name, len(c.Contenders))
+		start := time.Now()
 		res, err := c.Run(ctx, p.Params.Rounds)
+		res.Took = time.Since(start)
 		rep.Results = append(rep.Results, res)
 		if err != nil {
 			errs = append(errs, err)
@@ -72,10 +74,13 @@ func (p *Plan) Run(ctx context.Context, log io.Writer) (*Report, error) {
 			continue
 		}
 		writeResult(log, res)
+		writeTook(log, res.Took)
 	}
 	for _, s := range p.Sweeps {
 		fmt.Fprintf(log, "== sweep %s\n", s.Name)
+		start := time.Now()
 		res, err := s.Run(ctx)
+		res.Took = time.Since(start)
 		rep.Sweeps = append(rep.Sweeps, res)
 		if err != nil {
 			errs = append(errs, err)
@@ -83,6 +88,7 @@ func (p *Plan) Run(ctx context.Context, log io.Writer) (*Report, error) {
 			continue
 		}
 		writeSweep(log, res)
+		writeTook(log, res.Took)
 	}
 	for _, w := range p.Profiles {
 		fmt.Fprintf(log, "== profile %s\n", w.Name)

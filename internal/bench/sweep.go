@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Sweep measures one quantity per backend along an axis (payload bytes,
@@ -27,6 +28,8 @@ type SweepResult struct {
 	Backends         []Backend
 	Cells            map[Backend][]float64
 	Err              error
+	// Took is how long the sweep ran.
+	Took time.Duration
 }
 
 // Run measures every cell of s.

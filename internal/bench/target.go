@@ -34,6 +34,10 @@ type Verdict struct {
 	Target
 	Value float64
 	Pass  bool
+	// Rounds is how many rounds the value is the median of, and Met how
+	// many of them met the goal on their own: how firm the verdict is
+	// against this machine's round-to-round noise.
+	Rounds, Met int
 }
 
 // Line is the verdict as a script reads it:
@@ -64,21 +68,33 @@ func (t Target) Judge(results []Result) Verdict {
 	if t.Minus {
 		combine = Difference
 	}
-	value, ok := res.Median(t.Of)
+	s, ok := res.Contender(t.Of)
+	per := s.Values
 	if t.Over != "" {
-		value, ok = res.Paired(t.Of, t.Over, combine)
+		per, ok = res.PerRound(t.Of, t.Over, combine)
 	}
-	if !ok || math.IsInf(value, 0) {
+	value := median(per)
+	if !ok || len(per) == 0 || math.IsInf(value, 0) {
 		return v
 	}
-	v.Value = value
-	switch t.Op {
-	case AtLeast:
-		v.Pass = v.Value >= t.Goal
-	case AtMost:
-		v.Pass = v.Value <= t.Goal
+	v.Value, v.Pass, v.Rounds = value, t.meets(value), len(per)
+	for _, x := range per {
+		if t.meets(x) {
+			v.Met++
+		}
 	}
 	return v
+}
+
+// meets reports whether x meets t's goal.
+func (t Target) meets(x float64) bool {
+	switch t.Op {
+	case AtLeast:
+		return x >= t.Goal
+	case AtMost:
+		return x <= t.Goal
+	}
+	return false
 }
 
 func formatValue(x float64) string {

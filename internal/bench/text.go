@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // writeResult writes a comparison's medians and rounds as a table.
@@ -20,6 +21,11 @@ func writeResult(w io.Writer, r Result) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Contender, figure(s.Median), strings.Join(vals, " "))
 	}
 	_ = tw.Flush()
+}
+
+// writeTook writes how long a comparison or sweep ran, to the second.
+func writeTook(w io.Writer, took time.Duration) {
+	fmt.Fprintf(w, "(%s)\n", took.Round(time.Second))
 }
 
 // writeSweep writes a sweep as a table, one row per value.
