@@ -192,19 +192,25 @@ func (e *Env) Close() error {
 }
 
 // deleteKeys unlinks every key under Prefix.
-func (e *Env) deleteKeys(ctx context.Context) error {
-	iter := e.Redis.Scan(ctx, 0, e.Prefix+"*", 1000).Iterator()
+func (e *Env) deleteKeys(ctx context.Context) error { return UnlinkKeys(ctx, e.Redis, e.Prefix) }
+
+// UnlinkKeys unlinks every key of c's database that begins with prefix. It
+// scans many keys per call: the database also holds every record the
+// run's rounds left to expire, and a round trip per hundred of those would
+// take seconds.
+func UnlinkKeys(ctx context.Context, c *redis.Client, prefix string) error {
+	iter := c.Scan(ctx, 0, prefix+"*", 10_000).Iterator()
 	batch := make([]string, 0, 1000)
 	for iter.Next(ctx) {
 		if batch = append(batch, iter.Val()); len(batch) == cap(batch) {
-			if err := e.Redis.Unlink(ctx, batch...).Err(); err != nil {
+			if err := c.Unlink(ctx, batch...).Err(); err != nil {
 				return err
 			}
 			batch = batch[:0]
 		}
 	}
 	if len(batch) > 0 {
-		if err := e.Redis.Unlink(ctx, batch...).Err(); err != nil {
+		if err := c.Unlink(ctx, batch...).Err(); err != nil {
 			return err
 		}
 	}

@@ -17,10 +17,8 @@ type publishing struct{ workers, perCall int }
 // a call's messages in one INSERT.
 func publishingOf(kind string) publishing {
 	switch kind {
-	case "kafka":
+	case "kafka", "amqp":
 		return publishing{workers: 64, perCall: 1}
-	case "amqp":
-		return publishing{workers: 16, perCall: 1}
 	case "sql":
 		return publishing{workers: 4, perCall: 250}
 	default: // gochannel: each Publish waits for the handler's ack; nats and

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/onceflow/onceflow/internal/bench"
 	"github.com/onceflow/onceflow/internal/transport"
 )
 
@@ -54,11 +55,8 @@ func removeRedisStreams(ctx context.Context, url, prefix string) error {
 	}
 	c := redis.NewClient(opts)
 	defer c.Close()
-	iter := c.Scan(ctx, 0, prefix+"*", 100).Iterator()
-	for iter.Next(ctx) {
-		if err := c.Del(ctx, iter.Val()).Err(); err != nil {
-			return fmt.Errorf("removing Redis stream %s: %w", iter.Val(), err)
-		}
+	if err := bench.UnlinkKeys(ctx, c, prefix); err != nil {
+		return fmt.Errorf("removing the round's Redis streams: %w", err)
 	}
-	return iter.Err()
+	return nil
 }

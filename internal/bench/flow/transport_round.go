@@ -71,20 +71,41 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 			return nil
 		})
 	}
-	pub, topic := message.Publisher(tr.Publisher()), benchTopic
-	if o.Kind == transport.NATS {
-		// The transport's publisher makes a message's key its NATS message
-		// id, so the stream would drop the copies before any receiver saw
-		// them: they come from a producer outside the service, as in the
-		// message contract, on the topic as the broker names it.
-		plain, err := wmnats.NewPublisher(wmnats.PublisherConfig{URL: o.NATSURL}, watermill.NewSlogLogger(o.Logger))
-		if err != nil {
-			return nil, err
-		}
-		defer func() { err = errors.Join(err, plain.Close()) }()
-		pub, topic = plain, cfg.TopicPrefix+benchTopic
+	pub, topic, closePub, err := roundPublisher(o, tr, cfg.TopicPrefix)
+	if err != nil {
+		return nil, err
 	}
+	defer func() { err = errors.Join(err, closePub()) }()
 	return tl, runRound(ctx, o.Kind, pub, topic, msgs, tl, consume, nil)
+}
+
+// roundPublisher returns what publishes a round's messages, the topic it
+// publishes them to and what closes it: the transport's publisher on
+// benchTopic, except on two brokers, where a publisher outside the service
+// feeds the round, as in the message contract, on the topic as the broker
+// names it (prefix + benchTopic):
+//   - NATS: the transport's publisher makes a message's key its NATS
+//     message id, so the stream would drop the copies before any receiver
+//     saw them.
+//   - AMQP: the transport's publisher opens a channel per message (see
+//     newAMQPPublisher), which took seconds a round.
+func roundPublisher(o TransportOptions, tr *transport.Transport, prefix string) (message.Publisher, string, func() error, error) {
+	var (
+		pub message.Publisher
+		err error
+	)
+	switch o.Kind {
+	case transport.NATS:
+		pub, err = wmnats.NewPublisher(wmnats.PublisherConfig{URL: o.NATSURL}, watermill.NewSlogLogger(o.Logger))
+	case transport.AMQP:
+		pub, err = newAMQPPublisher(o.AMQPURL, o.Logger)
+	default:
+		return tr.Publisher(), benchTopic, func() error { return nil }, nil
+	}
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return pub, prefix + benchTopic, pub.Close, nil
 }
 
 // runRound publishes msgs to topic and consumes them with the routers
