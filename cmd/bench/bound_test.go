@@ -7,48 +7,56 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/bench"
+	"github.com/onceflow/onceflow/internal/bench/flow"
 )
 
 // The bounds of a missed transport target pair each round's receiver-off
-// rate with the store wait of the same round's receiver-on round and take
-// the median over the rounds; another transport's waits play no part. The
-// verdict rests on the bound that overlapping work would leave, unless the
-// rounds show the lanes' work and waits taking turns.
-func TestStoreWaitBoundPairsItsOwnRounds(t *testing.T) {
-	offs := []float64{4000, 500, 2000} // a lane takes 500µs off (median)
+// rate with the same round's receiver-on rate, store wait and receiver time
+// and take the median over the rounds; another transport's rounds play no
+// part.
+func TestReceiverBoundPairsItsOwnRounds(t *testing.T) {
+	offs := []float64{4000, 500, 2000} // a lane takes 250µs, 2ms and 500µs off (median 500µs)
+	waits := []time.Duration{100 * time.Microsecond, 900 * time.Microsecond, 200 * time.Microsecond}
+	const us = time.Microsecond
 	for _, c := range []struct {
 		name  string
 		waits []time.Duration
+		own   time.Duration
 		ons   []float64
 		want  []string
 	}{{
-		// Rounds: 1/(1 + 4000 x 0.0001) = 0.714, 1/(1 + 500 x 0.0009) = 0.690
-		// and 1/(1 + 2000 x 0.0002) = 0.714 while taking turns; overlapped,
-		// 2.5, 2.2 and 2.5, capped at 1. A lane takes 1ms on, of which the
-		// median wait, 200µs, leaves 300µs more than off.
-		name:  "turns",
-		waits: []time.Duration{100 * time.Microsecond, 900 * time.Microsecond, 200 * time.Microsecond},
-		ons:   []float64{1000, 400, 1250},
+		// On: 1ms, 2.5ms and 800µs a lane; less 10µs of the receiver's own,
+		// 250/990 = 0.253, 2000/2490 = 0.803 and 500/790 = 0.633. Any one
+		// wait passes 2.5, 2.2 and 2.5 lanes' worth of messages off, capped
+		// at 1. At the medians, 500µs off + 200µs + 10µs is 290µs short of
+		// the 1ms on.
+		name: "turns", waits: waits, own: 10 * us, ons: []float64{1000, 400, 1250},
 		want: []string{"takes 500µs per message with the receiver off", "and 1ms with it on: 200µs waiting",
-			"and 300µs more than with it off besides", "at most 0.714 while", "at most 1.000 should they overlap",
-			"medians over 3 rounds", "out of reach while a lane's own work and its waits take turns"},
+			"and 10µs in the receiver besides", "and 290µs more besides: the transport did none of its work",
+			"to at most 1.000 should the transport do all its work", "to at most 0.633 (medians over 3 rounds",
+			"out of reach at the pace the transport kept"},
 	}, {
-		// 1ms waits at 2000 msg/s: 1/(1 + 2) = 0.333 taking turns, 1/2 overlapped.
-		name:  "overlapped",
-		waits: []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond},
-		ons:   []float64{400, 400, 400},
-		want:  []string{"at most 0.333 while", "at most 0.500 should they overlap", "out of reach: even with all"},
+		// On at 1500 msg/s: 667µs a lane, 53µs less than 500µs off + 200µs
+		// + 20µs: the transport worked while its lanes waited, but not
+		// enough: 250/647, 2000/647 (capped at 1) and 500/647 = 0.773.
+		name: "worked ahead a little", waits: waits, own: 20 * us, ons: []float64{1500, 1500, 1500},
+		want: []string{"so the transport did 53µs of its own work while its lanes waited", "to at most 0.773 (",
+			"out of reach at the pace the transport kept"},
 	}, {
-		// On at 1500 msg/s: 667µs a lane, less the 200µs wait, is 33µs
-		// under the 500µs off: the transport worked while its lanes waited,
-		// so only the overlapped bound, 1, holds.
-		name:  "worked ahead",
-		waits: []time.Duration{100 * time.Microsecond, 900 * time.Microsecond, 200 * time.Microsecond},
-		ons:   []float64{1500, 1500, 1500},
-		want:  []string{"33µs less than with it off besides", "within reach of the waits"},
+		// 1ms waits at 2000 msg/s off: a lane passes at most 1/2 as many.
+		name: "overlapped", waits: []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond},
+		ons:  []float64{400, 400, 400},
+		want: []string{"to at most 0.500 should the transport do all its work", "to at most 0.200 (", "out of reach: even with all"},
+	}, {
+		// 200µs of the receiver's own: 250/467, and 1 twice.
+		name: "within reach", waits: waits, own: 200 * us, ons: []float64{1500, 1500, 1500},
+		want: []string{"so the transport did 233µs of its own work", "to at most 1.000 (", "within reach of the waits"},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
-			waits := storeWaits{"amqp": c.waits, "sql": {time.Hour}}
+			times := receiverTimes{"sql": {{StoreWait: time.Hour}}}
+			for i, w := range c.waits {
+				times["amqp"] = append(times["amqp"], flow.ReceiverTimes{Rate: c.ons[i], StoreWait: w, Own: c.own})
+			}
 			rep := &bench.Report{
 				Results: []bench.Result{{Name: "transport-amqp", Samples: []bench.Samples{
 					{Contender: "off", Values: offs, Median: 2000},
@@ -56,7 +64,7 @@ func TestStoreWaitBoundPairsItsOwnRounds(t *testing.T) {
 				}}},
 				Verdicts: []bench.Verdict{{Target: bench.Target{Name: "transport-amqp", Comparison: "transport-amqp", Goal: 0.8}, Value: 0.5}},
 			}
-			lines, err := waits.note(context.Background(), rep)
+			lines, err := times.note(context.Background(), rep)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +77,7 @@ func TestStoreWaitBoundPairsItsOwnRounds(t *testing.T) {
 				}
 			}
 			rep.Verdicts[0].Pass = true
-			if lines, _ := waits.note(context.Background(), rep); len(lines) != 0 {
+			if lines, _ := times.note(context.Background(), rep); len(lines) != 0 {
 				t.Errorf("a met target got %q", lines)
 			}
 		})
@@ -78,7 +86,7 @@ func TestStoreWaitBoundPairsItsOwnRounds(t *testing.T) {
 		Results:  []bench.Result{{Name: "transport-amqp", Samples: []bench.Samples{{Contender: "off", Values: offs, Median: 2000}}}},
 		Verdicts: []bench.Verdict{{Target: bench.Target{Name: "transport-amqp", Comparison: "transport-amqp", Goal: 0.8}}},
 	}
-	if lines, _ := (storeWaits{}).note(context.Background(), rep); len(lines) != 0 {
-		t.Errorf("a target without waits got %q", lines)
+	if lines, _ := (receiverTimes{}).note(context.Background(), rep); len(lines) != 0 {
+		t.Errorf("a target without receiver rounds got %q", lines)
 	}
 }

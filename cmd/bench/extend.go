@@ -60,7 +60,7 @@ type brokers struct{ amqp, nats, redisStream string }
 // benches.
 func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers) (func() error, error) {
 	env, z := deps.Env, sizesFor(plan.Size)
-	waits := storeWaits{}
+	times := receiverTimes{}
 	var closers []func() error
 	closeAll := func() error {
 		var errs []error
@@ -89,10 +89,10 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers
 		closers = append(closers, tb.Close)
 		plan.Add(bench.Comparison{Name: "transport-" + kind, Unit: "msg/s", Rounds: flowRounds, Contenders: []bench.Contender{
 			{Name: "off", Measure: func(ctx context.Context) (float64, error) { return tb.Round(ctx, false) }},
-			{Name: "on", Measure: waits.on(kind, tb)},
+			{Name: "on", Measure: times.on(kind, tb)},
 		}}, bench.Target{Name: "transport-" + kind, Of: "on", Over: "off", Op: bench.AtLeast, Goal: 0.8})
 	}
-	plan.Notes = append(plan.Notes, waits.note)
+	plan.Notes = append(plan.Notes, times.note)
 
 	mb, err := flow.NewModeBench(ctx, flow.ModeOptions{PostgresURL: env.PostgresURL, Messages: z.mode})
 	if err != nil {

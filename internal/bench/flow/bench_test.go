@@ -35,17 +35,18 @@ func BenchmarkTransport(b *testing.B) {
 				if kind == "kafka" {
 					o.Messages = benchSize(5000, DefaultKafkaMessages)
 				}
-				var wait time.Duration
+				var times ReceiverTimes
 				benchRounds(b, func(ctx context.Context) (*TransportBench, error) { return NewTransportBench(ctx, o) },
 					func(ctx context.Context, t *TransportBench) (rate float64, err error) {
 						if !receiver {
 							return t.Round(ctx, false)
 						}
-						rate, wait, err = t.ReceiverRound(ctx)
-						return rate, err
+						times, err = t.ReceiverRound(ctx)
+						return times.Rate, err
 					})
 				if receiver {
-					b.ReportMetric(float64(wait.Microseconds()), "store-wait-µs/msg")
+					b.ReportMetric(float64(times.StoreWait.Microseconds()), "store-wait-µs/msg")
+					b.ReportMetric(float64(times.Own.Microseconds()), "receiver-own-µs/msg")
 				}
 			})
 		}

@@ -29,6 +29,7 @@ type tally struct {
 	first      atomic.Int64 // unix nanoseconds at which the first delivery began
 	last       atomic.Int64 // unix nanoseconds at which the latest ack came
 	storeWait  atomic.Int64 // nanoseconds the receiver waited on its store (waitingStore)
+	handling   atomic.Int64 // nanoseconds inside the middlewares below count and the handler
 	done       chan struct{}
 	doneOnce   sync.Once
 	stop       chan struct{} // closed when the round is over
@@ -43,12 +44,15 @@ func newTally(unique, total int) *tally {
 // close ends the waits for acks still pending when the round is over.
 func (t *tally) close() { t.stopOnce.Do(func() { close(t.stop) }) }
 
-// count is the outermost middleware: it times the deliveries and counts
-// each once the router acks it (after publishing what it produced).
+// count is the outermost middleware: it times the deliveries, and what
+// runs inside it, and counts each delivery once the router acks it (after
+// publishing what it produced).
 func (t *tally) count(h message.HandlerFunc) message.HandlerFunc {
 	return func(msg *message.Message) ([]*message.Message, error) {
-		t.first.CompareAndSwap(0, time.Now().UnixNano())
+		start := time.Now()
+		t.first.CompareAndSwap(0, start.UnixNano())
 		out, err := h(msg)
+		t.handling.Add(int64(time.Since(start)))
 		if err == nil {
 			go t.acked(msg)
 		}
@@ -124,12 +128,18 @@ func (t *tally) rate() float64 {
 
 // storeWaitPerDelivery is the time the receiver waited on its store calls
 // over the round, per delivery acked; zero with the receiver off.
-func (t *tally) storeWaitPerDelivery() time.Duration {
+func (t *tally) storeWaitPerDelivery() time.Duration { return t.perDelivery(&t.storeWait) }
+
+// handlingPerDelivery is the time spent inside count, in the receiver (when
+// on) and the handler, per delivery acked.
+func (t *tally) handlingPerDelivery() time.Duration { return t.perDelivery(&t.handling) }
+
+func (t *tally) perDelivery(total *atomic.Int64) time.Duration {
 	n := t.delivered.Load()
 	if n == 0 {
 		return 0
 	}
-	return time.Duration(t.storeWait.Load() / n)
+	return time.Duration(total.Load() / n)
 }
 
 // executionCounts returns the handler's executions per message index.

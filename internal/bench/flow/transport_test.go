@@ -65,6 +65,12 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 				if !receiver && wait != 0 {
 					t.Errorf("receiver off: a delivery waited %v on a store", wait)
 				}
+				// Inside the routers' middlewares a delivery spends its store
+				// wait and more, and again no longer than the round lasted.
+				if in := tl.handlingPerDelivery(); in < wait || in <= 0 || in.Seconds() > lanes/tl.rate() {
+					t.Errorf("receiver %v: a delivery spent %v inside the middlewares, waiting %v on the store, in a round of %.0f deliveries/s",
+						receiver, in, wait, tl.rate())
+				}
 				if got, want := tl.delivered.Load(), int64(o.Messages+o.Duplicates); got < want {
 					t.Errorf("receiver %v: %d deliveries acked, want %d", receiver, got, want)
 				}
