@@ -3,7 +3,11 @@
 package middleware
 
 import (
+	"bytes"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -44,4 +48,50 @@ func TestReceiverAllocationBudget(t *testing.T) {
 		t.Fatalf("the receiver allocates %.1f times per unique message, budget %d", allocs, allocBudget)
 	}
 	t.Logf("%.1f allocations per unique message (budget %d)", allocs, allocBudget)
+}
+
+// httpAllocBudget is the most allocations the HTTP face may add to a
+// request with a fresh key on the memory store: the held response and its
+// frozen header, the body read once and handed on, the request's key and
+// fingerprint, the request copy that carries the fencing token, the stored
+// envelope, the store's record, and the response copied out to the client.
+const httpAllocBudget = 22
+
+func TestHTTPAllocationBudget(t *testing.T) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"status":"accepted"}`))
+	})
+	s := memory.New(memory.Config{})
+	t.Cleanup(func() { _ = s.Close() })
+	r, err := NewReceiver(Config{Store: s, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perRequest := func(h http.Handler) float64 {
+		mux := http.NewServeMux()
+		mux.Handle("POST /v1/payments", h)
+		const runs = 1000
+		reqs := make([]*http.Request, runs+1) // AllocsPerRun warms up once
+		recs := make([]*httptest.ResponseRecorder, runs+1)
+		for i := range reqs {
+			reqs[i] = httptest.NewRequest(http.MethodPost, "/v1/payments", bytes.NewReader(benchPayload(i)))
+			reqs[i].Header.Set(IdempotencyKeyHeader, strconv.Itoa(i))
+			recs[i] = httptest.NewRecorder()
+		}
+		next := 0
+		return testing.AllocsPerRun(runs, func() {
+			mux.ServeHTTP(recs[next], reqs[next])
+			if recs[next].Code != http.StatusAccepted {
+				t.Fatalf("status %d: %s", recs[next].Code, recs[next].Body)
+			}
+			next++
+		})
+	}
+	added := perRequest(r.HTTP()(handler)) - perRequest(handler)
+	if added > httpAllocBudget {
+		t.Fatalf("the HTTP face adds %.1f allocations per request, budget %d", added, httpAllocBudget)
+	}
+	t.Logf("%.1f allocations added per request (budget %d)", added, httpAllocBudget)
 }

@@ -128,7 +128,9 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request, next http
 		func(ctx context.Context) ([]byte, error) {
 			ran = true
 			inner := req.WithContext(ctx)
-			inner.Body = io.NopCloser(bytes.NewReader(body))
+			held := new(heldBody)
+			held.Reset(body)
+			inner.Body = held
 			next.ServeHTTP(buf, inner)
 			return buf.result()
 		})
@@ -186,18 +188,46 @@ func readBody(req *http.Request, limit int64) ([]byte, error) {
 	if req.ContentLength > limit {
 		return nil, bodyTooLarge(limit)
 	}
-	body, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
-	var maxBytes *http.MaxBytesError
-	switch {
-	case errors.As(err, &maxBytes):
-		return nil, bodyTooLarge(maxBytes.Limit)
-	case err != nil:
+	body, err := readAtMost(req.Body, req.ContentLength, limit)
+	if err != nil {
+		if maxBytes, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, bodyTooLarge(maxBytes.Limit)
+		}
 		return nil, errUnreadableBody
-	case int64(len(body)) > limit:
+	}
+	if int64(len(body)) > limit {
 		return nil, bodyTooLarge(limit)
 	}
 	return body, nil
 }
+
+// readAtMost is io.ReadAll(io.LimitReader(r, limit+1)), but for a body of
+// declared length n (-1 if unknown) it allocates once, not from 512 bytes
+// up. A body that runs past n is read on, up to the same limit.
+func readAtMost(r io.Reader, n, limit int64) ([]byte, error) {
+	if n < 0 || n > limit {
+		return io.ReadAll(io.LimitReader(r, limit+1))
+	}
+	b := make([]byte, 0, n+1) // a body that fills it runs past n
+	for {
+		m, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		switch {
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return b, err
+		case len(b) == cap(b):
+			rest, err := io.ReadAll(io.LimitReader(r, limit+1-int64(len(b))))
+			return append(b, rest...), err
+		}
+	}
+}
+
+// heldBody hands the handler the body the face read, in one allocation.
+type heldBody struct{ bytes.Reader }
+
+func (*heldBody) Close() error { return nil }
 
 func bodyTooLarge(limit int64) error {
 	return problem.Errorf(problem.TooLarge, "the body must be at most %d bytes", limit)

@@ -3,9 +3,12 @@ package middleware
 import (
 	"bytes"
 	"crypto/rand"
+	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/onceflow/onceflow/stores"
 )
@@ -220,3 +223,40 @@ func TestHTTPReplayIsByteIdentical(t *testing.T) {
 		t.Errorf("outcomes %v, want one processed and one duplicate", f.rec.outcomes)
 	}
 }
+
+// TestReadAtMostReadsAsReadAllDoes holds the sized read of a request body to
+// io.ReadAll's answer, whether the body matches its declared length or not.
+func TestReadAtMostReadsAsReadAllDoes(t *testing.T) {
+	failing := errors.New("connection reset")
+	for _, tc := range []struct {
+		name     string
+		body     func() io.Reader
+		declared int64
+		want     string
+		err      error
+	}{
+		{name: "declared length", body: text("abc"), declared: 3, want: "abc"},
+		{name: "unknown length", body: text("abc"), declared: -1, want: "abc"},
+		{name: "empty", body: text(""), declared: 0, want: ""},
+		{name: "shorter than declared", body: text("abc"), declared: 5, want: "abc"},
+		{name: "longer than declared", body: text("abc"), declared: 1, want: "abc"},
+		{name: "longer than the limit", body: text("abcdefgh"), declared: 2, want: "abcde"},
+		{name: "one byte at a time", body: func() io.Reader { return iotest.OneByteReader(strings.NewReader("abcd")) }, declared: 4, want: "abcd"},
+		{name: "failing", body: func() io.Reader { return io.MultiReader(strings.NewReader("ab"), iotest.ErrReader(failing)) },
+			declared: 4, want: "ab", err: failing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const limit = 4
+			got, err := readAtMost(tc.body(), tc.declared, limit)
+			ref, refErr := io.ReadAll(io.LimitReader(tc.body(), limit+1))
+			if string(got) != tc.want || !errors.Is(err, tc.err) {
+				t.Errorf("read %q, %v; want %q, %v", got, err, tc.want, tc.err)
+			}
+			if string(got) != string(ref) || !errors.Is(err, refErr) {
+				t.Errorf("read %q, %v; io.ReadAll read %q, %v", got, err, ref, refErr)
+			}
+		})
+	}
+}
+
+func text(s string) func() io.Reader { return func() io.Reader { return strings.NewReader(s) } }

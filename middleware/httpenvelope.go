@@ -1,9 +1,12 @@
 package middleware
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -33,14 +36,74 @@ type storedResponse struct {
 }
 
 // encodeResponse stores a response in the current envelope version, with
-// only the headers that storableHeader keeps.
+// only the headers that storable keeps. It writes exactly what json.Marshal
+// writes for the responseEnvelope of those headers (FuzzResponseEnvelope
+// holds it to that), in one allocation and without reflection: it runs on
+// every request whose response is stored. A name or value that JSON would
+// escape, rare in a header, is left to json.Marshal.
 func encodeResponse(status int, header http.Header, body []byte) ([]byte, error) {
-	b, err := json.Marshal(responseEnvelope{V: responseEnvelopeVersion, Status: status,
-		Header: storableHeader(header), Body: body})
-	if err != nil {
-		return nil, fmt.Errorf("encoding response: %w", err)
+	var held [8]string // the names of most responses' headers, on the stack
+	names := storableNames(header, held[:0])
+	size := len(`{"v":1,"status":,"header":{},"body":""}`) + 3 + base64.StdEncoding.EncodedLen(len(body))
+	for _, name := range names {
+		size += len(name) + 6
+		for _, v := range header[name] {
+			size += len(v) + 3
+		}
 	}
-	return b, nil
+	b := make([]byte, 0, size)
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, responseEnvelopeVersion, 10)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	if len(names) > 0 {
+		b = append(b, `,"header":{`...)
+		for i, name := range names {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, name)
+			b = append(b, ':')
+			b = appendJSONStrings(b, header[name])
+		}
+		b = append(b, '}')
+	}
+	if len(body) > 0 {
+		b = append(b, `,"body":"`...)
+		b = base64.StdEncoding.AppendEncode(b, body)
+		b = append(b, '"')
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONStrings appends values as a JSON array, or null if nil.
+func appendJSONStrings(b []byte, values []string) []byte {
+	if values == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, v := range values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, v)
+	}
+	return append(b, ']')
+}
+
+// appendJSONString appends s as json.Marshal writes it: as it is between
+// quotes when it is printable ASCII that JSON and json.Marshal's HTML
+// escaping leave alone, and through json.Marshal otherwise.
+func appendJSONString(b []byte, s string) []byte {
+	for i := range len(s) {
+		if c := s[i]; c < ' ' || c > '~' || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // decodeResponse reads an envelope of any supported version.
@@ -69,22 +132,26 @@ var unstoredHeaders = map[string]bool{
 	"Set-Cookie": true, "Date": true, "Content-Length": true, ReplayedHeader: true,
 }
 
-// storableHeader returns the headers of h worth replaying: all but
-// unstoredHeaders, those that Connection names, and trailers.
-func storableHeader(h http.Header) http.Header {
-	out := make(http.Header, len(h))
-	for name, values := range h {
+// storableNames appends to names, and sorts, the names of the headers of h
+// worth replaying: all but unstoredHeaders, those that Connection names, and
+// trailers.
+func storableNames(h http.Header, names []string) []string {
+	connection := h["Connection"] // as h.Values("Connection"), looked up once
+	for name := range h {
 		if unstoredHeaders[http.CanonicalHeaderKey(name)] || strings.HasPrefix(name, http.TrailerPrefix) ||
-			namedByConnection(h, name) {
+			namedByConnection(connection, name) {
 			continue
 		}
-		out[name] = values
+		names = append(names, name)
 	}
-	return out
+	slices.Sort(names)
+	return names
 }
 
-func namedByConnection(h http.Header, name string) bool {
-	for _, v := range h.Values("Connection") {
+// namedByConnection reports whether the values of a Connection header name
+// the header name.
+func namedByConnection(connection []string, name string) bool {
+	for _, v := range connection {
 		for token := range strings.SplitSeq(v, ",") {
 			if strings.EqualFold(strings.TrimSpace(token), name) {
 				return true

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -14,12 +15,15 @@ import (
 // gives a status of 200 to 999 that replays byte for byte, and whose
 // storable headers re-encode to an envelope decoding to the same response.
 // Encoding any status of 200 to 999, header and body decodes to it: the
-// body byte for byte, the header when it is storable and valid UTF-8.
+// body byte for byte, the header when it is storable and valid UTF-8; and
+// it writes exactly what json.Marshal writes for the envelope.
 //
 //	go test -run '^$' -fuzz '^FuzzResponseEnvelope$' ./middleware/
 func FuzzResponseEnvelope(f *testing.F) {
 	f.Add([]byte(`{"v":1,"status":202,"header":{"Location":["/p/1"]},"body":"b2s="}`),
 		uint16(201), "Content-Type", "application/json", []byte(`{"ok":true}`))
+	f.Add([]byte(`{"v":1,"status":200,"header":{"X-B":["<&>","\u00e9\n",""],"X-A":null,"X-C":[],"Date":["d"]}}`),
+		uint16(0), "X-\xff", "a\"b\\c\u2028", []byte{})
 	f.Fuzz(func(t *testing.T, stored []byte, status uint16, name, value string, body []byte) {
 		resp, err := decodeResponse(stored)
 		if err != nil {
@@ -52,11 +56,20 @@ func FuzzResponseEnvelope(f *testing.F) {
 	})
 }
 
+// roundTripResponse encodes a response, checks that the envelope is what
+// json.Marshal writes, and decodes it.
 func roundTripResponse(t *testing.T, status int, header http.Header, body []byte) storedResponse {
 	t.Helper()
 	b, err := encodeResponse(status, header, body)
 	if err != nil {
 		t.Fatalf("encoding %d %v %q: %v", status, header, body, err)
+	}
+	want, err := json.Marshal(responseEnvelope{V: responseEnvelopeVersion, Status: status, Header: storableHeader(header), Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatalf("encoding %d %v %q:\n got %s\nwant %s", status, header, body, b, want)
 	}
 	out, err := decodeResponse(b)
 	if err != nil {
@@ -77,6 +90,15 @@ func checkReplay(t *testing.T, resp storedResponse) {
 	if w.Code != resp.status || !bytes.Equal(w.Body.Bytes(), want) {
 		t.Fatalf("replaying %d %q: sent %d %q", resp.status, resp.body, w.Code, w.Body.Bytes())
 	}
+}
+
+// storableHeader is the part of h that encodeResponse stores.
+func storableHeader(h http.Header) http.Header {
+	out := http.Header{}
+	for _, name := range storableNames(h, nil) {
+		out[name] = h[name]
+	}
+	return out
 }
 
 // sameHeader compares headers, taking nil and empty as equal.

@@ -94,8 +94,15 @@ func ParseIdempotencyKey(value string) (string, error) {
 // client's key can name another client's record. Its record is
 // RecordKey(HTTPScope, RequestKey(...)).
 func RequestKey(client, method, pattern, key string) string {
-	return strconv.Quote(client) + " " + strconv.Quote(method) + " " +
-		strconv.Quote(pattern) + " " + strconv.Quote(key)
+	b := make([]byte, 0, len(client)+len(method)+len(pattern)+len(key)+len(`"" "" "" ""`))
+	b = strconv.AppendQuote(b, client)
+	b = append(b, ' ')
+	b = strconv.AppendQuote(b, method)
+	b = append(b, ' ')
+	b = strconv.AppendQuote(b, pattern)
+	b = append(b, ' ')
+	b = strconv.AppendQuote(b, key)
+	return string(b)
 }
 
 // requestKey is RequestKey of a request.
