@@ -21,7 +21,9 @@
 // of the batch in flight ahead of it plus Linger, and never more than
 // Config.Timeout (when set) before its batch is sent, because a call still
 // queued after Timeout starts an extra worker, which has no last batch to
-// fill back to and so sends the queue at once.
+// fill back to and so sends the queue at once. One timer per Batcher, set
+// for the oldest queued call, keeps that bound: queued calls cost no timer
+// of their own.
 package batch
 
 import (
@@ -107,6 +109,11 @@ type Batcher[Req, Resp any] struct {
 	// queued is told, without blocking, each time a call queues, so a
 	// lingering worker looks at the queue again; nil without Linger.
 	queued chan struct{}
+	// watchdog runs expire when the oldest queued call may have waited
+	// Timeout; watching says it is set. Made on first use; nil without
+	// Timeout.
+	watchdog *time.Timer
+	watching bool
 }
 
 // call states.
@@ -117,11 +124,12 @@ const (
 )
 
 type call[Req, Resp any] struct {
-	ctx   context.Context
-	req   Req
-	state atomic.Int32
-	res   Result[Resp]
-	done  chan struct{}
+	ctx    context.Context
+	req    Req
+	queued time.Time // when it queued; only with Timeout
+	state  atomic.Int32
+	res    Result[Resp]
+	done   chan struct{}
 }
 
 // New returns a Batcher that runs batches with fn.
@@ -155,7 +163,11 @@ func (b *Batcher[Req, Resp]) Do(ctx context.Context, req Req) (Resp, error) {
 	}
 	c := &call[Req, Resp]{ctx: ctx, req: req, done: make(chan struct{})}
 	b.queue = append(b.queue, c)
-	b.spawnLocked(false)
+	if b.cfg.Timeout > 0 {
+		c.queued = time.Now()
+		b.watchLocked(b.cfg.Timeout)
+	}
+	b.spawnLocked()
 	b.mu.Unlock()
 	if b.queued != nil {
 		select {
@@ -178,44 +190,61 @@ func (b *Batcher[Req, Resp]) inline(ctx context.Context, req Req) (Resp, error) 
 func (b *Batcher[Req, Resp]) finished() {
 	b.mu.Lock()
 	b.running--
-	b.spawnLocked(false)
+	b.spawnLocked()
 	b.mu.Unlock()
 }
 
-// spawnLocked starts a worker when calls are queued and a worker is free,
-// or regardless when extra is set (a queued call waited past Timeout).
-func (b *Batcher[Req, Resp]) spawnLocked(extra bool) {
-	if len(b.queue) == 0 || (!extra && b.running >= b.cfg.Workers) {
+// spawnLocked starts a worker when calls are queued and a worker is free.
+func (b *Batcher[Req, Resp]) spawnLocked() {
+	if len(b.queue) == 0 || b.running >= b.cfg.Workers {
 		return
 	}
 	b.running++
 	go b.work()
 }
 
-func (b *Batcher[Req, Resp]) wait(ctx context.Context, c *call[Req, Resp]) (Resp, error) {
-	var expired <-chan time.Time
-	if b.cfg.Timeout > 0 {
-		t := time.NewTimer(b.cfg.Timeout)
-		defer t.Stop()
-		expired = t.C
+// watchLocked sets the watchdog to fire after d, unless it is set: then it
+// fires for an older call, no later than d.
+func (b *Batcher[Req, Resp]) watchLocked(d time.Duration) {
+	if b.watching {
+		return
 	}
-	for {
-		select {
-		case <-c.done:
-			return c.res.Resp, c.res.Err
-		case <-expired:
-			expired = nil
-			if c.state.Load() == waiting {
-				b.mu.Lock()
-				b.spawnLocked(true)
-				b.mu.Unlock()
-			}
-		case <-ctx.Done():
-			// Queued: dropped unrun. Taken: in flight, outcome unknown.
-			c.state.CompareAndSwap(waiting, abandoned)
-			var zero Resp
-			return zero, ctx.Err()
+	b.watching = true
+	if b.watchdog == nil {
+		b.watchdog = time.AfterFunc(d, b.expire)
+		return
+	}
+	b.watchdog.Reset(d)
+}
+
+// expire starts an extra worker for every MaxSize calls at the head of the
+// queue (what one worker takes) whose first call has waited Timeout, and
+// sets the watchdog for the first call that has not. An extra worker has
+// no last batch to fill back to, so it sends at once.
+func (b *Batcher[Req, Resp]) expire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.watching = false
+	now := time.Now()
+	for i := 0; i < len(b.queue); i += b.cfg.MaxSize {
+		if left := b.cfg.Timeout - now.Sub(b.queue[i].queued); left > 0 {
+			b.watchLocked(left)
+			return
 		}
+		b.running++
+		go b.work()
+	}
+}
+
+func (b *Batcher[Req, Resp]) wait(ctx context.Context, c *call[Req, Resp]) (Resp, error) {
+	select {
+	case <-c.done:
+		return c.res.Resp, c.res.Err
+	case <-ctx.Done():
+		// Queued: dropped unrun. Taken: in flight, outcome unknown.
+		c.state.CompareAndSwap(waiting, abandoned)
+		var zero Resp
+		return zero, ctx.Err()
 	}
 }
 

@@ -195,6 +195,44 @@ func TestTimeoutStartsAnExtraWorker(t *testing.T) {
 	answeredSoon(t, b, "a queued call was not sent although its timeout passed")
 }
 
+// A backlog of several batches' worth gets an extra worker per batch, so
+// that none of its calls waits for the others' batches; calls that queue
+// later are watched for in turn.
+func TestTimeoutSendsEachBatchOfABacklog(t *testing.T) {
+	const maxSize, batches = 2, 3
+	started, gate, backlogGate := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	defer close(gate)
+	var inFlight atomic.Int32
+	b := batch.New(func(ctx context.Context, reqs []int, res []batch.Result[int]) {
+		switch reqs[0] {
+		case 1000:
+			close(started)
+			<-gate
+		case 1:
+			inFlight.Add(1)
+			<-backlogGate
+		}
+	}, batch.Config{MaxSize: maxSize, Workers: 1, Timeout: 5 * time.Millisecond})
+	go func() { _, _ = b.Do(context.Background(), 1000) }()
+	<-started
+	errs := make(chan error, maxSize*batches)
+	for range maxSize * batches {
+		go func() { _, err := b.Do(context.Background(), 1); errs <- err }()
+	}
+	for deadline := time.Now().Add(5 * time.Second); inFlight.Load() < batches; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the backlog's %d batches in flight, want all: one waits for another", inFlight.Load(), batches)
+		}
+	}
+	close(backlogGate)
+	for range maxSize * batches {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	answeredSoon(t, b, "a call queued after the backlog was not sent although its timeout passed")
+}
+
 // answeredSoon fails the test unless a call is answered, without error,
 // within seconds.
 func answeredSoon(t *testing.T, b *batch.Batcher[int, int], failure string) {
