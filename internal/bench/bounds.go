@@ -16,10 +16,12 @@ const StoreClaimsContender = "store-claims"
 // that runs the store's own claim with its server's reference client, every
 // claim in flight in one round trip of keys claims (see
 // [RedisBatchedContender]), and fill holds how many the store's claim
-// batches carried in the same rounds. When even the ceiling stays under
-// the goal, no batching of the store can reach it on this machine;
-// otherwise the gap is the store's client and how full its batches run.
-func ceilingNote(target, ceiling string, fill *BatchFill, keys int) Note {
+// batches carried in the same rounds, against the most its keys callers
+// can put in each of the workers batches it keeps in flight. When even the
+// ceiling stays under the goal, no batching of the store can reach it on
+// this machine; otherwise the gap is the store's client and how full its
+// batches run.
+func ceilingNote(target, ceiling string, fill *BatchFill, keys, workers int) Note {
 	return func(_ context.Context, rep *Report) ([]string, error) {
 		v, missed := rep.Missed(target)
 		if !missed {
@@ -39,7 +41,8 @@ func ceilingNote(target, ceiling string, fill *BatchFill, keys int) Note {
 		}
 		carried := ""
 		if mean, ok := fill.Median(); ok {
-			carried = fmt.Sprintf(", its claim batches carrying %.1f claims on average against the ceiling's %d", mean, keys)
+			carried = fmt.Sprintf(", its claim batches carrying %.1f claims on average, of the %d each of the %d it keeps in flight "+
+				"can carry when all %d callers wait (the ceiling sends all %d in one)", mean, (keys+workers-1)/workers, workers, keys, keys)
 		}
 		return []string{fmt.Sprintf("Bound: %s: %s runs the store's own claim with every claim in flight in one round trip "+
 			"and reaches %.0f claims/s, %.3f x %s (%.0f/s), in the same rounds; the store reaches %.0f claims/s, %.3f x (goal %g)%s: %s.",

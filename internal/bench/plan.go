@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"time"
+
+	"github.com/onceflow/onceflow/stores/postgres"
+	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
 
 // Deps are what a plan measures through.
@@ -91,7 +94,7 @@ func NewPlan(z Size, deps Deps) *Plan {
 		Target{Name: "redis-vs-redis-benchmark", Of: "store", Over: "redis-benchmark", Op: AtLeast, Goal: 0.8},
 		Target{Name: RedisMoonshot, Of: StoreClaimsContender, Over: "redis-benchmark", Op: AtLeast, Goal: 1},
 	)
-	plan.Notes = append(plan.Notes, ceilingNote(RedisMoonshot, RedisBatchedContender, redisFill, RedisCallers))
+	plan.Notes = append(plan.Notes, ceilingNote(RedisMoonshot, RedisBatchedContender, redisFill, RedisCallers, redisstore.DefaultBatchWorkers))
 
 	plan.Add(Comparison{Name: RedisCallsOne, Unit: "calls/s", Contenders: []Contender{
 		{"store", StoreCalls(env, Redis, 1, p.Window)},
@@ -129,7 +132,7 @@ func NewPlan(z Size, deps Deps) *Plan {
 		Target{Name: "postgres-vs-pgbench", Of: "store", Over: "pgbench", Op: AtLeast, Goal: 0.8},
 		Target{Name: PostgresMoonshot, Of: StoreClaimsContender, Over: "pgbench", Op: AtLeast, Goal: 2},
 	)
-	plan.Notes = append(plan.Notes, ceilingNote(PostgresMoonshot, PgbenchBatchedContender, postgresFill, PostgresClients))
+	plan.Notes = append(plan.Notes, ceilingNote(PostgresMoonshot, PgbenchBatchedContender, postgresFill, PostgresClients, postgres.DefaultBatchWorkers))
 
 	plan.Add(Comparison{Name: ReceiverAllocs, Unit: "allocs/msg", LowerIsBetter: true, Contenders: []Contender{
 		{"none", RouterAllocs(p.Messages, 64, NoMiddleware)},
