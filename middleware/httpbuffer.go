@@ -92,7 +92,7 @@ func (b *responseBuffer) result() ([]byte, error) {
 	case b.spilled:
 		return nil, fmt.Errorf("%w: response larger than %d bytes", errNotStored, b.limit)
 	}
-	return encodeResponse(b.status, b.sent, b.body.Bytes())
+	return encodeResponse(b.status, b.sent, b.body.Bytes()), nil
 }
 
 // send gives the client the held response, if it was not sent already.

@@ -36,12 +36,12 @@ type storedResponse struct {
 }
 
 // encodeResponse stores a response in the current envelope version, with
-// only the headers that storable keeps. It writes exactly what json.Marshal
+// only the headers that storableNames keeps. It writes exactly what json.Marshal
 // writes for the responseEnvelope of those headers (FuzzResponseEnvelope
 // holds it to that), in one allocation and without reflection: it runs on
 // every request whose response is stored. A name or value that JSON would
 // escape, rare in a header, is left to json.Marshal.
-func encodeResponse(status int, header http.Header, body []byte) ([]byte, error) {
+func encodeResponse(status int, header http.Header, body []byte) []byte {
 	var held [8]string // the names of most responses' headers, on the stack
 	names := storableNames(header, held[:0])
 	size := len(`{"v":1,"status":,"header":{},"body":""}`) + 3 + base64.StdEncoding.EncodedLen(len(body))
@@ -73,7 +73,7 @@ func encodeResponse(status int, header http.Header, body []byte) ([]byte, error)
 		b = base64.StdEncoding.AppendEncode(b, body)
 		b = append(b, '"')
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // appendJSONStrings appends values as a JSON array, or null if nil.

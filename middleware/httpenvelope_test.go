@@ -15,11 +15,7 @@ func TestResponseEnvelopeRoundTrip(t *testing.T) {
 		"Connection": {"close, X-Hop"}, "X-Hop": {"1"}, "Keep-Alive": {"timeout=5"},
 		http.TrailerPrefix + "X-T": {"t"}, ReplayedHeader: {"true"},
 	}
-	b, err := encodeResponse(http.StatusCreated, h, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := decodeResponse(b)
+	got, err := decodeResponse(encodeResponse(http.StatusCreated, h, body))
 	if err != nil {
 		t.Fatal(err)
 	}
