@@ -199,6 +199,12 @@ func (b *Batcher[Req, Resp]) spawnLocked() {
 	if len(b.queue) == 0 || b.running >= b.cfg.Workers {
 		return
 	}
+	b.startWorkerLocked()
+}
+
+// startWorkerLocked starts a worker on the queue, counted as a batch in
+// flight.
+func (b *Batcher[Req, Resp]) startWorkerLocked() {
 	b.running++
 	go b.work()
 }
@@ -231,8 +237,7 @@ func (b *Batcher[Req, Resp]) expire() {
 			b.watchLocked(left)
 			return
 		}
-		b.running++
-		go b.work()
+		b.startWorkerLocked()
 	}
 }
 
