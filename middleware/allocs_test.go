@@ -3,11 +3,9 @@
 package middleware
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -58,11 +56,6 @@ func TestReceiverAllocationBudget(t *testing.T) {
 const httpAllocBudget = 22
 
 func TestHTTPAllocationBudget(t *testing.T) {
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusAccepted)
-		_, _ = w.Write([]byte(`{"status":"accepted"}`))
-	})
 	s := memory.New(memory.Config{})
 	t.Cleanup(func() { _ = s.Close() })
 	r, err := NewReceiver(Config{Store: s, Logger: slog.New(slog.DiscardHandler)})
@@ -70,15 +63,12 @@ func TestHTTPAllocationBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	perRequest := func(h http.Handler) float64 {
-		mux := http.NewServeMux()
-		mux.Handle("POST /v1/payments", h)
+		mux := paymentsMux(h)
 		const runs = 1000
 		reqs := make([]*http.Request, runs+1) // AllocsPerRun warms up once
 		recs := make([]*httptest.ResponseRecorder, runs+1)
 		for i := range reqs {
-			reqs[i] = httptest.NewRequest(http.MethodPost, "/v1/payments", bytes.NewReader(benchPayload(i)))
-			reqs[i].Header.Set(IdempotencyKeyHeader, strconv.Itoa(i))
-			recs[i] = httptest.NewRecorder()
+			reqs[i], recs[i] = paymentRequest(i), httptest.NewRecorder()
 		}
 		next := 0
 		return testing.AllocsPerRun(runs, func() {
@@ -89,7 +79,7 @@ func TestHTTPAllocationBudget(t *testing.T) {
 			next++
 		})
 	}
-	added := perRequest(r.HTTP()(handler)) - perRequest(handler)
+	added := perRequest(r.HTTP()(paymentsHandler)) - perRequest(paymentsHandler)
 	if added > httpAllocBudget {
 		t.Fatalf("the HTTP face adds %.1f allocations per request, budget %d", added, httpAllocBudget)
 	}

@@ -283,38 +283,52 @@ func BenchmarkMemoryStoreClaimComplete(b *testing.B) {
 	reportCPU(b, cpu)
 }
 
-// BenchmarkHTTP is the HTTP face's cost per request on the memory store: a
-// handler that answers 202 with a small JSON body and two headers, as the
-// payments handler does, served through a ServeMux to a recorder, with no
+// paymentsHandler answers as the payments handler does: 202 with a small
+// JSON body naming the request's first bytes, and two headers.
+var paymentsHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Correlation-ID", "c-1")
+	w.WriteHeader(http.StatusAccepted)
+	fmt.Fprintf(w, `{"payment_id":%q,"status":"accepted"}`, body[:8])
+})
+
+// paymentsMux serves h as POST /v1/payments.
+func paymentsMux(h http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", h)
+	return mux
+}
+
+// paymentRequest is the i-th request to paymentsMux: a payload unique to i
+// under the Idempotency-Key i.
+func paymentRequest(i int) *http.Request {
+	req := httptest.NewRequest(http.MethodPost, "/v1/payments", bytes.NewReader(benchPayload(i)))
+	req.Header.Set(IdempotencyKeyHeader, strconv.Itoa(i))
+	return req
+}
+
+// BenchmarkHTTP is the HTTP face's cost per request on the memory store:
+// paymentsHandler served through a ServeMux to a recorder, with no
 // middleware and behind [Receiver.HTTP]. Every request carries a fresh key.
 // The face's cost is (receiver-memory - none).
 func BenchmarkHTTP(b *testing.B) {
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		h := w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set("X-Correlation-ID", "c-1")
-		w.WriteHeader(http.StatusAccepted)
-		fmt.Fprintf(w, `{"payment_id":%q,"status":"accepted"}`, body[:8])
-	})
 	for _, name := range []string{"none", "receiver-memory"} {
 		b.Run(name, func(b *testing.B) {
-			var h http.Handler = handler
+			var h http.Handler = paymentsHandler
 			if name != "none" {
 				r, _ := newBenchReceiver(b)
-				h = r.HTTP()(handler)
+				h = r.HTTP()(paymentsHandler)
 			}
-			mux := http.NewServeMux()
-			mux.Handle("POST /v1/payments", h)
+			mux := paymentsMux(h)
 			b.ReportAllocs()
 			start := cpuTime(b)
 			i := 0
 			for b.Loop() {
 				i++
-				req := httptest.NewRequest(http.MethodPost, "/v1/payments", bytes.NewReader(benchPayload(i)))
-				req.Header.Set(IdempotencyKeyHeader, strconv.Itoa(i))
 				w := httptest.NewRecorder()
-				mux.ServeHTTP(w, req)
+				mux.ServeHTTP(w, paymentRequest(i))
 				if w.Code != http.StatusAccepted {
 					b.Fatalf("status %d: %s", w.Code, w.Body)
 				}
