@@ -3,15 +3,12 @@
 package middleware
 
 import (
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
-
-	"github.com/onceflow/onceflow/stores/memory"
 )
 
 // allocBudget is the most allocations the receiver may add to a unique
@@ -20,12 +17,7 @@ import (
 const allocBudget = 10
 
 func TestReceiverAllocationBudget(t *testing.T) {
-	s := memory.New(memory.Config{})
-	t.Cleanup(func() { _ = s.Close() })
-	r, err := NewReceiver(Config{Store: s, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, _ := newBenchReceiver(t)
 	h := r.Middleware()(func(*message.Message) ([]*message.Message, error) { return nil, nil })
 	ctx := handlerContext(t)
 
@@ -56,12 +48,7 @@ func TestReceiverAllocationBudget(t *testing.T) {
 const httpAllocBudget = 22
 
 func TestHTTPAllocationBudget(t *testing.T) {
-	s := memory.New(memory.Config{})
-	t.Cleanup(func() { _ = s.Close() })
-	r, err := NewReceiver(Config{Store: s, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, _ := newBenchReceiver(t)
 	perRequest := func(h http.Handler) float64 {
 		mux := paymentsMux(h)
 		const runs = 1000

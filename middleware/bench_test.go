@@ -69,13 +69,13 @@ func benchPayload(i int) []byte {
 	return fmt.Appendf(nil, `{"payment_id":"p-%09d","amount":1250,"currency":"EUR","customer":"c-42"}`, i)
 }
 
-func newBenchReceiver(b *testing.B) (*Receiver, *memory.Store) {
-	b.Helper()
+func newBenchReceiver(tb testing.TB) (*Receiver, *memory.Store) {
+	tb.Helper()
 	s := memory.New(memory.Config{})
-	b.Cleanup(func() { _ = s.Close() })
+	tb.Cleanup(func() { _ = s.Close() })
 	r, err := NewReceiver(Config{Store: s, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return r, s
 }
