@@ -17,7 +17,7 @@ type Config struct {
 	// Store holds the records: the receiver's store, or the cache in front
 	// of it (whose Remove drops this process's copy too). Required.
 	Store stores.Admin
-	// Handlers are the message handlers' route names (handlers.Routes).
+	// Handlers are the message handlers' route names (domain.Routes).
 	Handlers []string
 	// HTTPRoutes are the route patterns behind the HTTP face, such as
 	// "POST /v1/payments".

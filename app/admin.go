@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/onceflow/onceflow/admin"
-	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/stores"
 )
 
@@ -21,7 +20,7 @@ func (b *assembly) adminAPI() (http.Handler, error) {
 	if !ok {
 		return nil, fmt.Errorf("ADMIN_API_KEY is set but the store (%T) cannot be administered", b.store.Store)
 	}
-	cfg := admin.Config{Store: store, Handlers: b.routes.Names(), HTTPRoutes: handlers.IdempotentRoutes(), Logger: b.logger}
+	cfg := admin.Config{Store: store, Handlers: b.parts.Routes.Names(), HTTPRoutes: b.parts.HTTP.IdempotentRoutes, Logger: b.logger}
 	keys, err := b.cfg.apiKeys()
 	if err != nil {
 		return nil, err

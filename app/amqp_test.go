@@ -15,7 +15,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/domain"
+	"github.com/onceflow/onceflow/handlers/payments"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/internal/transport"
 )
@@ -84,7 +85,7 @@ func TestAMQPFirstConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		a, err := New(ctx, cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+		a, err := New(ctx, cfg, payments.Domain(), slog.New(slog.NewTextHandler(testWriter{t}, nil)))
 		if err == nil {
 			_ = a.Close()
 		}
@@ -147,7 +148,7 @@ func amqpAppEnv(t *testing.T) (env []string, url, prefix string) {
 func deleteServiceAMQPOnCleanup(t *testing.T, url, prefix, service string) {
 	cfg := transport.Config{TopicPrefix: prefix, ServiceName: service}
 	routes := append(paymentRoutes(),
-		handlers.Route{Name: poisonLogHandler, Consumes: PoisonTopic})
+		domain.Route{Name: poisonLogHandler, Consumes: PoisonTopic})
 	var exchanges, queues []string
 	for _, topic := range routes.Topics() {
 		exchanges = append(exchanges, prefix+topic)

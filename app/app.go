@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
@@ -36,18 +36,17 @@ type App struct {
 }
 
 // New connects to every backend the configuration names, applies the
-// migrations (or, with MIGRATE_ON_START=false, refuses a schema that lacks
-// some), assembles the router and binds the HTTP listener (so Addr is
-// known before Run; HTTP_ADDR may use port 0). On error, whatever it opened
-// is closed again.
-func New(ctx context.Context, cfg Config, logger *slog.Logger) (*App, error) {
-	return newApp(ctx, cfg, logger, seams{})
+// migrations, the service's and the domain's (or, with
+// MIGRATE_ON_START=false, refuses a schema that lacks some), opens the
+// domain d, assembles the router with its routes and binds the HTTP
+// listener with its API (so Addr is known before Run; HTTP_ADDR may use
+// port 0). On error, whatever it opened is closed again.
+func New(ctx context.Context, cfg Config, d domain.Domain, logger *slog.Logger) (*App, error) {
+	return newApp(ctx, cfg, d, logger, seams{})
 }
 
-// seams lets tests wrap parts of the App, such as the ledger to inject a
-// fault after a write. The zero value changes nothing.
+// seams lets tests wrap parts of the App. The zero value changes nothing.
 type seams struct {
-	ledger func(handlers.Ledger) handlers.Ledger
 	// store wraps the idempotency store, under the local cache.
 	store func(stores.Store) stores.Store
 	// spans, when set, receives every span as it ends, whatever

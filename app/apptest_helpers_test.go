@@ -8,15 +8,16 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/memory"
+	"github.com/onceflow/onceflow/handlers/payments"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -36,45 +37,33 @@ func startApp(t *testing.T, environ ...string) *running {
 // startAppWith is startApp with the App's test seams set.
 func startAppWith(t *testing.T, sm seams, environ ...string) *running {
 	t.Helper()
-	return startAppLogging(t, sm, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), environ...)
+	return startAppLogging(t, sm, testLogger(t), environ...)
 }
 
 // startAppLogging is startAppWith logging to logger.
 func startAppLogging(t *testing.T, sm seams, logger *slog.Logger, environ ...string) *running {
+	t.Helper()
+	return startDomain(t, payments.Domain(), sm, logger, environ...)
+}
+
+// testLogger logs warnings and errors to t.Log.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// startDomain is startAppLogging running the domain d.
+func startDomain(t *testing.T, d domain.Domain, sm seams, logger *slog.Logger, environ ...string) *running {
 	t.Helper()
 	environ = append([]string{"HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=warn", "RETRY_INTERVAL=10ms"}, environ...)
 	cfg, err := LoadConfig(environ)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := newApp(context.Background(), cfg, logger, sm)
+	a, err := newApp(context.Background(), cfg, d, logger, sm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	var runErr error
-	r := &running{App: a, base: "http://" + a.Addr(), stop: func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case runErr = <-done:
-			case <-time.After(30 * time.Second):
-				runErr = fmt.Errorf("Run did not return 30s after cancel")
-			}
-			if err := a.Close(); err != nil && runErr == nil {
-				runErr = err
-			}
-		})
-		return runErr
-	}}
-	t.Cleanup(func() {
-		if err := r.stop(); err != nil {
-			t.Errorf("stopping app: %v", err)
-		}
-	})
+	r := &running{App: a, base: "http://" + a.Addr(), stop: testenv.Run(t, a)}
 	waitFor(t, "app ready", func() bool { return r.get(t, "/readyz", nil) == http.StatusOK })
 	return r
 }
@@ -198,7 +187,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // paymentRoutes is the payments domain's routes, for tests that loop over
 // every handler the service runs: a route added to
 // [handlers.MessageHandlers.Routes] is covered without editing them.
-func paymentRoutes() handlers.Routes {
+func paymentRoutes() domain.Routes {
 	return handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes()
 }
 
@@ -212,7 +201,7 @@ func startupFails(t *testing.T, environ []string, want, secret string, limit tim
 		t.Fatal(err)
 	}
 	start := time.Now()
-	a, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	a, err := New(t.Context(), cfg, payments.Domain(), slog.New(slog.NewTextHandler(testWriter{t}, nil)))
 	took := time.Since(start)
 	if err == nil {
 		_ = a.Close()

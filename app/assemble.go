@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
@@ -25,14 +25,14 @@ type assembly struct {
 	outbox   middleware.Outbox // transaction mode's; nil in lease mode
 	api      message.Publisher // the HTTP API's: through the outbox in transaction mode
 	receiver *middleware.Receiver
-	ledger   handlers.Ledger
-	routes   handlers.Routes
-	tracing  tracing // the zero value when tracing is off
+	domain   domain.Domain
+	parts    *domain.Parts // what the domain's Open built
+	tracing  tracing       // the zero value when tracing is off
 }
 
 // newApp builds an App step by step, each on what the steps before it
 // built; on error it closes whatever was opened.
-func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *App, err error) {
+func newApp(ctx context.Context, cfg Config, d domain.Domain, logger *slog.Logger, sm seams) (_ *App, err error) {
 	logger = withContextAttrs(logger)
 	a := &App{cfg: cfg, logger: logger}
 	defer func() {
@@ -40,14 +40,17 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger, sm seams) (_ *
 			_ = a.Close()
 		}
 	}()
-	logger.Info("starting", "config", cfg)
-	b := &assembly{App: a, seams: sm, reg: prometheus.NewRegistry()}
+	if err = d.Validate(); err != nil {
+		return nil, err
+	}
+	logger.Info("starting", "domain", d.Name, "config", cfg)
+	b := &assembly{App: a, seams: sm, reg: prometheus.NewRegistry(), domain: d}
 	b.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, step := range []func(context.Context) error{
 		b.openTracing,   // OTEL_EXPORTER_OTLP_*: first opened, last closed (flushed)
-		b.openDatabase,  // DATABASE_URL, migrated (MIGRATE_ON_START) or checked
+		b.openDatabase,  // DATABASE_URL, the records' and the domain's tables migrated (MIGRATE_ON_START) or checked
 		b.openStore,     // STORE, with Redis's durability check and the postgres sweeper
-		b.newRoutes,     // the example's ledger and the handlers' routes
+		b.openDomain,    // the domain's routes and HTTP API, on the database
 		b.connectBroker, // TRANSPORT, with the routes' topics
 		b.openOutbox,    // DEDUP_MODE=transaction: the outbox and its relay
 		b.newReceiver,   // DEDUP_*: the idempotent receiver
@@ -73,9 +76,9 @@ func (b *assembly) openDatabase(ctx context.Context) (err error) {
 	}
 	b.closers = append(b.closers, func() error { b.pool.Close(); return nil })
 	if !b.cfg.MigrateOnStart {
-		return checkSchema(ctx, b.pool)
+		return checkSchema(ctx, b.pool, b.domain)
 	}
-	return migrate(ctx, b.pool, b.cfg.PGRecordsLayout)
+	return migrate(ctx, b.pool, b.cfg.PGRecordsLayout, b.domain)
 }
 
 // openStore opens the idempotency store STORE names: Redis after checking
@@ -131,7 +134,7 @@ func (b *assembly) openStore(ctx context.Context) (err error) {
 // connectBroker opens the transport TRANSPORT names, which on Kafka
 // creates the topics of the routes and the poison topic.
 func (b *assembly) connectBroker(ctx context.Context) error {
-	t, err := openTransport(ctx, b.cfg, b.pool, append(b.routes.Topics(), PoisonTopic), b.logger)
+	t, err := openTransport(ctx, b.cfg, b.pool, append(b.parts.Routes.Topics(), PoisonTopic), b.logger)
 	if err != nil {
 		return err
 	}
@@ -148,7 +151,7 @@ func (b *assembly) openOutbox(ctx context.Context) error {
 	if b.cfg.DedupMode != "transaction" {
 		return nil
 	}
-	o := outbox{direct: b.cfg.Transport == "sql", prefix: b.cfg.TopicPrefix, outputs: b.routes.Outputs(),
+	o := outbox{direct: b.cfg.Transport == "sql", prefix: b.cfg.TopicPrefix, outputs: b.parts.Routes.Outputs(),
 		publisher: b.transport.Publisher(), logger: b.logger, tracing: b.tracing.messages}
 	b.outbox, b.api = o.write, outboxPublisher{o}
 	if o.direct {
@@ -167,7 +170,7 @@ func (b *assembly) openOutbox(ctx context.Context) error {
 // counted on the registry; in transaction mode its unit of work is a
 // PostgreSQL transaction.
 func (b *assembly) newReceiver(context.Context) error {
-	observer, err := receiverMetrics(b.reg, b.cfg.Store, b.routes)
+	observer, err := receiverMetrics(b.reg, b.cfg.Store, b.parts.Routes)
 	if err != nil {
 		return err
 	}
@@ -191,42 +194,62 @@ func (b *assembly) newReceiver(context.Context) error {
 	return err
 }
 
-// newRoutes builds the example's ledger, with the fault switches (CHAOS_*)
-// and the tests' seam around it, and the message handlers' routes on it,
-// checked before anything is subscribed.
-func (b *assembly) newRoutes(context.Context) error {
-	b.ledger = withChaos(newLedger(b.pool), b.cfg)
-	if b.seams.ledger != nil {
-		b.ledger = b.seams.ledger(b.ledger)
+// openDomain opens the domain on the database and the API's publisher
+// (which publishes through whatever connectBroker and openOutbox set up:
+// the domain's HTTP handlers publish only once the service serves), and
+// checks its routes before anything is subscribed.
+func (b *assembly) openDomain(ctx context.Context) (err error) {
+	b.parts, err = b.domain.Open(ctx, domain.Deps{DB: b.pool, Publisher: apiPublisher{b}, Logger: b.logger})
+	if err != nil {
+		return fmt.Errorf("opening domain %s: %w", b.domain.Name, err)
 	}
-	b.routes = handlers.NewMessageHandlers(b.ledger, b.logger).Routes()
-	return checkRoutes(b.routes)
+	if b.parts.Close != nil {
+		b.closers = append(b.closers, b.parts.Close)
+	}
+	return checkRoutes(b.parts.Routes, b.cfg.DedupLease)
 }
+
+// apiPublisher is the publisher the domain's HTTP API is given: b.api,
+// once New has set it.
+type apiPublisher struct{ b *assembly }
+
+func (p apiPublisher) Publish(topic string, msgs ...*message.Message) error {
+	return p.b.api.Publish(topic, msgs...)
+}
+
+// Close does nothing: the transport is the App's to close.
+func (apiPublisher) Close() error { return nil }
 
 // newRouter assembles the Watermill router with the routes and the poison
 // topic's reader.
 func (b *assembly) newRouter(context.Context) error {
-	consumed := make([]string, 0, len(b.routes))
-	for _, r := range b.routes {
+	consumed := make([]string, 0, len(b.parts.Routes))
+	for _, r := range b.parts.Routes {
 		consumed = append(consumed, r.Consumes)
 	}
 	poison, err := newPoisonLog(b.reg, consumed, b.logger)
 	if err != nil {
 		return err
 	}
-	b.router, err = newRouter(b.cfg, b.transport, b.receiver, b.outbox, b.routes, poison, routerMetrics(b.reg), b.tracing.messages, b.logger)
+	b.router, err = newRouter(routerParts{
+		cfg: b.cfg, transport: b.transport, receiver: b.receiver, outbox: b.outbox,
+		routes: b.parts.Routes, permanent: b.domain.Permanent, poison: poison,
+		metrics: routerMetrics(b.reg), tracing: b.tracing.messages, logger: b.logger,
+	})
 	return err
 }
 
 // newHTTP builds the HTTP server and binds its listener, so that Addr is
 // known before Run.
 func (b *assembly) newHTTP(context.Context) (err error) {
-	api := handlers.NewHTTP(b.ledger, b.api, b.logger)
 	keysAdmin, err := b.adminAPI()
 	if err != nil {
 		return err
 	}
-	b.server, err = newHTTPServer(b.cfg, api, keysAdmin, b.receiver, b.router, b.store, b.transport.Readiness(), b.reg, b.tracing, b.logger)
+	b.server, err = newHTTPServer(httpParts{
+		cfg: b.cfg, api: b.parts.HTTP, keysAdmin: keysAdmin, receiver: b.receiver, router: b.router,
+		store: b.store, broker: b.transport.Readiness(), reg: b.reg, tracing: b.tracing, logger: b.logger,
+	})
 	if err != nil {
 		return err
 	}

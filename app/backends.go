@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/migrations"
 )
 
@@ -37,14 +38,20 @@ func openPostgres(ctx context.Context, databaseURL string, maxConns int32) (*pgx
 	return pool, nil
 }
 
-// migrate applies the migrations through pool, the records table in
-// PG_RECORDS_LAYOUT if they create it. It is safe from every replica at
-// once (goose takes a session lock) and is bounded by ctx only: waiting for
-// another replica's migration is not a connection timeout.
-func migrate(ctx context.Context, pool *pgxpool.Pool, layout string) error {
+// migrate applies the migrations through pool: the records', the records
+// table in PG_RECORDS_LAYOUT if they create it, then the domain's. It is
+// safe from every replica at once (goose takes a session lock) and is
+// bounded by ctx only: waiting for another replica's migration is not a
+// connection timeout.
+func migrate(ctx context.Context, pool *pgxpool.Pool, layout string, d domain.Domain) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	return migrations.Up(ctx, db, migrations.WithLayout(migrations.Layout(layout)))
+	for _, set := range migrationSets(layout, d) {
+		if err := migrations.Up(ctx, db, set.opts...); err != nil {
+			return fmt.Errorf("%s: %w", set.name, err)
+		}
+	}
+	return nil
 }
 
 // openRedis returns a Cluster client for REDIS_ADDRS, else a single-node

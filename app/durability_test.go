@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onceflow/onceflow/handlers/payments"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -56,7 +57,7 @@ func TestRedisDurabilityGuard(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logs testenv.Buffer
-			a, err := New(context.Background(), cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			a, err := New(context.Background(), cfg, payments.Domain(), slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
 			if len(tc.refused) > 0 {
 				if err == nil {
 					_ = a.Close()

@@ -1,37 +1,37 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"sync/atomic"
 	"testing"
 
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/payments"
+	"github.com/onceflow/onceflow/internal/faults"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // errInjected is the fault failOnceAfterCharge injects.
 var errInjected = errors.New("injected failure after the ledger write")
 
-// failOnceAfterCharge is a ledger whose first AppendCharge writes the
-// charge row and then fails, as a crash or a later error of the handler
+// failOnceAfterCharge fails the first charge_payment attempt after its
+// handler wrote the charge row, as a crash or a later error of the handler
 // would, before anything is committed or recorded.
-type failOnceAfterCharge struct {
-	handlers.Ledger
-	fired atomic.Bool
-}
+type failOnceAfterCharge struct{ fired atomic.Bool }
 
-func (l *failOnceAfterCharge) AppendCharge(ctx context.Context, p handlers.Payment, chargeID string) error {
-	if err := l.Ledger.AppendCharge(ctx, p, chargeID); err != nil {
-		return err
+func (f *failOnceAfterCharge) middleware(h message.HandlerFunc) message.HandlerFunc {
+	return func(msg *message.Message) ([]*message.Message, error) {
+		out, err := h(msg)
+		if err == nil && message.HandlerNameFromCtx(msg.Context()) == handlers.ChargePaymentHandler &&
+			f.fired.CompareAndSwap(false, true) {
+			return nil, errInjected
+		}
+		return out, err
 	}
-	if l.fired.CompareAndSwap(false, true) {
-		return errInjected
-	}
-	return nil
 }
 
 // chargesAfterInjectedFailure runs an App in the given mode with the fault
@@ -40,8 +40,8 @@ func (l *failOnceAfterCharge) AppendCharge(ctx context.Context, p handlers.Payme
 // and returns how many charges the ledger holds.
 func chargesAfterInjectedFailure(t *testing.T, environ ...string) int {
 	t.Helper()
-	ledger := &failOnceAfterCharge{}
-	a := startAppWith(t, seams{ledger: func(l handlers.Ledger) handlers.Ledger { ledger.Ledger = l; return ledger }},
+	fault := &failOnceAfterCharge{}
+	a := startDomain(t, faults.WrapRoutes(payments.Domain(), fault.middleware), seams{}, testLogger(t),
 		append([]string{"TRANSPORT=gochannel", "DATABASE_URL=" + testenv.PostgresSchema(t)}, environ...)...)
 	if code := a.post(t, "/v1/payments", paymentBody(uuid.NewString())); code != http.StatusAccepted {
 		t.Fatalf("POST /v1/payments: status %d, want 202", code)
@@ -51,7 +51,7 @@ func chargesAfterInjectedFailure(t *testing.T, environ ...string) int {
 	waitFor(t, "the payment notified and given a receipt", func() bool {
 		return a.summary(t).Notifications == 1 && a.receipts(t) == 1
 	})
-	if !ledger.fired.Load() {
+	if !fault.fired.Load() {
 		t.Fatal("the fault was never injected")
 	}
 	return a.summary(t).Charges

@@ -15,7 +15,7 @@ func Healthcheck(ctx context.Context, environ []string) error {
 	if err != nil {
 		return err
 	}
-	base, err := serviceURL(cfg.HTTPAddr)
+	base, err := cfg.ServiceURL()
 	if err != nil {
 		return err
 	}

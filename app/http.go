@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/middleware"
 )
 
@@ -21,10 +21,28 @@ import (
 // broker.
 const readinessTimeout = 2 * time.Second
 
-// newHTTPServer serves the payments API, /metrics, /healthz and /readyz.
+// httpParts is what newHTTPServer serves.
+type httpParts struct {
+	cfg Config
+	// api is the domain's API.
+	api domain.HTTP
+	// keysAdmin is the key admin; nil when ADMIN_API_KEY is unset.
+	keysAdmin http.Handler
+	receiver  *middleware.Receiver
+	router    *message.Router
+	store     idempotencyStore
+	// broker checks the broker for /readyz; nil when there is none.
+	broker  func(context.Context) error
+	reg     *prometheus.Registry
+	tracing tracing
+	logger  *slog.Logger
+}
+
+// newHTTPServer serves the domain's API, /metrics, /healthz and /readyz.
 //
-// The API (/v1/...) sits behind Authenticate when API_KEYS is set; its
-// unsafe routes (POST /v1/payments) behind the receiver's HTTP face, which
+// The API (every path the service's own routes do not take) sits behind
+// Authenticate when API_KEYS is set; its unsafe routes (POST
+// /v1/payments in the example) behind the receiver's HTTP face, which
 // requires an Idempotency-Key. Outermost first:
 //
 //	tracing -> authentication -> routing (sets r.Pattern) -> Idempotency-Key -> handler
@@ -34,17 +52,20 @@ const readinessTimeout = 2 * time.Second
 // statuses. The key admin (/admin/keys/..., ADMIN_API_KEY) has its own
 // authentication and exists only when keysAdmin is set. /metrics and the
 // probes stay open.
-func newHTTPServer(cfg Config, api *handlers.HTTP, keysAdmin http.Handler, receiver *middleware.Receiver, router *message.Router,
-	store idempotencyStore, broker func(context.Context) error, reg *prometheus.Registry, tr tracing, logger *slog.Logger) (*http.Server, error) {
-	v1 := http.NewServeMux()
-	guard, err := httpIdempotencyMetrics(reg, receiver.HTTP(
-		middleware.WithMaxRequestBody(handlers.MaxRequestBody),
-		middleware.WithMaxStoredResponse(cfg.IdempotencyMaxBody),
-	))
+func newHTTPServer(p httpParts) (*http.Server, error) {
+	cfg, router, store, broker, reg, logger := p.cfg, p.router, p.store, p.broker, p.reg, p.logger
+	opts := []middleware.HTTPOption{middleware.WithMaxStoredResponse(cfg.IdempotencyMaxBody)}
+	if p.api.MaxRequestBody > 0 {
+		opts = append(opts, middleware.WithMaxRequestBody(p.api.MaxRequestBody))
+	}
+	guard, err := httpIdempotencyMetrics(reg, p.receiver.HTTP(opts...))
 	if err != nil {
 		return nil, err
 	}
-	api.Routes(v1, guard)
+	v1 := http.NewServeMux()
+	if p.api.Register != nil {
+		p.api.Register(v1, guard)
+	}
 	var apiHandler http.Handler = v1
 	keys, err := cfg.apiKeys()
 	if err != nil {
@@ -55,9 +76,9 @@ func newHTTPServer(cfg Config, api *handlers.HTTP, keysAdmin http.Handler, recei
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", tr.api(apiHandler, v1)) // a span per request when tracing is on
-	if keysAdmin != nil {
-		mux.Handle("/admin/", keysAdmin)
+	mux.Handle("/", p.tracing.api(apiHandler, v1)) // a span per request when tracing is on
+	if p.keysAdmin != nil {
+		mux.Handle("/admin/", p.keysAdmin)
 	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	// /healthz: the process is up and serving.

@@ -39,7 +39,7 @@ func Keys(ctx context.Context, environ []string, opts KeysOptions, out io.Writer
 		return errors.New("--actor is required (default $USER): the service logs who acts")
 	}
 	if opts.ServiceURL == "" {
-		if opts.ServiceURL, err = serviceURL(cfg.HTTPAddr); err != nil {
+		if opts.ServiceURL, err = cfg.ServiceURL(); err != nil {
 			return err
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/middleware"
 )
 
@@ -33,9 +33,9 @@ import (
 
 // receiverMetrics is the receiver's observer, its series for every route
 // and for the HTTP face exported at zero from the start: the handler
-// labels come from the routes, so a route added in handlers is labelled
+// labels come from the routes, so a route the domain adds is labelled
 // without a change here.
-func receiverMetrics(reg prometheus.Registerer, store string, routes handlers.Routes) (*middleware.PrometheusObserver, error) {
+func receiverMetrics(reg prometheus.Registerer, store string, routes domain.Routes) (*middleware.PrometheusObserver, error) {
 	o, err := middleware.NewPrometheusObserver(reg, store)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/payments"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/migrations"
@@ -181,7 +182,7 @@ func makeKnownRun(t *testing.T) (scrape, string) {
 		testenv.Unreachable(t, "PostgreSQL", dbURL, err)
 	}
 	defer pool.Close()
-	if err := migrate(t.Context(), pool, string(migrations.Rows)); err != nil {
+	if err := migrate(t.Context(), pool, string(migrations.Rows), payments.Domain()); err != nil {
 		return scrape{}, err.Error()
 	}
 	if _, err := pool.Exec(t.Context(), `

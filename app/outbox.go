@@ -39,7 +39,7 @@ type outbox struct {
 	direct bool
 	prefix string
 	// outputs is the topic of each handler's produced messages
-	// (handlers.Routes.Outputs).
+	// (domain.Routes.Outputs).
 	outputs   map[string]string
 	publisher message.Publisher // the transport's, already prefixed
 	logger    *slog.Logger

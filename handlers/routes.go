@@ -1,120 +1,12 @@
 package handlers
 
-import (
-	"errors"
-	"fmt"
-	"regexp"
-
-	"github.com/ThreeDotsLabs/watermill/message"
-)
-
-// Route is one message handler as the application wires it: from a route
-// alone it subscribes the handler's own consumer group (or queue) to
-// Consumes, registers it on the router behind the idempotent receiver,
-// creates its topics on Kafka, sends what it returns to Produces (through
-// the outbox in DEDUP_MODE=transaction) and labels its metrics with Name.
-//
-// A route has exactly one of Handle and Consume: Handle for a handler that
-// returns messages, which then needs Produces; Consume for one that returns
-// none, which the compiler then holds to it. [Routes.Validate] checks the
-// rest at start-up.
-type Route struct {
-	// Name names the handler: it scopes the handler's idempotency keys
-	// (renaming a route makes every message it processed look new), and
-	// names its consumer group and its metric label. Lower-case letters,
-	// digits and underscores, starting with a letter.
-	Name string
-	// Consumes is the topic the handler reads.
-	Consumes string
-	// Produces is the topic of the messages Handle returns.
-	Produces string
-	// Handle is a handler that returns messages for Produces.
-	Handle message.HandlerFunc
-	// Consume is a handler that returns none.
-	Consume message.NoPublishHandlerFunc
-}
-
-// Routes is a service's message handlers, the one list the application
-// loops over.
-type Routes []Route
-
-// routeName is what a route's Name may be: it becomes part of consumer
-// group, queue and metric names, and of every idempotency key, where a ":"
-// would blur the scope.
-var routeName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
-
-// Validate reports every route that cannot be wired: a name that is
-// missing, malformed or used twice, a missing topic, a route with neither
-// or both of Handle and Consume, or a Handle without Produces.
-func (rs Routes) Validate() error {
-	var errs []error
-	seen := map[string]bool{}
-	for i, r := range rs {
-		what := fmt.Sprintf("route %d (%q)", i, r.Name)
-		switch {
-		case !routeName.MatchString(r.Name):
-			errs = append(errs, fmt.Errorf("%s: the name must be 1 to 63 lower-case letters, digits or underscores, starting with a letter", what))
-		case seen[r.Name]:
-			errs = append(errs, fmt.Errorf("%s: the name is already used by another route", what))
-		}
-		seen[r.Name] = true
-		if r.Consumes == "" {
-			errs = append(errs, fmt.Errorf("%s: Consumes names no topic", what))
-		}
-		switch {
-		case (r.Handle == nil) == (r.Consume == nil):
-			errs = append(errs, fmt.Errorf("%s: set exactly one of Handle (returns messages) and Consume (returns none)", what))
-		case r.Handle != nil && r.Produces == "":
-			errs = append(errs, fmt.Errorf("%s: Handle returns messages, so Produces must name their topic", what))
-		case r.Consume != nil && r.Produces != "":
-			errs = append(errs, fmt.Errorf("%s: Consume returns no messages, so Produces must be empty", what))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// Outputs maps the name of each route that produces messages to their
-// topic.
-func (rs Routes) Outputs() map[string]string {
-	out := map[string]string{}
-	for _, r := range rs {
-		if r.Produces != "" {
-			out[r.Name] = r.Produces
-		}
-	}
-	return out
-}
-
-// Names lists the routes' names, which are their handlers' names, in order.
-func (rs Routes) Names() []string {
-	names := make([]string, len(rs))
-	for i, r := range rs {
-		names[i] = r.Name
-	}
-	return names
-}
-
-// Topics lists every topic the routes consume or produce, once each, in the
-// order they first appear.
-func (rs Routes) Topics() []string {
-	var topics []string
-	seen := map[string]bool{}
-	for _, r := range rs {
-		for _, t := range []string{r.Consumes, r.Produces} {
-			if t != "" && !seen[t] {
-				seen[t] = true
-				topics = append(topics, t)
-			}
-		}
-	}
-	return topics
-}
+import "github.com/onceflow/onceflow/domain"
 
 // Routes is the payments domain's message handlers. Add a handler here and
 // the application subscribes it on every transport, behind the idempotent
 // receiver; nothing else needs to know of it.
-func (h *MessageHandlers) Routes() Routes {
-	return Routes{
+func (h *MessageHandlers) Routes() domain.Routes {
+	return domain.Routes{
 		{Name: ChargePaymentHandler, Consumes: TopicPaymentRequested, Produces: TopicPaymentCharged, Handle: h.ChargePayment},
 		{Name: NotifyCustomerHandler, Consumes: TopicPaymentCharged, Consume: h.NotifyCustomer},
 		{Name: IssueReceiptHandler, Consumes: TopicPaymentCharged, Consume: h.IssueReceipt},

@@ -2,10 +2,7 @@ package handlers_test
 
 import (
 	"slices"
-	"strings"
 	"testing"
-
-	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/memory"
@@ -26,71 +23,5 @@ func TestPaymentRoutesAreValid(t *testing.T) {
 		if !slices.Contains(routes.Topics(), topic) {
 			t.Errorf("Topics() = %v, want it to hold %s", routes.Topics(), topic)
 		}
-	}
-}
-
-func TestRoutesValidate(t *testing.T) {
-	t.Parallel()
-	handle := func(*message.Message) ([]*message.Message, error) { return nil, nil }
-	consume := func(*message.Message) error { return nil }
-	ok := handlers.Route{Name: "charge", Consumes: "in", Produces: "out", Handle: handle}
-	for _, tc := range []struct {
-		name   string
-		routes handlers.Routes
-		want   string // in the error; "" for none
-	}{
-		{"producer", handlers.Routes{ok}, ""},
-		{"consumer", handlers.Routes{{Name: "notify", Consumes: "in", Consume: consume}}, ""},
-		{"no name", handlers.Routes{{Consumes: "in", Consume: consume}}, "the name must be"},
-		{"colon in the name", handlers.Routes{{Name: "a:b", Consumes: "in", Consume: consume}}, "the name must be"},
-		{"upper case", handlers.Routes{{Name: "Charge", Consumes: "in", Consume: consume}}, "the name must be"},
-		{"name too long", handlers.Routes{{Name: "a" + strings.Repeat("b", 63), Consumes: "in", Consume: consume}}, "the name must be"},
-		{"same name twice", handlers.Routes{ok, {Name: "charge", Consumes: "other", Consume: consume}}, "already used"},
-		{"no topic", handlers.Routes{{Name: "notify", Consume: consume}}, "Consumes names no topic"},
-		{"no function", handlers.Routes{{Name: "notify", Consumes: "in"}}, "exactly one of Handle"},
-		{"both functions", handlers.Routes{{Name: "x", Consumes: "in", Produces: "out", Handle: handle, Consume: consume}}, "exactly one of Handle"},
-		{"producer without output", handlers.Routes{{Name: "x", Consumes: "in", Handle: handle}}, "Produces must name"},
-		{"consumer with output", handlers.Routes{{Name: "x", Consumes: "in", Produces: "out", Consume: consume}}, "Produces must be empty"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.routes.Validate()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("Validate: %v, want nil", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("Validate: %v, want an error containing %q", err, tc.want)
-			}
-		})
-	}
-}
-
-// Every mistake is reported at once, each naming its route.
-func TestRoutesValidateReportsEveryRoute(t *testing.T) {
-	t.Parallel()
-	err := handlers.Routes{{Name: "first"}, {Name: "second", Consumes: "in"}}.Validate()
-	if err == nil {
-		t.Fatal("Validate: nil")
-	}
-	for _, want := range []string{`route 0 ("first"): Consumes names no topic`, `route 1 ("second"): set exactly one`} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("Validate: %v\nwant it to contain %q", err, want)
-		}
-	}
-}
-
-func TestRoutesTopicsAndOutputs(t *testing.T) {
-	t.Parallel()
-	handle := func(*message.Message) ([]*message.Message, error) { return nil, nil }
-	consume := func(*message.Message) error { return nil }
-	routes := handlers.Routes{
-		{Name: "a", Consumes: "t1", Produces: "t2", Handle: handle},
-		{Name: "b", Consumes: "t2", Consume: consume},
-		{Name: "c", Consumes: "t1", Produces: "t3", Handle: handle},
-	}
-	if got, want := routes.Topics(), []string{"t1", "t2", "t3"}; !slices.Equal(got, want) {
-		t.Errorf("Topics() = %v, want %v", got, want)
-	}
-	if got := routes.Outputs(); len(got) != 2 || got["a"] != "t2" || got["c"] != "t3" {
-		t.Errorf("Outputs() = %v, want map[a:t2 c:t3]", got)
 	}
 }

@@ -18,14 +18,15 @@ func (e *BehindError) Error() string {
 	return fmt.Sprintf("the database schema is at version %d and this build needs %d", e.Current, e.Target)
 }
 
-// Check returns nil when every migration of FS is applied to db's schema,
+// Check returns nil when every migration of FS (or, with [Of], of the
+// domain) is applied to db's schema,
 // and a [*BehindError] when some are not. It applies nothing and takes no
 // lock (goose only creates its version table if it is missing), so a
 // replica that starts while another migrates is not held up. A schema
 // ahead of this build (migrations it does not know, applied by a newer
 // one) passes.
-func Check(ctx context.Context, db *sql.DB) error {
-	p, err := NewProvider(ctx, db)
+func Check(ctx context.Context, db *sql.DB, opts ...Option) error {
+	p, err := NewProvider(ctx, db, opts...)
 	if err != nil {
 		return err
 	}

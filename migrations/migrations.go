@@ -1,8 +1,12 @@
-// Package migrations holds the versioned SQL schema of onceflow's PostgreSQL
-// tables and applies it with goose.
+// Package migrations holds the versioned SQL schema of onceflow's
+// idempotency records and applies it, and a domain's own migrations, with
+// goose.
 //
 // Every file NNNNN_name.sql in this directory is embedded and applied in
-// version order; adding a file is all a new migration needs. Each file has a
+// version order; adding a file is all a new migration needs. A domain's
+// tables are not here: a domain brings its own files ([Of]), versioned in
+// a table of their own, so that the records and the domain migrate
+// independently and a fork replaces the domain's without renumbering. Each file has a
 // "-- +goose Up" and a "-- +goose Down" section and runs in its own
 // transaction.
 //
@@ -25,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -55,18 +60,34 @@ var recordsFiles = map[Layout]string{
 	Partitioned: "00001_idempotency_records_partitioned.sql",
 }
 
-// Option configures Up, UpURL and NewProvider.
+// Option configures Up, UpURL, NewProvider and Check.
 type Option func(*options)
 
-type options struct{ layout Layout }
+type options struct {
+	layout Layout
+	// domain and files, when files is set, are a domain's migrations.
+	domain string
+	files  fs.FS
+}
 
 // WithLayout selects the layout of the idempotency records table, applied
 // if version 1 is still pending. Default Rows.
 func WithLayout(l Layout) Option { return func(o *options) { o.layout = l } }
 
+// Of works on the migrations of the domain name, the NNNNN_name.sql files
+// at the root of files, instead of the records': they are versioned in
+// DomainVersionTable(name), so their versions are the domain's own.
+func Of(name string, files fs.FS) Option {
+	return func(o *options) { o.domain, o.files = name, files }
+}
+
 // VersionTable is the table, in the current schema, where goose records which
-// migrations were applied.
+// migrations of the idempotency records were applied.
 const VersionTable = "goose_db_version"
+
+// DomainVersionTable is the table, in the current schema, where goose
+// records which migrations of the domain name were applied.
+func DomainVersionTable(name string) string { return VersionTable + "_" + name }
 
 // Up applies every pending migration to db, in version order, and does
 // nothing when the schema is current. Concurrent callers (replicas starting
@@ -100,21 +121,27 @@ func UpURL(ctx context.Context, databaseURL string, opts ...Option) error {
 
 // NewProvider returns a goose provider for FS on db, configured as Up uses
 // it: version table VersionTable in the current schema, and a session lock
-// per database and schema, the files of the layout opts select. Use it for
-// status, version and down migrations.
+// per database and schema, the files of the layout opts select; or, with
+// [Of], the domain's files and version table under the same lock. Use it
+// for status, version and down migrations.
 func NewProvider(ctx context.Context, db *sql.DB, opts ...Option) (*goose.Provider, error) {
 	o := options{layout: Rows}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	files, table := fs.FS(FS), VersionTable
 	var skip []string
-	for l, name := range recordsFiles {
-		if l != o.layout {
-			skip = append(skip, name)
+	if o.files != nil {
+		files, table = o.files, DomainVersionTable(o.domain)
+	} else {
+		for l, name := range recordsFiles {
+			if l != o.layout {
+				skip = append(skip, name)
+			}
 		}
-	}
-	if len(skip) == len(recordsFiles) {
-		return nil, fmt.Errorf("unknown records layout %q: use %s or %s", o.layout, Rows, Partitioned)
+		if len(skip) == len(recordsFiles) {
+			return nil, fmt.Errorf("unknown records layout %q: use %s or %s", o.layout, Rows, Partitioned)
+		}
 	}
 	lockID, err := schemaLockID(ctx, db)
 	if err != nil {
@@ -126,8 +153,8 @@ func NewProvider(ctx context.Context, db *sql.DB, opts ...Option) (*goose.Provid
 	if err != nil {
 		return nil, fmt.Errorf("creating migration lock: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, FS,
-		goose.WithTableName(VersionTable),
+	p, err := goose.NewProvider(goose.DialectPostgres, db, files,
+		goose.WithTableName(table),
 		goose.WithSessionLocker(locker),
 		goose.WithDisableGlobalRegistry(true),
 		goose.WithExcludeNames(skip),

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -172,5 +173,48 @@ func TestCheck(t *testing.T) {
 	}
 	if err := migrations.Check(ctx, db); err != nil {
 		t.Fatalf("Check of a schema ahead of the build = %v", err)
+	}
+}
+
+// A domain's migrations are versioned in a table of their own: they apply
+// after the records' without renumbering, and undoing them leaves the
+// records' alone.
+func TestDomainMigrationsHaveTheirOwnVersions(t *testing.T) {
+	t.Parallel()
+	url := testenv.PostgresSchema(t)
+	ctx := context.Background()
+	db := openDB(t, url)
+	shop := migrations.Of("shop", fstest.MapFS{
+		"00001_orders.sql": {Data: []byte("-- +goose Up\nCREATE TABLE orders (id text PRIMARY KEY);\n-- +goose Down\nDROP TABLE orders;\n")},
+	})
+	if err := migrations.Check(ctx, db, shop); err == nil {
+		t.Fatal("Check of the domain on an empty schema = nil, want it behind")
+	}
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Up(ctx, db, shop); err != nil {
+		t.Fatalf("Up of the domain: %v", err)
+	}
+	if err := migrations.Check(ctx, db, shop); err != nil {
+		t.Fatalf("Check of the domain after Up = %v", err)
+	}
+	var versions int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+migrations.DomainVersionTable("shop")+" WHERE version_id = 1").Scan(&versions); err != nil || versions != 1 {
+		t.Fatalf("%s holds version 1 %d times (%v), want once", migrations.DomainVersionTable("shop"), versions, err)
+	}
+	p, err := migrations.NewProvider(ctx, db, shop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Check(ctx, db); err != nil {
+		t.Errorf("Check of the records after the domain's Down = %v, want them untouched", err)
+	}
+	var behind *migrations.BehindError
+	if err := migrations.Check(ctx, db, shop); !errors.As(err, &behind) || behind.Current != 0 || behind.Target != 1 {
+		t.Errorf("Check of the domain after its Down = %v, want behind from 0 to 1", err)
 	}
 }

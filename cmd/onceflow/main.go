@@ -1,24 +1,27 @@
-// Command onceflow runs the service (onceflow serve, the default), sends the
-// duplicate demo to a running one (onceflow publish), loads one with
-// payments and checks its ledger (onceflow load), reads or removes one
-// idempotency record through its key admin (onceflow keys), applies,
-// undoes or lists the database migrations (onceflow migrate), or checks
-// that one is ready (onceflow healthcheck, the container image's health
-// check).
+// Command onceflow runs the service (onceflow serve, the default) with the
+// domain service() picks, reads or removes one idempotency record through
+// its key admin (onceflow keys), applies, undoes or lists the database
+// migrations (onceflow migrate), or checks that one is ready (onceflow
+// healthcheck, the container image's health check). The domain adds
+// commands of its own: the payments example's are onceflow publish, the
+// duplicate demo, and onceflow load, a load test with a ledger check.
 //
 // Configuration comes from the environment; see the README.
 package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/onceflow/onceflow/app"
+	"github.com/onceflow/onceflow/domain"
 )
 
 func main() {
@@ -31,37 +34,39 @@ func main() {
 }
 
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	d, err := withFaults(service(), environ)
+	if err != nil {
+		return err
+	}
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
 	case "serve":
-		return app.Serve(ctx, environ, stderr)
-	case "publish":
-		fs := flag.NewFlagSet("publish", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		var opts app.PublishOptions
-		fs.IntVar(&opts.Count, "count", 3, "distinct payments to send")
-		fs.IntVar(&opts.Duplicates, "duplicates", 1, "extra copies of each payment")
-		fs.IntVar(&opts.Concurrency, "concurrency", 8, "sends in flight at once")
-		fs.StringVar(&opts.Topic, "topic", "", "topic to publish to (broker transports; default payments.requested)")
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		return app.Publish(ctx, environ, opts, stdout)
-	case "load":
-		return load(ctx, args, environ, stdout, stderr)
+		return app.Serve(ctx, environ, d, stderr)
 	case "keys":
 		return keys(ctx, args, environ, stdout, stderr)
 	case "migrate":
 		if len(args) != 1 {
 			return fmt.Errorf("migrate takes one action: up, down or status")
 		}
-		return app.Migrate(ctx, environ, args[0], stdout)
+		return app.Migrate(ctx, environ, d, args[0], stdout)
 	case "healthcheck":
 		return app.Healthcheck(ctx, environ)
-	default:
-		return fmt.Errorf("unknown command %q: use serve, publish, load, keys, migrate or healthcheck", cmd)
 	}
+	if c, ok := d.Commands[cmd]; ok {
+		return c.Run(ctx, app.CommandEnv(args, environ, stdout, stderr))
+	}
+	return fmt.Errorf("unknown command %q: use %s", cmd, strings.Join(commands(d), ", "))
+}
+
+// commands lists the binary's commands: the service's, then the domain's
+// in name order.
+func commands(d domain.Domain) []string {
+	names := []string{"serve"}
+	for _, name := range slices.Sorted(maps.Keys(d.Commands)) {
+		names = append(names, name)
+	}
+	return append(names, "keys", "migrate", "healthcheck")
 }

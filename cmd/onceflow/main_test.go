@@ -64,7 +64,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		args, environ []string
 		want          string
 	}{
-		{[]string{"frobnicate"}, nil, `unknown command "frobnicate": use serve, publish, load, keys, migrate or healthcheck`},
+		{[]string{"frobnicate"}, nil, `unknown command "frobnicate": use serve, load, publish, keys, migrate, healthcheck`},
 		{[]string{"healthcheck"}, []string{"HTTP_ADDR=" + testenv.ClosedAddr(t)}, "/readyz: "},
 		{[]string{"serve"}, []string{"STORE=mongo"}, `STORE="mongo" is not allowed`},
 		{[]string{"publish", "--count", "0"}, nil, "--count must be at least 1"},

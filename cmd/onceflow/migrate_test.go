@@ -32,7 +32,8 @@ func TestMigrate(t *testing.T) {
 	if out := migrate("status"); !strings.Contains(out, "pending") || strings.Contains(out, "applied") {
 		t.Fatalf("status of an empty schema:\n%s", out)
 	}
-	if out := migrate("up"); !strings.Contains(out, "up 00001_idempotency_records.sql") {
+	if out := migrate("up"); !strings.Contains(out, "records: OK") || !strings.Contains(out, "up 00001_idempotency_records.sql") ||
+		!strings.Contains(out, "payments: OK") || !strings.Contains(out, "up 00002_receipts.sql") {
 		t.Fatalf("up:\n%s", out)
 	}
 	if out := migrate("up"); !strings.Contains(out, "no pending migrations") {
@@ -43,7 +44,8 @@ func TestMigrate(t *testing.T) {
 		t.Fatalf("serve on a current schema: %v", err)
 	}
 
-	if out := migrate("down"); !strings.HasPrefix(out, "OK") || !strings.Contains(out, " down ") {
+	// The domain's latest migration is undone first: it came last.
+	if out := migrate("down"); !strings.HasPrefix(out, "payments: OK") || !strings.Contains(out, " down 00002_receipts.sql") {
 		t.Fatalf("down:\n%s", out)
 	}
 	if out := migrate("status"); strings.Count(out, "pending") != 1 || !strings.Contains(out, "applied") {

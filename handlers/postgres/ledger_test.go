@@ -5,17 +5,33 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/ledgertest"
 	"github.com/onceflow/onceflow/handlers/postgres"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/migrations"
 	storepg "github.com/onceflow/onceflow/stores/postgres"
 )
 
+// migrated is a pool on a fresh schema with the records' migrations and
+// the ledger's own applied.
+func migrated(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool := testenv.MigratedPostgres(t)
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	if err := migrations.Up(t.Context(), db, migrations.Of("payments", postgres.Migrations())); err != nil {
+		t.Fatalf("migrating the ledger: %v", err)
+	}
+	return pool
+}
+
 func TestLedger(t *testing.T) {
 	t.Parallel()
-	ledgertest.Run(t, func(t *testing.T) handlers.Ledger { return postgres.NewLedger(testenv.MigratedPostgres(t)) })
+	ledgertest.Run(t, func(t *testing.T) handlers.Ledger { return postgres.NewLedger(migrated(t)) })
 }
 
 // unitContext returns a context carrying tx as a [storepg.Unit]'s context
@@ -50,7 +66,7 @@ func TestLedgerJoinsTransaction(t *testing.T) {
 	for name, join := range ways {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			pool := testenv.MigratedPostgres(t)
+			pool := migrated(t)
 			l := postgres.NewLedger(pool, postgres.WithTxFromContext(storepg.TxFromContext))
 			ctx := context.Background()
 			p := handlers.Payment{ID: "pay-1", CustomerID: "cus-1", AmountCents: 100, Currency: "EUR"}

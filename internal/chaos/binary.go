@@ -17,7 +17,9 @@ var binary struct {
 }
 
 // Build builds ./cmd/onceflow of the module rooted at moduleDir into a
-// temporary directory, once per process, and returns the binary's path.
+// temporary directory, once per process, and returns the binary's path. It
+// builds with the faults tag, so that CHAOS_* switch on the handler faults
+// (package faults) that the production binary does not have.
 // Call Cleanup after m.Run to remove it.
 func Build(moduleDir string) (string, error) {
 	binary.once.Do(func() {
@@ -26,7 +28,7 @@ func Build(moduleDir string) (string, error) {
 			return
 		}
 		binary.path = filepath.Join(binary.dir, "onceflow")
-		cmd := exec.Command("go", "build", "-o", binary.path, "./cmd/onceflow")
+		cmd := exec.Command("go", "build", "-tags", "faults", "-o", binary.path, "./cmd/onceflow")
 		cmd.Dir = moduleDir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binary.err = fmt.Errorf("building onceflow: %w\n%s", err, out)

@@ -13,6 +13,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/internal/testenv"
@@ -249,7 +250,7 @@ func deleteAMQP(url, prefix, service string) {
 	cfg := transport.Config{TopicPrefix: prefix, ServiceName: service}
 	withAMQPChannel(url, func(ch *amqp091.Channel) {
 		routes := append(handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes(),
-			handlers.Route{Name: poisonLog, Consumes: poisonTopic})
+			domain.Route{Name: poisonLog, Consumes: poisonTopic})
 		for _, r := range routes {
 			_, _ = ch.QueueDelete(cfg.AMQPQueue(r.Consumes, r.Name), false, false, false)
 			_ = ch.ExchangeDelete(prefix+r.Consumes, false, false)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/app"
+	"github.com/onceflow/onceflow/handlers/payments"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -205,7 +206,7 @@ func probesAnswer(t *testing.T, paths ...string) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := app.New(ctx, cfg, payments.Domain(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

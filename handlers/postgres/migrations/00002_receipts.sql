@@ -4,8 +4,12 @@
 -- idempotent receiver keeps a payment from getting two receipts, and tests
 -- count the rows to prove it.
 
+-- IF NOT EXISTS: a database whose tables an older release created with
+-- the records' migrations (version 2 and 3 of goose_db_version) adopts
+-- them as they are.
+
 -- +goose Up
-CREATE TABLE receipts (
+CREATE TABLE IF NOT EXISTS receipts (
     id           bigserial   PRIMARY KEY,
     payment_id   text COLLATE "C" NOT NULL REFERENCES payments (payment_id),
     customer_id  text        NOT NULL,
@@ -16,7 +20,7 @@ CREATE TABLE receipts (
 );
 
 -- Not unique, on purpose (see above); serves per-payment counts.
-CREATE INDEX receipts_payment_id_idx ON receipts (payment_id);
+CREATE INDEX IF NOT EXISTS receipts_payment_id_idx ON receipts (payment_id);
 
 -- +goose Down
 DROP TABLE receipts;

@@ -6,8 +6,12 @@
 -- payment_id. Only the idempotent receiver keeps a payment from being charged
 -- twice, and tests count the rows to prove it.
 
+-- IF NOT EXISTS: a database whose tables an older release created with
+-- the records' migrations (version 2 and 3 of goose_db_version) adopts
+-- them as they are.
+
 -- +goose Up
-CREATE TABLE payments (
+CREATE TABLE IF NOT EXISTS payments (
     payment_id   text COLLATE "C" PRIMARY KEY,
     customer_id  text        NOT NULL,
     amount_cents bigint      NOT NULL CHECK (amount_cents > 0),
@@ -18,7 +22,7 @@ CREATE TABLE payments (
     updated_at   timestamptz NOT NULL DEFAULT now()
 );
 
-CREATE TABLE charges (
+CREATE TABLE IF NOT EXISTS charges (
     id           bigserial   PRIMARY KEY,
     payment_id   text COLLATE "C" NOT NULL REFERENCES payments (payment_id),
     amount_cents bigint      NOT NULL CHECK (amount_cents > 0),
@@ -28,9 +32,9 @@ CREATE TABLE charges (
 );
 
 -- Not unique, on purpose (see above); serves per-payment counts.
-CREATE INDEX charges_payment_id_idx ON charges (payment_id);
+CREATE INDEX IF NOT EXISTS charges_payment_id_idx ON charges (payment_id);
 
-CREATE TABLE notifications (
+CREATE TABLE IF NOT EXISTS notifications (
     id          bigserial   PRIMARY KEY,
     payment_id  text COLLATE "C" NOT NULL REFERENCES payments (payment_id),
     customer_id text        NOT NULL,
@@ -38,7 +42,7 @@ CREATE TABLE notifications (
     created_at  timestamptz NOT NULL DEFAULT now()
 );
 
-CREATE INDEX notifications_payment_id_idx ON notifications (payment_id);
+CREATE INDEX IF NOT EXISTS notifications_payment_id_idx ON notifications (payment_id);
 
 -- +goose Down
 DROP TABLE notifications;

@@ -1,4 +1,4 @@
-package app
+package traffic
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/handlers"
 )
 
@@ -44,9 +45,10 @@ type LoadOptions struct {
 	ProgressBar bool
 }
 
-// Validate checks the options; its error names the flag and the values it
-// allows, in one line.
-func (o LoadOptions) Validate() error {
+// Validate checks the options, Transport against the values TRANSPORT
+// allows (transports); its error names the flag and the values it allows,
+// in one line.
+func (o LoadOptions) Validate(transports []string) error {
 	switch {
 	case o.Rate < 0:
 		return fmt.Errorf("--rate=%v is not allowed: use 0 (as fast as possible) or a positive number of messages per second", o.Rate)
@@ -105,28 +107,27 @@ type LoadResult struct {
 // It returns an error when options or configuration are invalid, the
 // service cannot be reached for the check, the run was interrupted, a send
 // failed, or the ledger disagrees; the result holds what was done.
-func Load(ctx context.Context, environ []string, opts LoadOptions, out io.Writer) (LoadResult, error) {
-	if err := opts.Validate(); err != nil {
+func Load(ctx context.Context, env domain.CommandEnv, opts LoadOptions, out io.Writer) (LoadResult, error) {
+	if err := opts.Validate(env.Transports); err != nil {
 		return LoadResult{}, err
 	}
 	if opts.CheckTimeout == 0 {
 		opts.CheckTimeout = 60 * time.Second
 	}
+	environ := env.Environ
 	if opts.Transport != "" {
 		environ = append(slices.Clip(environ), "TRANSPORT="+opts.Transport)
 	}
-	cfg, err := LoadConfig(environ)
+	cfg, err := env.Settings(environ)
 	if err != nil {
 		return LoadResult{}, err
 	}
 	base := opts.ServiceURL
 	if base == "" {
-		if base, err = serviceURL(cfg.HTTPAddr); err != nil {
-			return LoadResult{}, err
-		}
+		base = cfg.URL
 	}
 	base = strings.TrimRight(base, "/")
-	api := newServiceClient(base, cfg.PublishAPIKey, opts.Concurrency)
+	api := newServiceClient(base, cfg.APIKey, opts.Concurrency)
 
 	send, target := api.createPayment, "through "+base
 	if cfg.Transport != "gochannel" {

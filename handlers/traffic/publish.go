@@ -1,4 +1,4 @@
-package app
+package traffic
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/handlers"
 )
 
@@ -34,8 +35,8 @@ type PublishOptions struct {
 // through the running service's HTTP API at HTTP_ADDR, one request per copy
 // with its own Idempotency-Key: every copy reaches the message receiver,
 // which must charge each payment once.
-func Publish(ctx context.Context, environ []string, opts PublishOptions, out io.Writer) error {
-	cfg, err := LoadConfig(environ)
+func Publish(ctx context.Context, env domain.CommandEnv, opts PublishOptions, out io.Writer) error {
+	cfg, err := env.Settings(env.Environ)
 	if err != nil {
 		return err
 	}
@@ -51,11 +52,8 @@ func Publish(ctx context.Context, environ []string, opts PublishOptions, out io.
 	if opts.Topic != "" {
 		return fmt.Errorf("--topic needs a broker transport: with TRANSPORT=gochannel publish sends through the HTTP API")
 	}
-	base, err := serviceURL(cfg.HTTPAddr)
-	if err != nil {
-		return err
-	}
-	api := newServiceClient(base, cfg.PublishAPIKey, 0)
+	base := cfg.URL
+	api := newServiceClient(base, cfg.APIKey, 0)
 	run, err := sendCopies(ctx, opts, api.createPayment)
 	if err != nil {
 		return err

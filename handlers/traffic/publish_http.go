@@ -1,4 +1,4 @@
-package app
+package traffic
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -90,16 +89,4 @@ func (c *serviceClient) authorize(req *http.Request) {
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
-}
-
-// serviceURL turns a listen address such as ":8080" into a URL to reach it.
-func serviceURL(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("HTTP_ADDR=%q: %w", addr, err)
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	return "http://" + net.JoinHostPort(host, port), nil
 }

@@ -1,4 +1,4 @@
-package app
+package traffic_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/traffic"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -17,7 +18,7 @@ func TestPublishToBroker(t *testing.T) {
 	a := startApp(t, env...)
 
 	var out bytes.Buffer
-	err := Publish(context.Background(), env, PublishOptions{Count: 4, Duplicates: 2}, &out)
+	err := traffic.Publish(context.Background(), cmdEnv(env), traffic.PublishOptions{Count: 4, Duplicates: 2}, &out)
 	if err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
@@ -32,7 +33,7 @@ func TestPublishToBroker(t *testing.T) {
 		t.Errorf("summary = %+v, want 4 payments, charges and notifications", got)
 	}
 
-	err = Publish(context.Background(), []string{"HTTP_ADDR=127.0.0.1:1"}, PublishOptions{Count: 1, Topic: "x"}, &out)
+	err = traffic.Publish(context.Background(), cmdEnv([]string{"HTTP_ADDR=127.0.0.1:1"}), traffic.PublishOptions{Count: 1, Topic: "x"}, &out)
 	if err == nil || !strings.Contains(err.Error(), "--topic needs a broker transport") {
 		t.Errorf("--topic with the in-process transport: %v", err)
 	}
@@ -45,12 +46,12 @@ func TestPublishThroughHTTPWithAPIKey(t *testing.T) {
 	env := []string{"HTTP_ADDR=" + a.Addr()}
 
 	var out bytes.Buffer
-	err := Publish(context.Background(), env, PublishOptions{Count: 1}, &out)
+	err := traffic.Publish(context.Background(), cmdEnv(env), traffic.PublishOptions{Count: 1}, &out)
 	if err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("Publish without PUBLISH_API_KEY: %v, want 401", err)
 	}
-	if err := Publish(context.Background(), append(env, "PUBLISH_API_KEY=s3cret-key"),
-		PublishOptions{Count: 2, Duplicates: 1}, &out); err != nil {
+	if err := traffic.Publish(context.Background(), cmdEnv(append(env, "PUBLISH_API_KEY=s3cret-key")),
+		traffic.PublishOptions{Count: 2, Duplicates: 1}, &out); err != nil {
 		t.Fatalf("Publish with PUBLISH_API_KEY: %v", err)
 	}
 	waitFor(t, "both payments notified", func() bool {

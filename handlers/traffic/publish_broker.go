@@ -1,22 +1,19 @@
-package app
+package traffic
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/internal/transport"
 )
 
 // publishToBroker sends the duplicate demo's copies straight to the broker
 // that TRANSPORT names: every copy is a new message (its own UUID) with the
 // same payload and idempotency key.
-func publishToBroker(ctx context.Context, cfg Config, opts PublishOptions, out io.Writer) error {
+func publishToBroker(ctx context.Context, cfg domain.Settings, opts PublishOptions, out io.Writer) error {
 	p, err := openProducer(ctx, cfg, opts.Topic)
 	if err != nil {
 		return err
@@ -36,33 +33,22 @@ func publishToBroker(ctx context.Context, cfg Config, opts PublishOptions, out i
 // TRANSPORT names, as another team's producer would. Its publish is safe
 // for concurrent use.
 type producer struct {
-	cfg         Config
+	domain.Producer
 	topic       string
 	requestedAt time.Time
-	pool        *pgxpool.Pool // the sql transport's; nil for the others
-	t           *transport.Transport
 }
 
 // openProducer connects to the broker; topic is where it publishes (after
 // TOPIC_PREFIX), payments.requested when empty.
-func openProducer(ctx context.Context, cfg Config, topic string) (*producer, error) {
+func openProducer(ctx context.Context, cfg domain.Settings, topic string) (*producer, error) {
 	if topic == "" {
 		topic = handlers.TopicPaymentRequested
 	}
-	p := &producer{cfg: cfg, topic: topic, requestedAt: time.Now().UTC()}
-	if cfg.Transport == "sql" {
-		var err error
-		if p.pool, err = openPostgres(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns); err != nil {
-			return nil, err
-		}
-	}
-	t, err := openTransport(ctx, cfg, p.pool, []string{topic}, slog.New(slog.DiscardHandler))
+	p, err := cfg.OpenProducer(ctx, []string{topic})
 	if err != nil {
-		p.Close()
 		return nil, err
 	}
-	p.t = t
-	return p, nil
+	return &producer{Producer: p, topic: topic, requestedAt: time.Now().UTC()}, nil
 }
 
 // publish sends one copy of pay: a new message (its own UUID) whose payload
@@ -77,22 +63,10 @@ func (p *producer) publish(ctx context.Context, pay handlers.Payment) error {
 		return err
 	}
 	msg.SetContext(ctx)
-	return p.t.Publisher().Publish(p.topic, msg)
+	return p.Publish(p.topic, msg)
 }
 
 // String says where the producer publishes: "<transport> topic <topic>".
 func (p *producer) String() string {
-	return fmt.Sprintf("%s topic %s%s", p.cfg.Transport, p.cfg.TopicPrefix, p.topic)
-}
-
-// Close disconnects from the broker.
-func (p *producer) Close() error {
-	var err error
-	if p.t != nil {
-		err = p.t.Close()
-	}
-	if p.pool != nil {
-		p.pool.Close()
-	}
-	return err
+	return fmt.Sprintf("%s topic %s", p.Producer, p.Topic(p.topic))
 }

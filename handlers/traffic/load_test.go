@@ -1,4 +1,4 @@
-package app
+package traffic_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/traffic"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestLoadThroughHTTPChargesOnce(t *testing.T) {
 	a := startApp(t)
 	var out bytes.Buffer
-	res, err := Load(context.Background(), []string{"HTTP_ADDR=" + a.Addr()}, LoadOptions{
+	res, err := traffic.Load(context.Background(), cmdEnv([]string{"HTTP_ADDR=" + a.Addr()}), traffic.LoadOptions{
 		Duration: 20 * time.Second, Count: 100, Concurrency: 8, DupRatio: 0.25,
 		Check: true, CheckTimeout: 20 * time.Second,
 	}, &out)
@@ -58,12 +59,12 @@ func TestLoadThroughHTTPChargesOnce(t *testing.T) {
 func TestLoadWithAPIKey(t *testing.T) {
 	a := startApp(t, "API_KEYS=s3cret-key:load")
 	env := []string{"HTTP_ADDR=" + a.Addr()}
-	opts := LoadOptions{Duration: 10 * time.Second, Count: 10, Concurrency: 2, DupRatio: 0.5, Check: true, CheckTimeout: 10 * time.Second}
+	opts := traffic.LoadOptions{Duration: 10 * time.Second, Count: 10, Concurrency: 2, DupRatio: 0.5, Check: true, CheckTimeout: 10 * time.Second}
 	var out bytes.Buffer
-	if _, err := Load(context.Background(), env, opts, &out); err == nil || !strings.Contains(err.Error(), "401") {
+	if _, err := traffic.Load(context.Background(), cmdEnv(env), opts, &out); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("Load without PUBLISH_API_KEY: %v, want 401", err)
 	}
-	res, err := Load(context.Background(), append(env, "PUBLISH_API_KEY=s3cret-key"), opts, &out)
+	res, err := traffic.Load(context.Background(), cmdEnv(append(env, "PUBLISH_API_KEY=s3cret-key")), opts, &out)
 	if err != nil || res.Unique != 5 || res.Ledger == nil || !res.Ledger.OK() {
 		t.Errorf("Load with PUBLISH_API_KEY: %v, %d unique, ledger %+v; want 5 payments charged once\n%s", err, res.Unique, res.Ledger, out.String())
 	}
@@ -74,7 +75,7 @@ func TestLoadWithAPIKey(t *testing.T) {
 func TestLoadKeepsToTheRate(t *testing.T) {
 	a := startApp(t)
 	var out, progress bytes.Buffer
-	res, err := Load(context.Background(), []string{"HTTP_ADDR=" + a.Addr()}, LoadOptions{
+	res, err := traffic.Load(context.Background(), cmdEnv([]string{"HTTP_ADDR=" + a.Addr()}), traffic.LoadOptions{
 		Rate: 40, Duration: time.Second, Concurrency: 8, Progress: &progress, ProgressBar: true,
 	}, &out)
 	if err != nil {
@@ -102,12 +103,12 @@ func TestLoadToBrokerChargesOnce(t *testing.T) {
 	loadEnv := append(slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		return strings.HasPrefix(kv, "TRANSPORT=")
 	}), "HTTP_ADDR="+a.Addr())
-	opts := LoadOptions{
+	opts := traffic.LoadOptions{
 		Transport: "amqp", Duration: 20 * time.Second, Count: 200, Concurrency: 8, DupRatio: 0.5,
 		Check: true, CheckTimeout: 20 * time.Second,
 	}
 	var out bytes.Buffer
-	res, err := Load(context.Background(), loadEnv, opts, &out)
+	res, err := traffic.Load(context.Background(), cmdEnv(loadEnv), opts, &out)
 	if err != nil {
 		t.Fatalf("Load: %v\n%s", err, out.String())
 	}
@@ -128,7 +129,7 @@ func TestLoadToBrokerChargesOnce(t *testing.T) {
 	elsewhere := startApp(t)
 	out.Reset()
 	opts.Count, opts.DupRatio, opts.CheckTimeout = 20, 0, 300*time.Millisecond
-	res, err = Load(context.Background(), append(loadEnv, "HTTP_ADDR="+elsewhere.Addr()), opts, &out)
+	res, err = traffic.Load(context.Background(), cmdEnv(append(loadEnv, "HTTP_ADDR="+elsewhere.Addr())), opts, &out)
 	if err == nil || !strings.Contains(err.Error(), "ledger mismatch: 20 payments sent, the ledger gained 0 charged payments and 0 charges") ||
 		!strings.Contains(err.Error(), "20 never charged") {
 		t.Errorf("Load checked against a service that received nothing: %v, want a ledger mismatch\n%s", err, out.String())
@@ -139,27 +140,27 @@ func TestLoadToBrokerChargesOnce(t *testing.T) {
 }
 
 func TestLoadRejectsBadOptions(t *testing.T) {
-	ok := LoadOptions{Duration: time.Second, Concurrency: 1}
-	with := func(f func(*LoadOptions)) LoadOptions { o := ok; f(&o); return o }
+	ok := traffic.LoadOptions{Duration: time.Second, Concurrency: 1}
+	with := func(f func(*traffic.LoadOptions)) traffic.LoadOptions { o := ok; f(&o); return o }
 	for _, tc := range []struct {
-		opts    LoadOptions
+		opts    traffic.LoadOptions
 		environ []string
 		want    string
 	}{
-		{with(func(o *LoadOptions) { o.Rate = -1 }), nil, "--rate=-1 is not allowed: use 0 (as fast as possible) or a positive number"},
-		{with(func(o *LoadOptions) { o.Duration = 0 }), nil, "--duration=0s is not allowed: use a positive duration"},
-		{with(func(o *LoadOptions) { o.Count = -5 }), nil, "--count=-5 is not allowed"},
-		{with(func(o *LoadOptions) { o.Concurrency = 0 }), nil, "--concurrency=0 is not allowed: use 1 or more"},
-		{with(func(o *LoadOptions) { o.DupRatio = 1 }), nil, "--dup-ratio=1 is not allowed: use a fraction from 0 up to, not including, 1"},
-		{with(func(o *LoadOptions) { o.DupRatio = -0.1 }), nil, "--dup-ratio=-0.1 is not allowed"},
-		{with(func(o *LoadOptions) { o.Transport = "mqtt" }), nil, `--transport="mqtt" is not allowed: use one of gochannel, kafka, amqp, sql, nats, redisstream`},
-		{with(func(o *LoadOptions) { o.CheckTimeout = -time.Second }), nil, "--check-timeout=-1s is not allowed"},
-		{with(func(o *LoadOptions) { o.ServiceURL = "localhost:8080" }), nil, `--service-url="localhost:8080" is not allowed: use an http:// or https:// URL`},
-		{with(func(o *LoadOptions) { o.Transport = "kafka" }), nil, "KAFKA_BROKERS is required"},
-		{with(func(o *LoadOptions) { o.Check = true }), []string{"HTTP_ADDR=" + testenv.ClosedAddr(t)},
+		{with(func(o *traffic.LoadOptions) { o.Rate = -1 }), nil, "--rate=-1 is not allowed: use 0 (as fast as possible) or a positive number"},
+		{with(func(o *traffic.LoadOptions) { o.Duration = 0 }), nil, "--duration=0s is not allowed: use a positive duration"},
+		{with(func(o *traffic.LoadOptions) { o.Count = -5 }), nil, "--count=-5 is not allowed"},
+		{with(func(o *traffic.LoadOptions) { o.Concurrency = 0 }), nil, "--concurrency=0 is not allowed: use 1 or more"},
+		{with(func(o *traffic.LoadOptions) { o.DupRatio = 1 }), nil, "--dup-ratio=1 is not allowed: use a fraction from 0 up to, not including, 1"},
+		{with(func(o *traffic.LoadOptions) { o.DupRatio = -0.1 }), nil, "--dup-ratio=-0.1 is not allowed"},
+		{with(func(o *traffic.LoadOptions) { o.Transport = "mqtt" }), nil, `--transport="mqtt" is not allowed: use one of gochannel, kafka, amqp, sql, nats, redisstream`},
+		{with(func(o *traffic.LoadOptions) { o.CheckTimeout = -time.Second }), nil, "--check-timeout=-1s is not allowed"},
+		{with(func(o *traffic.LoadOptions) { o.ServiceURL = "localhost:8080" }), nil, `--service-url="localhost:8080" is not allowed: use an http:// or https:// URL`},
+		{with(func(o *traffic.LoadOptions) { o.Transport = "kafka" }), nil, "KAFKA_BROKERS is required"},
+		{with(func(o *traffic.LoadOptions) { o.Check = true }), []string{"HTTP_ADDR=" + testenv.ClosedAddr(t)},
 			"reading the ledger before sending (--check; start the service, point --service-url at it, or pass --check=false)"},
 	} {
-		_, err := Load(context.Background(), tc.environ, tc.opts, &bytes.Buffer{})
+		_, err := traffic.Load(context.Background(), cmdEnv(tc.environ), tc.opts, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Load(%+v) = %v, want an error containing %q", tc.opts, err, tc.want)
 		}

@@ -1,0 +1,121 @@
+// Package apptest runs the service in a test, as net/http/httptest runs a
+// handler: a real [app.App] with the test's domain, on a loopback port,
+// stopped when the test ends. A domain's end-to-end tests start the
+// service with it and talk to it over HTTP and the broker, as its clients
+// do.
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/onceflow/onceflow/app"
+	"github.com/onceflow/onceflow/domain"
+	"github.com/onceflow/onceflow/internal/testenv"
+)
+
+// Service is a running service.
+type Service struct {
+	*app.App
+	// URL is the base URL of its HTTP server, http://127.0.0.1:<port>.
+	URL  string
+	stop func() error
+}
+
+// Start runs the domain d in a service configured by environ (KEY=value
+// settings; HTTP_ADDR defaults to a free loopback port, LOG_LEVEL to warn,
+// RETRY_INTERVAL to 10ms) until the test ends, and returns once /readyz
+// answers 200. Its log goes to t.Log.
+func Start(t testing.TB, d domain.Domain, environ ...string) *Service {
+	t.Helper()
+	environ = append([]string{"HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=warn", "RETRY_INTERVAL=10ms"}, environ...)
+	cfg, err := app.LoadConfig(environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := app.NewLogger(testWriter{t}, cfg.LogLevel, "text")
+	a, err := app.New(context.Background(), cfg, d, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Service{App: a, URL: "http://" + a.Addr(), stop: testenv.Run(t, a)}
+	testenv.WaitFor(t, 20*time.Second, "the service ready", func() bool { return s.Get(t, "/readyz", nil) == http.StatusOK })
+	return s
+}
+
+// Stop stops the service gracefully, as SIGTERM would, and returns what Run
+// and Close returned. Calling it again returns the same.
+func (s *Service) Stop() error { return s.stop() }
+
+// Get fetches path, decoding a JSON body into v when v is not nil, and
+// returns the status.
+func (s *Service) Get(t testing.TB, path string, v any) int {
+	t.Helper()
+	resp, err := http.Get(s.URL + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	if v != nil {
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("GET %s: decoding: %v", path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// Metric returns the sum of the counter or gauge name (or the sample count
+// of the histogram name) over the series of /metrics whose labels include
+// every pair in labels: Metric(t, "onceflow_receiver_outcomes_total",
+// "scope", "charge_payment", "outcome", "duplicate").
+func (s *Service) Metric(t testing.TB, name string, labels ...string) float64 {
+	t.Helper()
+	resp, err := http.Get(s.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	var sum float64
+	for _, m := range families[name].GetMetric() {
+		have := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			have[lp.GetName()] = lp.GetValue()
+		}
+		match := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			if v, ok := have[labels[i]]; !ok || v != labels[i+1] {
+				match = false
+			}
+		}
+		if match {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return sum
+}
+
+// testWriter sends log lines to t.Log, so they show only for failing tests.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,18 @@
+//go:build faults
+
+package main
+
+import (
+	"github.com/onceflow/onceflow/domain"
+	"github.com/onceflow/onceflow/internal/faults"
+)
+
+// withFaults puts the handler faults that CHAOS_* in environ switch on
+// around every route of d: the fault suite's build (go build -tags faults).
+func withFaults(d domain.Domain, environ []string) (domain.Domain, error) {
+	c, err := faults.FromEnv(environ)
+	if err != nil {
+		return domain.Domain{}, err
+	}
+	return faults.Wrap(d, c), nil
+}
