@@ -6,7 +6,7 @@
 // that one is ready (onceflow healthcheck, the container image's health
 // check).
 //
-// Configuration comes from the environment; see the README.
+// Configuration comes from the environment; see docs/configuration.md.
 package main
 
 import (
