@@ -135,8 +135,8 @@ vulncheck: $(GOVULNCHECK) ## known vulnerabilities reachable from the code (govu
 $(GOVULNCHECK):
 	GOBIN=$(@D) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
 
-image-size: ## the container image's size, measured without Docker; writes it into README.md
-	$(GO) run ./cmd/imagesize -readme README.md
+image-size: ## the container image's size, measured without Docker; writes it into docs/deploying.md
+	$(GO) run ./cmd/imagesize -readme docs/deploying.md
 
 rename: ## turn this repository into your service, in place: make rename MODULE=github.com/acme/orders NAME=orders
 	@test -n "$(MODULE)" -a -n "$(NAME)" || { echo 'usage: make rename MODULE=github.com/acme/orders NAME=orders'; exit 2; }

@@ -41,7 +41,7 @@ func TestAMQPReplicasChargeOnce(t *testing.T) {
 }
 
 // A producer built from Watermill alone, with the durable pub/sub preset,
-// feeds the service: the message contract of the README.
+// feeds the service: the message contract of docs/brokers.md.
 func TestAMQPPlainWatermillProducer(t *testing.T) {
 	env, url, prefix := amqpAppEnv(t)
 	a := startApp(t, env...)

@@ -112,7 +112,7 @@ type Config struct {
 	// any side effect) or transaction (exactly-once for effects in
 	// PostgreSQL: the claim, the handler's ledger writes, its result and
 	// its outgoing messages commit in one transaction; needs
-	// STORE=postgres). See the README's "Lease mode or exactly-once mode".
+	// STORE=postgres). See "Lease mode or exactly-once mode" in docs/concepts.md.
 	DedupMode string `env:"DEDUP_MODE" envDefault:"lease"`
 	// DedupTTL is how long completed records are kept: the window within
 	// which a duplicate is recognised.

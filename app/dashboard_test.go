@@ -60,7 +60,7 @@ func TestDashboardQueriesExistingMetrics(t *testing.T) {
 		t.Fatalf("%s: %v", dashboardFile, err)
 	}
 	if d.UID != "onceflow" || len(d.Panels) == 0 {
-		t.Fatalf("%s: uid %q with %d panels, want uid onceflow (the README's URL) and panels", dashboardFile, d.UID, len(d.Panels))
+		t.Fatalf("%s: uid %q with %d panels, want uid onceflow (the URL docs/operations.md gives) and panels", dashboardFile, d.UID, len(d.Panels))
 	}
 	s := knownRunScrape(t)
 	for _, p := range d.Panels {

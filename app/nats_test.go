@@ -47,8 +47,8 @@ func TestNATSReplicasChargeOnce(t *testing.T) {
 }
 
 // A producer built from watermill-nats alone, with its default JetStream
-// publisher configuration, feeds the service: the message contract of the
-// README. Its copies have UUIDs of their own and no Nats-Msg-Id, so the
+// publisher configuration, feeds the service: the message contract of
+// docs/brokers.md. Its copies have UUIDs of their own and no Nats-Msg-Id, so the
 // stream keeps them all and the receiver recognises them; the events the
 // service publishes in reply carry the key, so the stream of
 // payments.charged drops the replays.

@@ -33,8 +33,8 @@ func TestRedisStreamReplicasChargeOnce(t *testing.T) {
 }
 
 // A producer built from watermill-redisstream alone, with its default
-// publisher configuration, feeds the service: the message contract of the
-// README.
+// publisher configuration, feeds the service: the message contract of
+// docs/brokers.md.
 func TestRedisStreamPlainWatermillProducer(t *testing.T) {
 	env, prefix := redisStreamAppEnv(t)
 	a := startApp(t, env...)

@@ -19,7 +19,7 @@
 // them on the configured broker behind the idempotent receiver, so adding a
 // handler touches this package only (a new kind of side effect adds a
 // [Ledger] method to handlers/postgres, handlers/memory and a migration);
-// the README's "Add your own handler in 5 minutes" walks through it.
+// "Add your own handler in 5 minutes" in docs/forking.md walks through it.
 //
 // The package knows nothing of brokers or idempotency stores. Message
 // handlers are plain Watermill handler functions and do their side effects

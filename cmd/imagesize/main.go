@@ -3,9 +3,9 @@
 // line, run as written but for the output path) and adds the size of the
 // final stage's base image, estimated from the installed size of the Debian
 // packages that image is made of (apt-cache). It prints one line and, with
-// -readme, writes it into README.md between its image-size markers:
+// -readme, writes it into that file between its image-size markers:
 //
-//	go run ./cmd/imagesize -readme README.md   (make image-size)
+//	go run ./cmd/imagesize -readme docs/deploying.md   (make image-size)
 package main
 
 import (

@@ -12,7 +12,7 @@ import (
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
-// The README's operations walk-through: find a charge's key, refuse the
+// The key walk-through of docs/operations.md: find a charge's key, refuse the
 // wrong verb, evict it, and see it gone; every refusal names its reason.
 func TestKeys(t *testing.T) {
 	t.Parallel()

@@ -6,7 +6,7 @@
 // commands of its own: the payments example's are onceflow publish, the
 // duplicate demo, and onceflow load, a load test with a ledger check.
 //
-// Configuration comes from the environment; see the README.
+// Configuration comes from the environment; see docs/configuration.md.
 package main
 
 import (

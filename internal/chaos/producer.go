@@ -20,7 +20,7 @@ import (
 )
 
 // NewPublisher returns a producer that knows nothing of onceflow but the
-// message contract of the README, built from Watermill's packages alone,
+// message contract of docs/brokers.md, built from Watermill's packages alone,
 // for transport kafka (brokers), amqp (url), sql (a PostgreSQL URL, the
 // service's database and schema), nats (url) or redisstream (a redis://
 // URL). Close it when done.

@@ -1,6 +1,7 @@
 // Package repocheck checks the repository itself rather than a package of
 // the service: that `make rename` reaches every mention of the name, that
-// the CI workflow runs the Makefile, and that the Kubernetes manifests agree
-// with the Dockerfile, the configuration defaults and deploy/*.env. It has
-// tests only.
+// the CI workflow runs the Makefile, that the Kubernetes manifests agree
+// with the Dockerfile, the configuration defaults and deploy/*.env, and
+// that the commands and links of README.md and docs/ still match the tree.
+// It has tests only.
 package repocheck

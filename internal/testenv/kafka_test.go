@@ -17,8 +17,8 @@ import (
 // The in-process broker (kfake) runs the classic group protocol unlike
 // Kafka in two ways that matter when a replica is SIGKILLed. These tests
 // pin them down with plain sarama protocol requests, so that the day kfake
-// behaves like Kafka they fail and the workaround in the README's Kafka
-// section can go.
+// behaves like Kafka they fail and the workaround in docs/brokers.md's
+// Kafka section can go.
 
 // kfakeSession is the members' session timeout in these tests; the
 // rebalance timeout is kfakeRebalance.
@@ -54,7 +54,7 @@ func TestKfakeKeepsMemberThatDiedInJoinGroup(t *testing.T) {
 		}
 	}
 	t.Fatalf("kfake expired the dead member in %d attempts out of %d: that is Kafka's behaviour; "+
-		"this test and the README's note on kfake can go", attempts, attempts)
+		"this test and the note on kfake in docs/brokers.md can go", attempts, attempts)
 }
 
 // The workaround: the broker the tests and cmd/devkafka start
@@ -161,7 +161,7 @@ func TestKfakeExpiresMemberWaitingInJoinGroup(t *testing.T) {
 	var netErr net.Error
 	if !errors.As(err, &netErr) || !netErr.Timeout() {
 		t.Fatalf("the rejoining member's JoinGroup = %v after %v; want no answer until the read timeout (%v). "+
-			"kfake now answers it like Kafka: this test and the README's note on kfake can go", err, took, readTimeout)
+			"kfake now answers it like Kafka: this test and the note on kfake in docs/brokers.md can go", err, took, readTimeout)
 	}
 	if g := kfakeDescribe(t, admin, group); g.Members[rejoining.id] != nil {
 		t.Errorf("the rejoining member is still in the group (%s)", g.State)
