@@ -268,19 +268,39 @@ func walkGo(t *testing.T, dir string, fn func(rel, src string)) {
 	}
 }
 
-// onceflowCommands reads cmd/onceflow's source: the commands its run
-// switches on, and the flags each command's flag set defines. A command
-// without a flag set of its own (serve, migrate, healthcheck) takes none.
+// commandDirs hold the binary's commands: cmd/onceflow's own, and those
+// the example domain adds (a map[string]domain.Command literal).
+var commandDirs = []string{"cmd/onceflow", "handlers/traffic"}
+
+// onceflowCommands reads the source of commandDirs: the commands
+// cmd/onceflow's run switches on and the domain's command map names, and
+// the flags each command's flag set defines. A command without a flag set
+// of its own (serve, migrate, healthcheck) takes none.
 func onceflowCommands(t *testing.T) map[string]map[string]bool {
 	t.Helper()
-	dir := filepath.Join(root, "cmd", "onceflow")
+	fset := token.NewFileSet()
+	commands := map[string]map[string]bool{}
+	flags := map[string]map[string]bool{} // flag set name -> flags
+	for _, d := range commandDirs {
+		readCommands(t, fset, filepath.Join(root, filepath.FromSlash(d)), commands, flags)
+	}
+	if len(commands) == 0 {
+		t.Fatal("found no commands in cmd/onceflow's run")
+	}
+	for name := range commands {
+		commands[name] = flags[name]
+	}
+	return commands
+}
+
+// readCommands adds the commands and flag sets of the Go files in dir to
+// commands and flags.
+func readCommands(t *testing.T, fset *token.FileSet, dir string, commands, flags map[string]map[string]bool) {
+	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fset := token.NewFileSet()
-	commands := map[string]map[string]bool{}
-	flags := map[string]map[string]bool{} // flag set name -> flags
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
 			continue
@@ -294,6 +314,20 @@ func onceflowCommands(t *testing.T) map[string]map[string]bool {
 			if !ok || fn.Body == nil {
 				continue
 			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				lit, ok := n.(*ast.CompositeLit)
+				if !ok || !isCommandMap(lit.Type) {
+					return true
+				}
+				for _, elt := range lit.Elts {
+					if kv, ok := elt.(*ast.KeyValueExpr); ok {
+						if s, ok := stringLit(kv.Key); ok {
+							commands[s] = nil
+						}
+					}
+				}
+				return false
+			})
 			if fn.Name.Name == "run" {
 				ast.Inspect(fn.Body, func(n ast.Node) bool {
 					sw, ok := n.(*ast.SwitchStmt)
@@ -327,7 +361,7 @@ func onceflowCommands(t *testing.T) map[string]map[string]bool {
 					name, ok := leadingString(call.Args[0])
 					v, isIdent := n.Lhs[0].(*ast.Ident)
 					if !ok || !isIdent {
-						t.Fatalf("cmd/onceflow/%s: a flag set whose name or variable this check cannot read", e.Name())
+						t.Fatalf("%s: a flag set whose name or variable this check cannot read", filepath.Join(dir, e.Name()))
 					}
 					name, _, _ = strings.Cut(strings.TrimSpace(name), " ")
 					sets[v.Name] = name
@@ -358,13 +392,12 @@ func onceflowCommands(t *testing.T) map[string]map[string]bool {
 			})
 		}
 	}
-	if len(commands) == 0 {
-		t.Fatal("found no commands in cmd/onceflow's run")
-	}
-	for name := range commands {
-		commands[name] = flags[name]
-	}
-	return commands
+}
+
+// isCommandMap reports whether e is the type map[string]domain.Command.
+func isCommandMap(e ast.Expr) bool {
+	m, ok := e.(*ast.MapType)
+	return ok && isSelector(m.Value, "domain", "Command")
 }
 
 func isSelector(e ast.Expr, pkg, name string) bool {
