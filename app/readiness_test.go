@@ -5,7 +5,7 @@
 // lock (ThreeDotsLabs/watermill#693), and -race reports it inside that
 // library whenever the reconnected transport is used or closed. Under
 // `make test` (-race) the same readiness is asserted against the built
-// binary by internal/chaos's broker_outage/amqp row.
+// binary by handlers/chaos's broker_outage/amqp row.
 
 package app
 
@@ -34,5 +34,5 @@ func TestReadinessFollowsTheBroker(t *testing.T) {
 	proxy.restore()
 	waitFor(t, "/readyz ready after the outage", func() bool { return a.get(t, "/readyz", nil) == http.StatusOK })
 	// That the service then works again without a restart is shown by the
-	// broker-outage rows of internal/chaos, against the built binary.
+	// broker-outage rows of handlers/chaos, against the built binary.
 }

@@ -159,5 +159,5 @@ func reportCommand() string {
 	if os.Getenv("CHAOS_SCALE") == "full" {
 		return "make chaos"
 	}
-	return "CHAOS_REPORT=" + os.Getenv("CHAOS_REPORT") + " go test ./internal/chaos/"
+	return "CHAOS_REPORT=" + os.Getenv("CHAOS_REPORT") + " go test ./handlers/chaos/"
 }

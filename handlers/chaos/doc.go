@@ -1,4 +1,5 @@
-// Package chaos runs the built onceflow binary as separate processes
+// Package chaos is the payments example's fault suite: it runs the built
+// onceflow binary (with the faults build tag) as separate processes
 // against real services, breaks things while they work, and measures what
 // the ledger holds afterwards: the fault suite behind `make chaos` and
 // docs/RELIABILITY.md.
