@@ -22,7 +22,7 @@ FUZZ_TARGETS = \
 	./handlers:FuzzDecodePaymentRequested \
 	./handlers:FuzzDecodePaymentCharged
 
-.PHONY: help run build test test-short e2e fuzz chaos bench bench-tools vet lint vulncheck image-size rename rename-check up down clean
+.PHONY: help run build test test-short e2e fuzz chaos bench bench-tools vet lint vulncheck image-size rename rename-check example-check up down clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -141,6 +141,9 @@ image-size: ## the container image's size, measured without Docker; writes it in
 rename: ## turn this repository into your service, in place: make rename MODULE=github.com/acme/orders NAME=orders
 	@test -n "$(MODULE)" -a -n "$(NAME)" || { echo 'usage: make rename MODULE=github.com/acme/orders NAME=orders'; exit 2; }
 	$(GO) run ./cmd/rename -module '$(MODULE)' -name '$(NAME)'
+
+example-check: ## replace the payments example with testdata's shop domain in a temp copy, then build it and run the shop's end-to-end test (CI runs it beside make test)
+	REQUIRE_SERVICES=$${REQUIRE_SERVICES:-1} $(GO) test -tags examplecheck -count=1 -timeout 15m -run TestExampleDomainReplaced ./internal/repocheck/
 
 rename-check: ## rename a copy in a temp dir, then build, vet and run its unit tests (CI runs it beside make test)
 	$(GO) test -tags renamecheck -count=1 -timeout 20m -run TestRenamedCopy ./internal/repocheck/

@@ -41,7 +41,7 @@ func TestExampleDomainReplaced(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"build", "./..."},
-		{"vet", "./cmd/...", "./app/...", "./handlers/..."},
+		{"vet", "./cmd/...", "./domain/...", "./handlers/..."},
 		{"test", "-count=1", "-v", "./handlers/..."},
 	} {
 		cmd := exec.Command("go", args...)

@@ -18,17 +18,16 @@ import (
 
 // Each order is posted three times, each copy with an Idempotency-Key of
 // its own so that every copy reaches the message route: the route records
-// each order once, on the in-process transport and on a broker.
+// each order once, on the in-process transport and on Redis Streams.
 func TestOrdersRecordedOnce(t *testing.T) {
-	for _, transport := range []string{"gochannel", "nats"} {
+	for _, transport := range []string{"gochannel", "redisstream"} {
 		t.Run(transport, func(t *testing.T) {
 			db := testenv.PostgresSchema(t)
 			env := []string{"TRANSPORT=" + transport, "DATABASE_URL=" + db, "STORE=postgres"}
-			if transport == "nats" {
-				url := testenv.NATS(t)
+			if transport == "redisstream" {
 				prefix, name := testenv.Names()
-				testenv.DeleteNATSStreamsOnCleanup(t, url, prefix)
-				env = append(env, "NATS_URL="+url, "TOPIC_PREFIX="+prefix, "SERVICE_NAME="+name)
+				testenv.DeleteRedisKeysOnCleanup(t, testenv.Redis(t), prefix)
+				env = append(env, "REDIS_URL=redis://"+testenv.RedisAddr()+"/0", "TOPIC_PREFIX="+prefix, "SERVICE_NAME="+name)
 			}
 			s := apptest.Start(t, shop.Domain(), env...)
 			const orders = 5
