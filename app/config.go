@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -439,19 +438,6 @@ func (c Config) LogValue() slog.Value {
 		slog.Float64("chaos_fail_after", c.ChaosFailAfter),
 		slog.Duration("chaos_delay", c.ChaosDelay),
 	)
-}
-
-// redact masks the password of a connection URL; a value that does not parse
-// as a URL is masked whole.
-func redact(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		return "***"
-	}
-	return u.Redacted()
 }
 
 // retryMaxInterval is the ceiling of the in-process retry backoff; the sql
