@@ -1,0 +1,116 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/onceflow/onceflow/internal/transport"
+)
+
+// TestSettingsDeclared: every field of Config declares a setting in full
+// (a variable of its own, an allowed default), is a key of the log line,
+// and a setting whose name says it holds a secret is tagged as one.
+func TestSettingsDeclared(t *testing.T) {
+	logged := loggedConfig(t, Config{})
+	secretShaped := regexp.MustCompile(`_URL$|_ENDPOINT$|_KEYS?$|TOKEN|PASSWORD|SECRET`)
+	envShaped := regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+
+	list := settings()
+	if n := reflect.TypeFor[Config]().NumField(); len(list) != n {
+		t.Fatalf("%d settings for %d fields of Config", len(list), n)
+	}
+	seen := map[string]string{}
+	for _, s := range list {
+		if other, dup := seen[s.Name]; dup {
+			t.Errorf("%s and %s both read %s", other, s.Field, s.Name)
+		}
+		seen[s.Name] = s.Field
+		if !envShaped.MatchString(s.Name) {
+			t.Errorf("%s reads %q, not an environment variable's name", s.Field, s.Name)
+		}
+		if err := s.checkAllowed(s.Default); err != nil {
+			t.Errorf("%s's default: %v", s.Field, err)
+		}
+		if slices.Contains(s.Allowed, "") {
+			t.Errorf("%s allows an empty value: %q", s.Field, s.Allowed)
+		}
+		if s.Secret == "" && secretShaped.MatchString(s.Name) {
+			t.Errorf("%s looks like a secret: tag %s with secret:\"url\", \"apikeys\" or \"true\"", s.Name, s.Field)
+		}
+		if _, ok := logged[s.logAttr(s.value(reflect.ValueOf(Config{}))).Key]; !ok {
+			t.Errorf("%s is not in the logged configuration: %v", s.Name, logged)
+		}
+	}
+	if len(logged) != len(list) {
+		t.Errorf("the logged configuration has %d keys for %d settings: %v", len(logged), len(list), logged)
+	}
+	if s, _ := settingNamed("TRANSPORT"); !slices.Equal(s.Allowed, transport.Kinds) {
+		t.Errorf("TRANSPORT allows %q, the transports are %q: make its allowed tag list them", s.Allowed, transport.Kinds)
+	}
+}
+
+// loggedConfig is the config group of a JSON log line of cfg.
+func loggedConfig(t *testing.T, cfg Config) map[string]any {
+	t.Helper()
+	var b strings.Builder
+	slog.New(slog.NewJSONHandler(&b, nil)).Info("starting", "config", cfg)
+	var line struct{ Config map[string]any }
+	if err := json.Unmarshal([]byte(b.String()), &line); err != nil {
+		t.Fatalf("%v: %s", err, b.String())
+	}
+	return line.Config
+}
+
+// TestConfigLogMasksEverySecret sets every secret setting to a value full
+// of secrets, in every place its kind can hold one, and requires that none
+// shows in the log line while where the URLs point does.
+func TestConfigLogMasksEverySecret(t *testing.T) {
+	const leak = "LEAK"
+	values := map[string]string{
+		secretURL:     "http://user-ok:pw-LEAK@host-ok:1/path-ok?password=LEAK&token=LEAK&api_key=LEAK&apikey=LEAK&secret=LEAK&access_token=LEAK&sslpassword=LEAK#LEAK",
+		secretAPIKeys: "key-LEAK:client-ok,pass:LEAK:client-b-ok",
+		secretWhole:   "LEAK",
+	}
+	for _, s := range settings() {
+		if s.Secret == "" {
+			continue
+		}
+		var cfg Config
+		s.value(reflect.ValueOf(&cfg)).SetString(values[s.Secret])
+		var b strings.Builder
+		slog.New(slog.NewTextHandler(&b, nil)).Info("starting", "config", cfg)
+		out := b.String()
+		if strings.Contains(out, leak) {
+			t.Errorf("%s (secret:%q) logged in clear: %s", s.Name, s.Secret, out)
+		}
+		if s.Secret != secretWhole && !strings.Contains(out, "-ok") {
+			t.Errorf("%s (secret:%q) logged without its non-secret parts: %s", s.Name, s.Secret, out)
+		}
+		if s.Secret == secretWhole && !strings.Contains(out, strings.ToLower(s.Name)+"_set=true") {
+			t.Errorf("%s (secret:%q) not logged as set: %s", s.Name, s.Secret, out)
+		}
+	}
+	// a lone user name (a token) and a password in the query
+	for _, raw := range []string{"nats://LEAK@nats:4222", "postgres://app@db/app?password=LEAK", "http://otel:4318?api_key=LEAK"} {
+		cfg := Config{NATSURL: raw, DatabaseURL: raw, OTLPEndpoint: raw}
+		if out := fmt.Sprint(loggedConfig(t, cfg)); strings.Contains(out, leak) {
+			t.Errorf("%s logged in clear: %s", raw, out)
+		}
+	}
+}
+
+// settingNamed is the setting that reads the variable name.
+func settingNamed(name string) (setting, bool) {
+	for _, s := range settings() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return setting{}, false
+}
