@@ -21,9 +21,13 @@ import (
 // envDefault gives its default, allowed (values separated by |) lists the
 // only values it takes, and secret says what the effective configuration's
 // log line shows of it: url (the URL, its credentials masked by redact),
-// apikeys (clients, not keys) or true (only whether it is set). Validate
-// derives the allowed values' checks from the tags, LogValue logs every
-// field; rules that bind one setting to another are Validate's code.
+// apikeys (clients, not keys) or true (only whether it is set). Its doc
+// comment is its documentation: docs/configuration.md is generated from
+// this file (go generate ./app). Validate derives the allowed values'
+// checks from the tags, LogValue logs every field; rules that bind one
+// setting to another are Validate's code.
+//
+//go:generate go test -run ^TestConfigurationDoc$ -update .
 type Config struct {
 	// Transport is the broker: gochannel (in-process), kafka, amqp
 	// (RabbitMQ), sql (PostgreSQL at DATABASE_URL), nats (NATS JetStream)
@@ -76,7 +80,7 @@ type Config struct {
 	// PGPartitionWidth is the range of created_at of each partition the
 	// partitioned layout creates.
 	PGPartitionWidth time.Duration `env:"PG_PARTITION_WIDTH" envDefault:"1h"`
-	// KafkaBrokers, comma separated host:port.
+	// KafkaBrokers are the Kafka seed brokers, comma separated host:port.
 	KafkaBrokers []string `env:"KAFKA_BROKERS" envSeparator:","`
 	// KafkaPartitions is the partition count of topics the service creates.
 	KafkaPartitions int `env:"KAFKA_PARTITIONS" envDefault:"4"`
@@ -106,9 +110,9 @@ type Config struct {
 
 	// HTTPAddr is where the API, /metrics and the health checks listen.
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
-	// TopicPrefix is prepended to every topic on the broker, so that several
-	// environments (or test runs) can share one broker without seeing each
-	// other's messages. Handlers never see it.
+	// TopicPrefix is prepended to every topic and consumer group on the
+	// broker, so that several environments (or test runs) can share one
+	// broker without seeing each other's messages. Handlers never see it.
 	TopicPrefix string `env:"TOPIC_PREFIX"`
 	// ServiceName prefixes consumer groups and queues, and names the service
 	// in logs.
@@ -126,7 +130,8 @@ type Config struct {
 	// DedupLease is how long a claim is held without a heartbeat. It must
 	// exceed HandlerTimeout.
 	DedupLease time.Duration `env:"DEDUP_LEASE" envDefault:"30s"`
-	// DedupOnInProgress is reject (the broker redelivers later) or wait.
+	// DedupOnInProgress is reject (the broker redelivers later) or wait
+	// (for up to DedupWait).
 	DedupOnInProgress string `env:"DEDUP_ON_IN_PROGRESS" envDefault:"reject" allowed:"reject|wait"`
 	// DedupWait bounds the wait policy.
 	DedupWait time.Duration `env:"DEDUP_WAIT" envDefault:"5s"`
@@ -184,7 +189,10 @@ type Config struct {
 	// OTLPTracesEndpoint unset too, nothing is traced.
 	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT" secret:"url"`
 	// OTLPTracesEndpoint is the full URL traces are sent to; it overrides
-	// OTLPEndpoint.
+	// OTLPEndpoint. The OpenTelemetry SDK reads the other standard
+	// variables itself (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _COMPRESSION,
+	// _CERTIFICATE, OTEL_TRACES_SAMPLER, OTEL_RESOURCE_ATTRIBUTES); the
+	// service is named SERVICE_NAME unless OTEL_SERVICE_NAME is set.
 	OTLPTracesEndpoint string `env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" secret:"url"`
 
 	// Env names the deployment, e.g. production. With ENV=production the

@@ -10,7 +10,8 @@ import (
 )
 
 // setting is one environment variable of [Config], as its field declares
-// it in tags (see Config). Validate and LogValue read it from here.
+// it in tags (see Config). Validate, LogValue and docs/configuration.md all
+// read it from here.
 type setting struct {
 	Name    string   // the variable: the env tag
 	Field   string   // the Go field

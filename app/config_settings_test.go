@@ -14,16 +14,19 @@ import (
 )
 
 // TestSettingsDeclared: every field of Config declares a setting in full
-// (a variable of its own, an allowed default), is a key of the log line,
-// and a setting whose name says it holds a secret is tagged as one.
+// (a variable of its own, a doc comment, an allowed default), is a row of
+// the generated page and a key of the log line, and a setting whose name
+// says it holds a secret is tagged as one.
 func TestSettingsDeclared(t *testing.T) {
+	docs := fieldDocs(t)
+	page := string(configurationPage(t))
 	logged := loggedConfig(t, Config{})
 	secretShaped := regexp.MustCompile(`_URL$|_ENDPOINT$|_KEYS?$|TOKEN|PASSWORD|SECRET`)
 	envShaped := regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 
 	list := settings()
-	if n := reflect.TypeFor[Config]().NumField(); len(list) != n {
-		t.Fatalf("%d settings for %d fields of Config", len(list), n)
+	if n := reflect.TypeFor[Config]().NumField(); len(list) != n || len(docs) != n {
+		t.Fatalf("%d settings and %d documented fields for %d fields of Config", len(list), len(docs), n)
 	}
 	seen := map[string]string{}
 	for _, s := range list {
@@ -34,6 +37,9 @@ func TestSettingsDeclared(t *testing.T) {
 		if !envShaped.MatchString(s.Name) {
 			t.Errorf("%s reads %q, not an environment variable's name", s.Field, s.Name)
 		}
+		if doc := docs[s.Field]; !strings.HasPrefix(doc, s.Field+" ") && !strings.HasPrefix(doc, s.Field+",") {
+			t.Errorf("%s (%s) has no doc comment that begins with its name: %q", s.Field, s.Name, doc)
+		}
 		if err := s.checkAllowed(s.Default); err != nil {
 			t.Errorf("%s's default: %v", s.Field, err)
 		}
@@ -42,6 +48,9 @@ func TestSettingsDeclared(t *testing.T) {
 		}
 		if s.Secret == "" && secretShaped.MatchString(s.Name) {
 			t.Errorf("%s looks like a secret: tag %s with secret:\"url\", \"apikeys\" or \"true\"", s.Name, s.Field)
+		}
+		if !strings.Contains(page, "\n| `"+s.Name+"` |") {
+			t.Errorf("%s has no row in the generated docs/configuration.md", s.Name)
 		}
 		if _, ok := logged[s.logAttr(s.value(reflect.ValueOf(Config{}))).Key]; !ok {
 			t.Errorf("%s is not in the logged configuration: %v", s.Name, logged)
