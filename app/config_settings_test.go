@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caarlos0/env/v11"
+
 	"github.com/onceflow/onceflow/internal/transport"
 )
 
@@ -122,4 +124,42 @@ func settingNamed(name string) (setting, bool) {
 		}
 	}
 	return setting{}, false
+}
+
+// checkSetting checks one variable on its own, as a deploy file sets it:
+// it is a setting of Config, its value parses as the setting's type, and
+// its allowed tag allows it. Rules that bind settings together are the
+// whole configuration's (LoadConfig).
+func checkSetting(name, value string) error {
+	s, ok := settingNamed(name)
+	if !ok {
+		return fmt.Errorf("%s is not a setting: app.Config declares no such variable", name)
+	}
+	var cfg Config
+	if err := env.ParseWithOptions(&cfg, env.Options{Environment: map[string]string{name: value}}); err != nil {
+		return explainParseError(err)
+	}
+	if s.Allowed != nil {
+		return s.checkAllowed(s.value(reflect.ValueOf(cfg)).String())
+	}
+	return nil
+}
+
+// TestCheckSetting: the check of deploy files refuses an unknown variable,
+// a value its type does not parse and one its allowed tag does not list.
+func TestCheckSetting(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"TRANSPORT", "kafka", ""},
+		{"REDIS_REQUIRE_DURABLE", "true", ""},
+		{"DEDUP_TTL", "1h", ""},
+		{"TRANSPROT", "kafka", "TRANSPROT is not a setting"},
+		{"STORE", "mongo", `STORE="mongo" is not allowed: use one of memory, redis, postgres`},
+		{"DEDUP_TTL", "a day", "DEDUP_TTL: unable to parse duration"},
+		{"MIGRATE_ON_START", "yes please", "MIGRATE_ON_START: strconv.ParseBool"},
+	} {
+		err := checkSetting(tc.name, tc.value)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("checkSetting(%s, %q) = %v, want %q", tc.name, tc.value, err, tc.want)
+		}
+	}
 }
