@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,17 +16,29 @@ import (
 // Config is the service's whole configuration, read once from the
 // environment by LoadConfig. Every field has a default that runs the service
 // with nothing installed: in-process transport, memory store.
+//
+// Each field declares one setting, once: its env tag names the variable,
+// envDefault gives its default, allowed (values separated by |) lists the
+// only values it takes, and secret says what the effective configuration's
+// log line shows of it: url (the URL, its credentials masked by redact),
+// apikeys (clients, not keys) or true (only whether it is set). Its doc
+// comment is its documentation: docs/configuration.md is generated from
+// this file (go generate ./app). Validate derives the allowed values'
+// checks from the tags, LogValue logs every field; rules that bind one
+// setting to another are Validate's code.
+//
+//go:generate go test -run ^TestConfigurationDoc$ -update .
 type Config struct {
 	// Transport is the broker: gochannel (in-process), kafka, amqp
 	// (RabbitMQ), sql (PostgreSQL at DATABASE_URL), nats (NATS JetStream)
 	// or redisstream (Redis Streams).
-	Transport string `env:"TRANSPORT" envDefault:"gochannel"`
+	Transport string `env:"TRANSPORT" envDefault:"gochannel" allowed:"gochannel|kafka|amqp|sql|nats|redisstream"`
 	// Store keeps idempotency records: memory, redis or postgres.
-	Store string `env:"STORE" envDefault:"memory"`
+	Store string `env:"STORE" envDefault:"memory" allowed:"memory|redis|postgres"`
 
 	// DatabaseURL is PostgreSQL: the postgres store, the sql transport and
 	// the shared ledger (when set, the ledger lives there).
-	DatabaseURL string `env:"DATABASE_URL"`
+	DatabaseURL string `env:"DATABASE_URL" secret:"url"`
 	// MigrateOnStart makes start-up apply the pending migrations of
 	// DATABASE_URL's schema (safe from every replica at once: they take
 	// turns under a lock). false: start-up only checks that none is
@@ -39,7 +49,7 @@ type Config struct {
 	// and the sql transport's publisher (its subscribers have their own).
 	DatabaseMaxConns int32 `env:"DATABASE_MAX_CONNS" envDefault:"20"`
 	// RedisURL is a single Redis node, e.g. redis://127.0.0.1:6379/0.
-	RedisURL string `env:"REDIS_URL"`
+	RedisURL string `env:"REDIS_URL" secret:"url"`
 	// RedisAddrs, comma separated, selects a Redis Cluster instead.
 	RedisAddrs []string `env:"REDIS_ADDRS" envSeparator:","`
 	// RedisRequireDurable refuses to start when the Redis store's settings
@@ -66,29 +76,29 @@ type Config struct {
 	// (expired rows deleted in batches) or partitioned (partitions by
 	// created_at, dropped whole once expired). It is chosen when the
 	// migrations first create the table; a later mismatch refuses to start.
-	PGRecordsLayout string `env:"PG_RECORDS_LAYOUT" envDefault:"rows"`
+	PGRecordsLayout string `env:"PG_RECORDS_LAYOUT" envDefault:"rows" allowed:"rows|partitioned"`
 	// PGPartitionWidth is the range of created_at of each partition the
 	// partitioned layout creates.
 	PGPartitionWidth time.Duration `env:"PG_PARTITION_WIDTH" envDefault:"1h"`
-	// KafkaBrokers, comma separated host:port.
+	// KafkaBrokers are the Kafka seed brokers, comma separated host:port.
 	KafkaBrokers []string `env:"KAFKA_BROKERS" envSeparator:","`
 	// KafkaPartitions is the partition count of topics the service creates.
 	KafkaPartitions int `env:"KAFKA_PARTITIONS" envDefault:"4"`
 	// AMQPURL is RabbitMQ, e.g. amqp://guest:guest@127.0.0.1:5672/.
-	AMQPURL string `env:"AMQP_URL"`
+	AMQPURL string `env:"AMQP_URL" secret:"url"`
 	// AMQPConnectTimeout is how long start-up keeps retrying the first
 	// connection to RabbitMQ before it fails.
 	AMQPConnectTimeout time.Duration `env:"AMQP_CONNECT_TIMEOUT" envDefault:"30s"`
 	// NATSURL is the NATS server with JetStream, e.g.
 	// nats://127.0.0.1:4222.
-	NATSURL string `env:"NATS_URL"`
+	NATSURL string `env:"NATS_URL" secret:"url"`
 	// NATSMaxAge is how long the streams the service creates on NATS keep
 	// a message, acknowledged or not: how long a handler may be down
 	// without losing what was published meanwhile.
 	NATSMaxAge time.Duration `env:"NATS_MAX_AGE" envDefault:"168h"`
 	// RedisStreamURL is the Redis node of the redisstream transport, e.g.
 	// redis://127.0.0.1:6379/1; REDIS_URL when unset.
-	RedisStreamURL string `env:"REDIS_STREAM_URL"`
+	RedisStreamURL string `env:"REDIS_STREAM_URL" secret:"url"`
 	// RedisStreamMaxLen caps each stream of the redisstream transport at
 	// about this many entries, dropping the oldest whether or not every
 	// handler has read them; 0 never trims (acknowledged entries stay
@@ -100,9 +110,9 @@ type Config struct {
 
 	// HTTPAddr is where the API, /metrics and the health checks listen.
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
-	// TopicPrefix is prepended to every topic on the broker, so that several
-	// environments (or test runs) can share one broker without seeing each
-	// other's messages. Handlers never see it.
+	// TopicPrefix is prepended to every topic and consumer group on the
+	// broker, so that several environments (or test runs) can share one
+	// broker without seeing each other's messages. Handlers never see it.
 	TopicPrefix string `env:"TOPIC_PREFIX"`
 	// ServiceName prefixes consumer groups and queues, and names the service
 	// in logs.
@@ -113,20 +123,21 @@ type Config struct {
 	// PostgreSQL: the claim, the handler's ledger writes, its result and
 	// its outgoing messages commit in one transaction; needs
 	// STORE=postgres). See "Lease mode or exactly-once mode" in docs/concepts.md.
-	DedupMode string `env:"DEDUP_MODE" envDefault:"lease"`
+	DedupMode string `env:"DEDUP_MODE" envDefault:"lease" allowed:"lease|transaction"`
 	// DedupTTL is how long completed records are kept: the window within
 	// which a duplicate is recognised.
 	DedupTTL time.Duration `env:"DEDUP_TTL" envDefault:"24h"`
 	// DedupLease is how long a claim is held without a heartbeat. It must
 	// exceed HandlerTimeout.
 	DedupLease time.Duration `env:"DEDUP_LEASE" envDefault:"30s"`
-	// DedupOnInProgress is reject (the broker redelivers later) or wait.
-	DedupOnInProgress string `env:"DEDUP_ON_IN_PROGRESS" envDefault:"reject"`
+	// DedupOnInProgress is reject (the broker redelivers later) or wait
+	// (for up to DedupWait).
+	DedupOnInProgress string `env:"DEDUP_ON_IN_PROGRESS" envDefault:"reject" allowed:"reject|wait"`
 	// DedupWait bounds the wait policy.
 	DedupWait time.Duration `env:"DEDUP_WAIT" envDefault:"5s"`
 	// DedupOnStoreError is fail-closed (the broker redelivers) or fail-open
 	// (process unguarded, counted as a risk).
-	DedupOnStoreError string `env:"DEDUP_ON_STORE_ERROR" envDefault:"fail-closed"`
+	DedupOnStoreError string `env:"DEDUP_ON_STORE_ERROR" envDefault:"fail-closed" allowed:"fail-closed|fail-open"`
 	// DedupCacheSize is how many completed records a local cache in front
 	// of the redis or postgres store keeps in lease mode, so that a hot
 	// duplicate costs no round trip; 0 turns the cache off.
@@ -141,15 +152,15 @@ type Config struct {
 	// "k3y-1:client-a,k3y-2:client-b", split at the last colon; a client may
 	// have several keys, to rotate them. The client scopes Idempotency-Key
 	// records, so no client can replay or block another's response. Unset,
-	// every caller is one anonymous client. A secret: masked in logs.
-	APIKeys string `env:"API_KEYS"`
+	// every caller is one anonymous client.
+	APIKeys string `env:"API_KEYS" secret:"apikeys"`
 	// PublishAPIKey is the key `onceflow publish` sends to a service that
-	// has API_KEYS set. Never logged.
-	PublishAPIKey string `env:"PUBLISH_API_KEY"`
+	// has API_KEYS set.
+	PublishAPIKey string `env:"PUBLISH_API_KEY" secret:"true"`
 	// AdminAPIKey, when set, serves the key admin under /admin/keys (see
 	// `onceflow keys`), behind "Authorization: Bearer <key>"; unset, those
-	// routes do not exist. A secret: masked in logs.
-	AdminAPIKey string `env:"ADMIN_API_KEY"`
+	// routes do not exist.
+	AdminAPIKey string `env:"ADMIN_API_KEY" secret:"true"`
 	// IdempotencyMaxBody bounds, in bytes, the response body stored for an
 	// Idempotency-Key: a larger response is served but not stored, and its
 	// key is released. The HTTP face shares the DEDUP_* settings: TTL,
@@ -168,47 +179,26 @@ type Config struct {
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
 
 	// LogLevel is debug, info, warn or error.
-	LogLevel string `env:"LOG_LEVEL" envDefault:"info"`
+	LogLevel string `env:"LOG_LEVEL" envDefault:"info" allowed:"debug|info|warn|error"`
 	// LogFormat is auto (JSON lines, or text when the log goes to a
 	// terminal), text or json.
-	LogFormat string `env:"LOG_FORMAT" envDefault:"auto"`
+	LogFormat string `env:"LOG_FORMAT" envDefault:"auto" allowed:"auto|text|json"`
 
 	// OTLPEndpoint is the base URL of an OTLP/HTTP collector, such as
 	// http://localhost:4318: traces go to its /v1/traces. Unset, with
 	// OTLPTracesEndpoint unset too, nothing is traced.
-	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT" secret:"url"`
 	// OTLPTracesEndpoint is the full URL traces are sent to; it overrides
-	// OTLPEndpoint.
-	OTLPTracesEndpoint string `env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
-
-	// Env names the deployment, e.g. production. With ENV=production the
-	// CHAOS_* test aids are refused at start-up.
-	Env string `env:"ENV"`
-	// ChaosFailBefore, a probability from 0 to 1, makes the message
-	// handlers fail before their ledger write (a charge or a
-	// notification). A test aid, off by default (0).
-	ChaosFailBefore float64 `env:"CHAOS_FAIL_BEFORE"`
-	// ChaosFailAfter, a probability from 0 to 1, makes the message
-	// handlers fail after their ledger write: transaction mode rolls the
-	// write back, lease mode keeps it and the redelivery writes again. A
-	// test aid, off by default (0).
-	ChaosFailAfter float64 `env:"CHAOS_FAIL_AFTER"`
-	// ChaosDelay makes the message handlers sleep this long before their
-	// ledger write. A test aid, off by default (0).
-	ChaosDelay time.Duration `env:"CHAOS_DELAY"`
+	// OTLPEndpoint. The OpenTelemetry SDK reads the other standard
+	// variables itself (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _COMPRESSION,
+	// _CERTIFICATE, OTEL_TRACES_SAMPLER, OTEL_RESOURCE_ATTRIBUTES); the
+	// service is named SERVICE_NAME unless OTEL_SERVICE_NAME is set.
+	OTLPTracesEndpoint string `env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" secret:"url"`
 }
 
-// Allowed values of the enumerated settings.
-var (
-	transports         = transport.Kinds
-	storeKinds         = []string{"memory", "redis", "postgres"}
-	recordsLayouts     = []string{"rows", "partitioned"}
-	dedupModes         = []string{"lease", "transaction"}
-	inProgressPolicies = []string{"reject", "wait"}
-	storeErrPolicies   = []string{"fail-closed", "fail-open"}
-	logLevels          = []string{"debug", "info", "warn", "error"}
-	logFormats         = []string{"auto", "text", "json"}
-)
+// transports are the values TRANSPORT allows, which its allowed tag
+// repeats for the documentation (TestSettingsDeclared checks they agree).
+var transports = transport.Kinds
 
 // LoadConfig reads the configuration from environ (os.Environ's form),
 // fills defaults and validates it. Its error names the variable and what it
@@ -224,21 +214,13 @@ func LoadConfig(environ []string) (Config, error) {
 
 // Validate checks values and their combinations.
 func (c Config) Validate() error {
-	for _, e := range []struct {
-		name, value string
-		allowed     []string
-	}{
-		{"TRANSPORT", c.Transport, transports},
-		{"STORE", c.Store, storeKinds},
-		{"PG_RECORDS_LAYOUT", c.PGRecordsLayout, recordsLayouts},
-		{"DEDUP_MODE", c.DedupMode, dedupModes},
-		{"DEDUP_ON_IN_PROGRESS", c.DedupOnInProgress, inProgressPolicies},
-		{"DEDUP_ON_STORE_ERROR", c.DedupOnStoreError, storeErrPolicies},
-		{"LOG_LEVEL", c.LogLevel, logLevels},
-		{"LOG_FORMAT", c.LogFormat, logFormats},
-	} {
-		if !slices.Contains(e.allowed, e.value) {
-			return fmt.Errorf("%s=%q is not allowed: use one of %s", e.name, e.value, strings.Join(e.allowed, ", "))
+	cv := reflect.ValueOf(c)
+	for _, s := range settings() {
+		if s.Allowed == nil {
+			continue
+		}
+		if err := s.checkAllowed(s.value(cv).String()); err != nil {
+			return err
 		}
 	}
 	for _, d := range []struct {
@@ -255,9 +237,6 @@ func (c Config) Validate() error {
 		if d.value <= 0 {
 			return fmt.Errorf("%s=%v must be a positive duration such as 30s", d.name, d.value)
 		}
-	}
-	if err := c.validateChaos(); err != nil {
-		return err
 	}
 	if c.DatabaseMaxConns < 1 {
 		return fmt.Errorf("DATABASE_MAX_CONNS=%d must be at least 1", c.DatabaseMaxConns)
@@ -309,38 +288,6 @@ func (c Config) Validate() error {
 	return c.validateAddresses()
 }
 
-// validateChaos checks the fault switches: probabilities from 0 to 1, a
-// delay of zero or more, and none of them with ENV=production.
-func (c Config) validateChaos() error {
-	for _, p := range []struct {
-		name  string
-		value float64
-	}{{"CHAOS_FAIL_BEFORE", c.ChaosFailBefore}, {"CHAOS_FAIL_AFTER", c.ChaosFailAfter}} {
-		if !(p.value >= 0 && p.value <= 1) {
-			return fmt.Errorf("%s=%v must be a probability from 0 to 1", p.name, p.value)
-		}
-	}
-	if c.ChaosDelay < 0 {
-		return fmt.Errorf("CHAOS_DELAY=%v must be zero or a positive duration such as 50ms", c.ChaosDelay)
-	}
-	if c.Env == "production" && c.chaosEnabled() {
-		name := "CHAOS_DELAY"
-		switch {
-		case c.ChaosFailBefore > 0:
-			name = "CHAOS_FAIL_BEFORE"
-		case c.ChaosFailAfter > 0:
-			name = "CHAOS_FAIL_AFTER"
-		}
-		return fmt.Errorf("%s is a test aid and is refused with ENV=production: unset it", name)
-	}
-	return nil
-}
-
-// chaosEnabled reports whether any fault switch is on.
-func (c Config) chaosEnabled() bool {
-	return c.ChaosFailBefore > 0 || c.ChaosFailAfter > 0 || c.ChaosDelay > 0
-}
-
 // validateAddresses requires the address of every backend the chosen
 // transport and store use.
 func (c Config) validateAddresses() error {
@@ -386,72 +333,17 @@ func explainParseError(err error) error {
 	return fmt.Errorf("reading configuration: %w", err)
 }
 
-// LogValue logs the effective configuration with secrets masked: passwords
-// in connection URLs are redacted, API keys show only their clients.
+// LogValue logs the effective configuration, every setting under its
+// variable's name in lower case, with secrets masked as their fields'
+// secret tags say: connection URLs without their credentials, API keys
+// without the keys, other secrets only as whether they are set.
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.String("transport", c.Transport),
-		slog.String("store", c.Store),
-		slog.String("database_url", redact(c.DatabaseURL)),
-		slog.Int("database_max_conns", int(c.DatabaseMaxConns)),
-		slog.Bool("migrate_on_start", c.MigrateOnStart),
-		slog.String("redis_url", redact(c.RedisURL)),
-		slog.Any("redis_addrs", c.RedisAddrs),
-		slog.Bool("redis_require_durable", c.RedisRequireDurable),
-		slog.Int("redis_wait_replicas", c.RedisWaitReplicas),
-		slog.Duration("redis_wait_timeout", c.RedisWaitTimeout),
-		slog.Int("store_batch_size", c.StoreBatchSize),
-		slog.String("pg_records_layout", c.PGRecordsLayout),
-		slog.Duration("pg_partition_width", c.PGPartitionWidth),
-		slog.Any("kafka_brokers", c.KafkaBrokers),
-		slog.Int("kafka_partitions", c.KafkaPartitions),
-		slog.String("amqp_url", redact(c.AMQPURL)),
-		slog.Duration("amqp_connect_timeout", c.AMQPConnectTimeout),
-		slog.Duration("sql_poll_interval", c.SQLPollInterval),
-		slog.String("nats_url", redact(c.NATSURL)),
-		slog.Duration("nats_max_age", c.NATSMaxAge),
-		slog.String("redis_stream_url", redact(c.RedisStreamURL)),
-		slog.Int64("redis_stream_maxlen", c.RedisStreamMaxLen),
-		slog.String("http_addr", c.HTTPAddr),
-		slog.String("service_name", c.ServiceName),
-		slog.String("topic_prefix", c.TopicPrefix),
-		slog.String("dedup_mode", c.DedupMode),
-		slog.Duration("dedup_ttl", c.DedupTTL),
-		slog.Duration("dedup_lease", c.DedupLease),
-		slog.String("dedup_on_in_progress", c.DedupOnInProgress),
-		slog.Duration("dedup_wait", c.DedupWait),
-		slog.String("dedup_on_store_error", c.DedupOnStoreError),
-		slog.Int("dedup_cache_size", c.DedupCacheSize),
-		slog.Duration("dedup_cache_max_age", c.DedupCacheMaxAge),
-		slog.Duration("handler_timeout", c.HandlerTimeout),
-		slog.Int("retry_max", c.RetryMax),
-		slog.Duration("retry_interval", c.RetryInterval),
-		slog.Duration("shutdown_timeout", c.ShutdownTimeout),
-		slog.String("log_level", c.LogLevel),
-		slog.String("log_format", c.LogFormat),
-		slog.String("otel_exporter_otlp_endpoint", redact(c.OTLPEndpoint)),
-		slog.String("otel_exporter_otlp_traces_endpoint", redact(c.OTLPTracesEndpoint)),
-		slog.String("api_keys", maskAPIKeys(c.APIKeys)),
-		slog.Bool("admin_api_key_set", c.AdminAPIKey != ""),
-		slog.Int64("idempotency_max_body", c.IdempotencyMaxBody),
-		slog.String("env", c.Env),
-		slog.Float64("chaos_fail_before", c.ChaosFailBefore),
-		slog.Float64("chaos_fail_after", c.ChaosFailAfter),
-		slog.Duration("chaos_delay", c.ChaosDelay),
-	)
-}
-
-// redact masks the password of a connection URL; a value that does not parse
-// as a URL is masked whole.
-func redact(raw string) string {
-	if raw == "" {
-		return ""
+	cv := reflect.ValueOf(c)
+	attrs := make([]slog.Attr, 0, len(settings()))
+	for _, s := range settings() {
+		attrs = append(attrs, s.logAttr(s.value(cv)))
 	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		return "***"
-	}
-	return u.Redacted()
+	return slog.GroupValue(attrs...)
 }
 
 // retryMaxInterval is the ceiling of the in-process retry backoff; the sql

@@ -3,11 +3,16 @@ package app
 import (
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/onceflow/onceflow/internal/transport"
 )
@@ -63,13 +68,6 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"STORE_BATCH_SIZE=-1"}, `STORE_BATCH_SIZE=-1 must be 0 or more (0 or 1 turns batching off)`},
 		{[]string{"STORE_BATCH_SIZE=lots"}, `STORE_BATCH_SIZE: strconv.ParseInt`},
 		{[]string{"REDIS_WAIT_TIMEOUT=0s"}, `REDIS_WAIT_TIMEOUT=0s must be a positive duration`},
-		{[]string{"CHAOS_FAIL_BEFORE=1.5"}, `CHAOS_FAIL_BEFORE=1.5 must be a probability from 0 to 1`},
-		{[]string{"CHAOS_FAIL_AFTER=-0.1"}, `CHAOS_FAIL_AFTER=-0.1 must be a probability from 0 to 1`},
-		{[]string{"CHAOS_FAIL_AFTER=NaN"}, `CHAOS_FAIL_AFTER=NaN must be a probability from 0 to 1`},
-		{[]string{"CHAOS_DELAY=-1s"}, `CHAOS_DELAY=-1s must be zero or a positive duration`},
-		{[]string{"ENV=production", "CHAOS_FAIL_BEFORE=0.3"}, `CHAOS_FAIL_BEFORE is a test aid and is refused with ENV=production`},
-		{[]string{"ENV=production", "CHAOS_FAIL_AFTER=1"}, `CHAOS_FAIL_AFTER is a test aid and is refused with ENV=production`},
-		{[]string{"ENV=production", "CHAOS_DELAY=10ms"}, `CHAOS_DELAY is a test aid and is refused with ENV=production`},
 	} {
 		_, err := LoadConfig(tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -152,18 +150,149 @@ func TestDeployEnvFilesValidate(t *testing.T) {
 	}
 }
 
-// The fault switches are off by default, and production accepts a config
-// that leaves them off.
-func TestChaosSwitchesOffByDefault(t *testing.T) {
-	cfg, err := LoadConfig([]string{"ENV=production"})
-	if err != nil {
-		t.Fatalf("ENV=production without CHAOS_*: %v", err)
+// TestDeploySettingsDeclared: every variable that deploy/*.env (or one
+// of its comments, as NAME=value), the k8s ConfigMaps and Deployment, and
+// the environment of the compose services that run the service set is a
+// setting of Config, with a value the setting takes on its own; and each
+// compose service's environment, its env file with what its environment
+// block adds, is a configuration the service accepts.
+func TestDeploySettingsDeclared(t *testing.T) {
+	sources := map[string]map[string]string{}
+	envFiles, _ := filepath.Glob("../deploy/*.env")
+	for _, f := range envFiles {
+		sources[f] = readEnvFile(t, f)
+		sources[f+" (comments)"] = commentedSettings(t, f)
 	}
-	if cfg.chaosEnabled() {
-		t.Errorf("fault switches on by default: %+v", cfg)
+	configMaps, _ := filepath.Glob("../deploy/k8s/configmap-*.yaml")
+	for _, f := range configMaps {
+		var cm struct{ Data map[string]string }
+		readYAML(t, f, &cm)
+		sources[f] = cm.Data
 	}
-	cfg, err = LoadConfig([]string{"ENV=staging", "CHAOS_FAIL_BEFORE=0.3", "CHAOS_DELAY=5ms"})
-	if err != nil || !cfg.chaosEnabled() || cfg.ChaosFailBefore != 0.3 || cfg.ChaosDelay != 5*time.Millisecond {
-		t.Errorf("LoadConfig with CHAOS_* outside production = %+v, %v", cfg, err)
+	var deployment struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Name string
+						Env  []struct{ Name, Value string }
+					}
+				}
+			}
+		}
+	}
+	readYAML(t, "../deploy/k8s/deployment.yaml", &deployment)
+	for _, c := range deployment.Spec.Template.Spec.Containers {
+		vars := map[string]string{}
+		for _, e := range c.Env {
+			vars[e.Name] = e.Value
+		}
+		sources["../deploy/k8s/deployment.yaml container "+c.Name] = vars
+	}
+	var compose struct {
+		Services map[string]struct {
+			EnvFile     []string          `yaml:"env_file"`
+			Environment map[string]string `yaml:"environment"`
+		}
+	}
+	readYAML(t, "../docker-compose.yml", &compose)
+	composed := 0
+	for _, name := range slices.Sorted(maps.Keys(compose.Services)) {
+		svc := compose.Services[name]
+		if len(svc.EnvFile) == 0 || !strings.HasPrefix(svc.EnvFile[0], "deploy/") {
+			continue // a backend, not the service
+		}
+		composed++
+		src := "../docker-compose.yml service " + name
+		environ := map[string]string{}
+		for _, f := range svc.EnvFile {
+			maps.Copy(environ, readEnvFile(t, filepath.Join("..", f)))
+		}
+		vars := map[string]string{}
+		for k, v := range svc.Environment {
+			vars[k] = interpolate(v)
+		}
+		sources[src] = vars
+		maps.Copy(environ, vars)
+		var list []string
+		for k, v := range environ {
+			list = append(list, k+"="+v)
+		}
+		if _, err := LoadConfig(list); err != nil {
+			t.Errorf("%s: %v", src, err)
+		}
+	}
+	if len(envFiles) == 0 || len(configMaps) == 0 || composed == 0 {
+		t.Fatalf("%d env files, %d ConfigMaps, %d compose services of the service: want some of each", len(envFiles), len(configMaps), composed)
+	}
+	for _, src := range slices.Sorted(maps.Keys(sources)) {
+		vars := sources[src]
+		for _, k := range slices.Sorted(maps.Keys(vars)) {
+			if err := checkSetting(k, vars[k]); err != nil {
+				t.Errorf("%s: %v", src, err)
+			}
+		}
 	}
 }
+
+// readEnvFile reads KEY=VALUE lines, with # comments, as compose's
+// env_file does.
+func readEnvFile(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf("%s: %q is not KEY=VALUE", path, line)
+		}
+		vars[k] = v
+	}
+	return vars
+}
+
+// commentedSettings are the NAME=value the # comments of an env file
+// mention.
+func commentedSettings(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		if comment, ok := strings.CutPrefix(strings.TrimSpace(line), "#"); ok {
+			for _, m := range mentionedSetting.FindAllStringSubmatch(comment, -1) {
+				vars[m[1]] = m[2]
+			}
+		}
+	}
+	return vars
+}
+
+var mentionedSetting = regexp.MustCompile(`\b([A-Z][A-Z0-9_]*[A-Z0-9])=([^\s.,;)]*(?:[.,][^\s.,;)]+)*)`)
+
+func readYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// interpolate resolves compose's ${VAR}, ${VAR:-default} and ${VAR-default}
+// as an environment that sets none of them would.
+func interpolate(v string) string {
+	return composeVar.ReplaceAllString(v, "$1")
+}
+
+var composeVar = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*(?::?-([^}]*))?\}`)

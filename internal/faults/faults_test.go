@@ -106,16 +106,20 @@ func TestFromEnv(t *testing.T) {
 	if err != nil || !c.Enabled() || c.FailBefore != 0.3 || c.Delay != 5*time.Millisecond {
 		t.Errorf("CHAOS_* outside production = %+v, %v", c, err)
 	}
-	for env, want := range map[string]string{
-		"CHAOS_FAIL_AFTER=1.5": "CHAOS_FAIL_AFTER=1.5 must be a probability from 0 to 1",
-		"CHAOS_DELAY=-1s":      "CHAOS_DELAY=-1s must be zero or a positive duration",
+	for _, tc := range []struct {
+		environ []string
+		want    string
+	}{
+		{[]string{"CHAOS_FAIL_BEFORE=1.5"}, `CHAOS_FAIL_BEFORE=1.5 must be a probability from 0 to 1`},
+		{[]string{"CHAOS_FAIL_AFTER=-0.1"}, `CHAOS_FAIL_AFTER=-0.1 must be a probability from 0 to 1`},
+		{[]string{"CHAOS_FAIL_AFTER=NaN"}, `CHAOS_FAIL_AFTER=NaN must be a probability from 0 to 1`},
+		{[]string{"CHAOS_DELAY=-1s"}, `CHAOS_DELAY=-1s must be zero or a positive duration`},
+		{[]string{"ENV=production", "CHAOS_FAIL_BEFORE=0.3"}, `CHAOS_FAIL_BEFORE is a test aid and is refused with ENV=production`},
+		{[]string{"ENV=production", "CHAOS_FAIL_AFTER=1"}, `CHAOS_FAIL_AFTER is a test aid and is refused with ENV=production`},
+		{[]string{"ENV=production", "CHAOS_DELAY=10ms"}, `CHAOS_DELAY is a test aid and is refused with ENV=production`},
 	} {
-		if _, err := faults.FromEnv([]string{env}); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want %q", env, err, want)
+		if _, err := faults.FromEnv(tc.environ); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.environ, err, tc.want)
 		}
-	}
-	if _, err := faults.FromEnv([]string{"ENV=production", "CHAOS_FAIL_AFTER=0.1"}); err == nil ||
-		!strings.Contains(err.Error(), "CHAOS_FAIL_AFTER is a test aid and is refused with ENV=production") {
-		t.Errorf("CHAOS_FAIL_AFTER with ENV=production: %v, want it refused", err)
 	}
 }

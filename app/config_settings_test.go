@@ -1,0 +1,165 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/caarlos0/env/v11"
+
+	"github.com/onceflow/onceflow/internal/transport"
+)
+
+// TestSettingsDeclared: every field of Config declares a setting in full
+// (a variable of its own, a doc comment, an allowed default), is a row of
+// the generated page and a key of the log line, and a setting whose name
+// says it holds a secret is tagged as one.
+func TestSettingsDeclared(t *testing.T) {
+	docs := fieldDocs(t)
+	page := string(configurationPage(t))
+	logged := loggedConfig(t, Config{})
+	secretShaped := regexp.MustCompile(`_URL$|_ENDPOINT$|_KEYS?$|TOKEN|PASSWORD|SECRET`)
+	envShaped := regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+
+	list := settings()
+	if n := reflect.TypeFor[Config]().NumField(); len(list) != n || len(docs) != n {
+		t.Fatalf("%d settings and %d documented fields for %d fields of Config", len(list), len(docs), n)
+	}
+	seen := map[string]string{}
+	for _, s := range list {
+		if other, dup := seen[s.Name]; dup {
+			t.Errorf("%s and %s both read %s", other, s.Field, s.Name)
+		}
+		seen[s.Name] = s.Field
+		if !envShaped.MatchString(s.Name) {
+			t.Errorf("%s reads %q, not an environment variable's name", s.Field, s.Name)
+		}
+		if doc := docs[s.Field]; !strings.HasPrefix(doc, s.Field+" ") && !strings.HasPrefix(doc, s.Field+",") {
+			t.Errorf("%s (%s) has no doc comment that begins with its name: %q", s.Field, s.Name, doc)
+		}
+		if err := s.checkAllowed(s.Default); err != nil {
+			t.Errorf("%s's default: %v", s.Field, err)
+		}
+		if slices.Contains(s.Allowed, "") {
+			t.Errorf("%s allows an empty value: %q", s.Field, s.Allowed)
+		}
+		if s.Secret == "" && secretShaped.MatchString(s.Name) {
+			t.Errorf("%s looks like a secret: tag %s with secret:\"url\", \"apikeys\" or \"true\"", s.Name, s.Field)
+		}
+		if !strings.Contains(page, "\n| `"+s.Name+"` |") {
+			t.Errorf("%s has no row in the generated docs/configuration.md", s.Name)
+		}
+		if _, ok := logged[s.logAttr(s.value(reflect.ValueOf(Config{}))).Key]; !ok {
+			t.Errorf("%s is not in the logged configuration: %v", s.Name, logged)
+		}
+	}
+	if len(logged) != len(list) {
+		t.Errorf("the logged configuration has %d keys for %d settings: %v", len(logged), len(list), logged)
+	}
+	if s, _ := settingNamed("TRANSPORT"); !slices.Equal(s.Allowed, transport.Kinds) {
+		t.Errorf("TRANSPORT allows %q, the transports are %q: make its allowed tag list them", s.Allowed, transport.Kinds)
+	}
+}
+
+// loggedConfig is the config group of a JSON log line of cfg.
+func loggedConfig(t *testing.T, cfg Config) map[string]any {
+	t.Helper()
+	var b strings.Builder
+	slog.New(slog.NewJSONHandler(&b, nil)).Info("starting", "config", cfg)
+	var line struct{ Config map[string]any }
+	if err := json.Unmarshal([]byte(b.String()), &line); err != nil {
+		t.Fatalf("%v: %s", err, b.String())
+	}
+	return line.Config
+}
+
+// TestConfigLogMasksEverySecret sets every secret setting to a value full
+// of secrets, in every place its kind can hold one, and requires that none
+// shows in the log line while where the URLs point does.
+func TestConfigLogMasksEverySecret(t *testing.T) {
+	const leak = "LEAK"
+	values := map[string]string{
+		secretURL:     "http://user-ok:pw-LEAK@host-ok:1/path-ok?password=LEAK&token=LEAK&api_key=LEAK&apikey=LEAK&secret=LEAK&access_token=LEAK&sslpassword=LEAK#LEAK",
+		secretAPIKeys: "key-LEAK:client-ok,pass:LEAK:client-b-ok",
+		secretWhole:   "LEAK",
+	}
+	for _, s := range settings() {
+		if s.Secret == "" {
+			continue
+		}
+		var cfg Config
+		s.value(reflect.ValueOf(&cfg)).SetString(values[s.Secret])
+		var b strings.Builder
+		slog.New(slog.NewTextHandler(&b, nil)).Info("starting", "config", cfg)
+		out := b.String()
+		if strings.Contains(out, leak) {
+			t.Errorf("%s (secret:%q) logged in clear: %s", s.Name, s.Secret, out)
+		}
+		if s.Secret != secretWhole && !strings.Contains(out, "-ok") {
+			t.Errorf("%s (secret:%q) logged without its non-secret parts: %s", s.Name, s.Secret, out)
+		}
+		if s.Secret == secretWhole && !strings.Contains(out, strings.ToLower(s.Name)+"_set=true") {
+			t.Errorf("%s (secret:%q) not logged as set: %s", s.Name, s.Secret, out)
+		}
+	}
+	// a lone user name (a token) and a password in the query
+	for _, raw := range []string{"nats://LEAK@nats:4222", "postgres://app@db/app?password=LEAK", "http://otel:4318?api_key=LEAK"} {
+		cfg := Config{NATSURL: raw, DatabaseURL: raw, OTLPEndpoint: raw}
+		if out := fmt.Sprint(loggedConfig(t, cfg)); strings.Contains(out, leak) {
+			t.Errorf("%s logged in clear: %s", raw, out)
+		}
+	}
+}
+
+// settingNamed is the setting that reads the variable name.
+func settingNamed(name string) (setting, bool) {
+	for _, s := range settings() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return setting{}, false
+}
+
+// checkSetting checks one variable on its own, as a deploy file sets it:
+// it is a setting of Config, its value parses as the setting's type, and
+// its allowed tag allows it. Rules that bind settings together are the
+// whole configuration's (LoadConfig).
+func checkSetting(name, value string) error {
+	s, ok := settingNamed(name)
+	if !ok {
+		return fmt.Errorf("%s is not a setting: app.Config declares no such variable", name)
+	}
+	var cfg Config
+	if err := env.ParseWithOptions(&cfg, env.Options{Environment: map[string]string{name: value}}); err != nil {
+		return explainParseError(err)
+	}
+	if s.Allowed != nil {
+		return s.checkAllowed(s.value(reflect.ValueOf(cfg)).String())
+	}
+	return nil
+}
+
+// TestCheckSetting: the check of deploy files refuses an unknown variable,
+// a value its type does not parse and one its allowed tag does not list.
+func TestCheckSetting(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"TRANSPORT", "kafka", ""},
+		{"REDIS_REQUIRE_DURABLE", "true", ""},
+		{"DEDUP_TTL", "1h", ""},
+		{"TRANSPROT", "kafka", "TRANSPROT is not a setting"},
+		{"STORE", "mongo", `STORE="mongo" is not allowed: use one of memory, redis, postgres`},
+		{"DEDUP_TTL", "a day", "DEDUP_TTL: unable to parse duration"},
+		{"MIGRATE_ON_START", "yes please", "MIGRATE_ON_START: strconv.ParseBool"},
+	} {
+		err := checkSetting(tc.name, tc.value)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("checkSetting(%s, %q) = %v, want %q", tc.name, tc.value, err, tc.want)
+		}
+	}
+}
