@@ -2,7 +2,10 @@
 // handlers that charge a payment, notify its customer and issue its receipt,
 // the HTTP API that accepts payments, and the [Ledger] those handlers write
 // to. The ledger's implementations live in packages named after what they
-// keep it in: handlers/postgres (pgx) and handlers/memory.
+// keep it in: handlers/postgres (pgx, with the ledger's migrations) and
+// handlers/memory. handlers/payments hands the domain to the service,
+// handlers/traffic adds its publish and load commands, and handlers/chaos
+// is its fault suite.
 //
 // The flow, each step with its side effect:
 //
@@ -15,7 +18,7 @@
 //	   └──▶ issue_receipt       ledger: a receipt row
 //
 // [MessageHandlers.Routes] lists the message handlers with the topics they
-// consume and produce: the application loops over that list to subscribe
+// consume and produce: the service loops over that list to subscribe
 // them on the configured broker behind the idempotent receiver, so adding a
 // handler touches this package only (a new kind of side effect adds a
 // [Ledger] method to handlers/postgres, handlers/memory and a migration);

@@ -1,8 +1,8 @@
 // Package postgres keeps the payments ledger, a [handlers.Ledger], in
-// PostgreSQL with pgx: the tables of its own migrations ([Migrations]:
-// 00001_ledger.sql and 00002_receipts.sql). Its writes can join the transaction of a
-// [storepg.Unit], so that a handler's side effect commits or rolls back with
-// its idempotency record (DEDUP_MODE=transaction).
+// PostgreSQL with pgx: the tables of its own migrations ([Migrations],
+// 00001_ledger.sql and 00002_receipts.sql). Its writes can join the
+// transaction of a [storepg.Unit], so that a handler's side effect commits
+// or rolls back with its idempotency record (DEDUP_MODE=transaction).
 package postgres
 
 import (
