@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceflow/onceflow/stores/postgres"
+	"github.com/onceflow/onceflow/internal/pgclaim"
 )
 
 // Tools names the reference programs; empty fields mean the name on PATH.
@@ -93,10 +93,10 @@ func parseRedisBenchmarkCSV(out []byte) (float64, error) {
 }
 
 // PgbenchScript is the pgbench script that runs the store's own claim
-// statement (see [postgres.ClaimStatement]) on table, with a random key and
+// statement (see [pgclaim.SQL]) on table, with a random key and
 // token per transaction.
 func PgbenchScript(table string) (string, error) {
-	stmt, err := postgres.ClaimStatement(table)
+	stmt, err := pgclaim.On(pgclaim.SQL, table)
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package redisstore
+package redisscript
 
 import (
 	"regexp"
@@ -12,10 +12,12 @@ var keyRef = regexp.MustCompile(`KEYS\s*\[\s*([^\]]*?)\s*\]`)
 // could not run it on a single node.
 func TestScriptsUseOnlyKeys1(t *testing.T) {
 	for name, src := range map[string]string{
-		"claim":    claimOneLua,
-		"complete": completeOneLua,
-		"release":  prelude + releaseLua,
-		"extend":   prelude + extendLua,
+		"claim":    ClaimOne,
+		"complete": CompleteOne,
+		"release":  Release,
+		"extend":   Extend,
+		"lookup":   Lookup,
+		"remove":   Remove,
 	} {
 		refs := keyRef.FindAllStringSubmatch(src, -1)
 		if len(refs) == 0 {

@@ -1,7 +1,7 @@
-package redisstore
-
-import "github.com/redis/go-redis/v9"
-
+// Package redisscript holds the Lua source of the Redis store's scripts
+// (package stores/redis runs them), so that tools driving Redis themselves,
+// as the bench's redis-benchmark runs do, run exactly the store's script.
+//
 // The record is a hash with these fields:
 //
 //	state         "in_progress" or "completed"
@@ -22,34 +22,28 @@ import "github.com/redis/go-redis/v9"
 // millisecond), so a lease that ended or a TTL that passed leaves no key
 // behind. The scripts still compare the stored end with the clock, so that
 // the answer never depends on when Redis happens to evict the key.
+package redisscript
 
 // The scripts, each the prelude followed by its body. Claim and Complete
 // each have two: one for a call alone, the only kind a Cluster runs, and,
 // for a batch on one server, one that runs the same function on every key
-// of the batch.
-var (
-	claimScript       = redis.NewScript(claimOneLua)
-	completeScript    = redis.NewScript(completeOneLua)
-	claimAllScript    = redis.NewScript(ClaimBatchScript())
-	completeAllScript = redis.NewScript(prelude + completeLua + eachLua + `return each(complete)`)
-	releaseScript     = redis.NewScript(prelude + releaseLua)
-	extendScript      = redis.NewScript(prelude + extendLua)
-)
-
-// The one-key scripts of Claim and Complete.
+// of the batch. Every script but the batch ones touches only KEYS[1].
 const (
-	claimOneLua    = prelude + claimLua + `return claim(KEYS[1], ARGV[1], ARGV[2], ARGV[3])`
-	completeOneLua = prelude + completeLua + `return complete(KEYS[1], ARGV[1], ARGV[2], ARGV[3])`
+	ClaimOne      = prelude + claimLua + `return claim(KEYS[1], ARGV[1], ARGV[2], ARGV[3])`
+	CompleteOne   = prelude + completeLua + `return complete(KEYS[1], ARGV[1], ARGV[2], ARGV[3])`
+	CompleteBatch = prelude + completeLua + eachLua + `return each(complete)`
+	Release       = prelude + releaseLua
+	Extend        = prelude + extendLua
+	Lookup        = prelude + lookupLua
+	Remove        = prelude + removeLua
 )
 
-// ClaimBatchScript returns the Lua source of the script a batch of Claims
-// runs on one server: KEYS are the storage keys (the configured prefix and
-// the key), and ARGV holds three arguments per key, in the keys' order: the
-// new token, the fingerprint and the lease in microseconds. The reply holds
-// one claim reply per key, or that key's error. It lets tools that drive
-// Redis themselves, such as redis-benchmark after SCRIPT LOAD, run exactly
-// the store's batched claim.
-func ClaimBatchScript() string { return prelude + claimLua + eachLua + `return each(claim)` }
+// ClaimBatch is the script a batch of Claims runs on one server: KEYS are
+// the storage keys (the configured prefix and the key), and ARGV holds three
+// arguments per key, in the keys' order: the new token, the fingerprint and
+// the lease in microseconds. The reply holds one claim reply per key, or
+// that key's error.
+const ClaimBatch = prelude + claimLua + eachLua + `return each(claim)`
 
 // prelude is shared by every script.
 const prelude = `
@@ -141,7 +135,7 @@ end
 // completeLua stores the result if token still owns key.
 //
 // Arguments: token, result, ttl in µs. Returns 1, or 0 if the token does
-// not own the key (so the caller reports [stores.ErrLeaseLost]).
+// not own the key (so the store reports stores.ErrLeaseLost).
 const completeLua = `
 local function complete(key, token, result, ttl)
   if not owned(key, token) then
@@ -183,4 +177,38 @@ local lease_until = now + tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'lease_until', int(lease_until))
 expire_at(KEYS[1], lease_until)
 return lease_until
+`
+
+// lookupLua reads the live record, changing nothing.
+//
+// Returns one of
+//
+//	{"absent"}
+//	{"in_progress", token, fingerprint, created_at, lease_until}
+//	{"completed", token, fingerprint, result, created_at, completed_at, expires_at}
+const lookupLua = `
+local r = redis.call('HMGET', KEYS[1], 'state', 'token', 'fingerprint', 'result',
+  'created_at', 'lease_until', 'completed_at', 'expires_at')
+if r[1] == 'in_progress' and tonumber(r[6]) > now then
+  return {'in_progress', r[2], r[3], tonumber(r[5]), tonumber(r[6])}
+end
+if r[1] == 'completed' and tonumber(r[8]) > now then
+  return {'completed', r[2], r[3], r[4], tonumber(r[5]), tonumber(r[7]), tonumber(r[8])}
+end
+return {'absent'}
+`
+
+// removeLua deletes the live record whose token is ARGV[1] and state
+// ARGV[2]. Returns 1, or 0 if there is no such record.
+const removeLua = `
+local r = redis.call('HMGET', KEYS[1], 'state', 'token', 'lease_until', 'expires_at')
+local ends = r[3]
+if r[1] == 'completed' then
+  ends = r[4]
+end
+if r[1] ~= ARGV[2] or r[2] ~= ARGV[1] or not ends or tonumber(ends) <= now then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+return 1
 `
