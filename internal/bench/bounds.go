@@ -8,10 +8,10 @@ import (
 
 // StoreClaimsContender is the contender of the store-call comparisons that
 // claims fresh keys and completes none (see [StoreClaims]): the store's
-// claims/s, which the moonshots hold against their references.
+// claims/s, which the batched-claim targets hold against their references.
 const StoreClaimsContender = "store-claims"
 
-// ceilingNote returns the note that states, when the moonshot target is
+// ceilingNote returns the note that states, when the batched-claim target is
 // missed, how far batching could take the claim: ceiling is the contender
 // that runs the store's own claim with its server's reference client, every
 // claim in flight in one round trip of keys claims (see

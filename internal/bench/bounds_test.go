@@ -60,16 +60,16 @@ func TestCeilingNoteTellsReachFromTheBatchedReference(t *testing.T) {
 				oneRound(PgbenchBatchedContender, c.batched),
 			}}},
 			Verdicts: []Verdict{
-				{Target: Target{Name: PostgresMoonshot, Comparison: PostgresCalls, Of: StoreClaimsContender, Over: "pgbench", Goal: 2}, Value: 1.2},
+				{Target: Target{Name: PostgresBatchedClaims, Comparison: PostgresCalls, Of: StoreClaimsContender, Over: "pgbench", Goal: 2}, Value: 1.2},
 				{Target: Target{Name: "postgres-vs-pgbench", Comparison: PostgresCalls, Goal: 0.8}, Value: 0.5},
 			},
 		}
-		lines, err := ceilingNote(PostgresMoonshot, PgbenchBatchedContender, fillOf(8, 6, 10), PostgresClients, 2)(context.Background(), rep)
+		lines, err := ceilingNote(PostgresBatchedClaims, PgbenchBatchedContender, fillOf(8, 6, 10), PostgresClients, 2)(context.Background(), rep)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(lines) != 1 {
-			t.Fatalf("batched %v: %d lines, want one for the missed moonshot: %q", c.batched, len(lines), lines)
+			t.Fatalf("batched %v: %d lines, want one for the missed target: %q", c.batched, len(lines), lines)
 		}
 		reach := "out of reach"
 		if c.batched/10_000 >= 2 {
