@@ -1,0 +1,37 @@
+//go:build renamecheck
+
+package repocheck
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/onceflow/onceflow/tools/internal/rename"
+)
+
+// TestRenamedCopy renames a full copy of the repository in a temporary
+// directory, then builds it, vets it and runs its unit tests (-short), as a
+// fork would right after `make rename`. It compiles the whole module a
+// second time, under its new path, so it runs with `make rename-check`
+// (and in CI), not in `make test`.
+func TestRenamedCopy(t *testing.T) {
+	dir := copyTree(t, true)
+	if _, err := rename.Tree(dir, forkOptions); err != nil {
+		t.Fatal(err)
+	}
+	assertRenamed(t, dir)
+	for _, args := range [][]string{
+		{"build", "./..."},
+		{"vet", "./..."},
+		{"test", "-short", "-count=1", "./..."},
+	} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		t.Logf("go %v", args)
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("go %v in the renamed copy: %v", args, err)
+		}
+	}
+}
