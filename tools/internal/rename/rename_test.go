@@ -14,6 +14,11 @@ import (
 // the name the rename must reach.
 var fixture = map[string]string{
 	"go.mod": "module github.com/onceflow/onceflow\n\ngo 1.26.0\n",
+	// A nested module that requires the root through a replace, as tools/
+	// does.
+	"tools/go.mod": "module github.com/onceflow/onceflow/tools\n\ngo 1.26.0\n\n" +
+		"require github.com/onceflow/onceflow v0.0.0-00010101000000-000000000000\n\n" +
+		"replace github.com/onceflow/onceflow => ../\n",
 	"cmd/onceflow/main.go": `// Command onceflow runs the service.
 package main
 
@@ -65,7 +70,7 @@ func TestTreeRewritesEveryForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(changed)
-	want := []string{"Dockerfile", "README.md", "app/metrics.go", "cmd/billing", "cmd/onceflow/main.go", "go.mod"}
+	want := []string{"Dockerfile", "README.md", "app/metrics.go", "cmd/billing", "cmd/onceflow/main.go", "go.mod", "tools/go.mod"}
 	if !slices.Equal(changed, want) {
 		t.Errorf("changed = %q, want %q", changed, want)
 	}
@@ -97,6 +102,9 @@ func main() { fmt.Println(app.Name, lib.X, "BILLING_MODE", "Billing") }
 		"README.md":      "# billing\n\n`curl localhost:8080/metrics | grep billing_store`\n",
 		"bin/onceflow":   fixture["bin/onceflow"],
 		"testdata/blob":  fixture["testdata/blob"],
+		"tools/go.mod": "module example.com/shop/billing/tools\n\ngo 1.26.0\n\n" +
+			"require example.com/shop/billing v0.0.0-00010101000000-000000000000\n\n" +
+			"replace example.com/shop/billing => ../\n",
 	} {
 		if got := read(t, dir, name); got != want {
 			t.Errorf("%s = %q, want %q", name, got, want)

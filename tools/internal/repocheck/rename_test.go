@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/mod/modfile"
+
 	"github.com/onceflow/onceflow/tools/internal/rename"
 )
 
@@ -67,5 +69,36 @@ func assertRenamed(t *testing.T, dir string) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("%s does not contain %q", file, want)
 		}
+	}
+	assertToolsRenamed(t, dir)
+}
+
+// assertToolsRenamed requires tools/go.mod to name the tools module under
+// the fork's path and to require the fork's module from the directory
+// above, as the tree's own tools/go.mod does with its module.
+func assertToolsRenamed(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, "tools", "go.mod")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse(path, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := forkOptions.Module
+	if f.Module == nil || f.Module.Mod.Path != mod+"/tools" {
+		t.Errorf("tools/go.mod: module %v, want %s/tools", f.Module, mod)
+	}
+	required := false
+	for _, r := range f.Require {
+		required = required || r.Mod.Path == mod
+	}
+	if !required {
+		t.Errorf("tools/go.mod does not require %s", mod)
+	}
+	if len(f.Replace) != 1 || f.Replace[0].Old.Path != mod || f.Replace[0].New.Path != "../" {
+		t.Errorf("tools/go.mod replaces %v, want %s => ../", f.Replace, mod)
 	}
 }
