@@ -2,6 +2,13 @@
 
 GO        ?= go
 PKGS      ?= ./...
+# The dev tools (the bench, the rename, the image size, the in-process
+# Kafka, the repository checks) are a module of their own under tools/, so
+# that their dependencies (plotting, profiles, go.mod parsing, YAML) stay
+# out of the go.mod a library user's build reads. Every target that runs,
+# tests or lints the root module does the same in tools/.
+TOOLS     = tools
+TOOLS_PKGS ?= ./...
 COMPOSE   ?= docker compose
 TEST_TIMEOUT ?= 9m
 FUZZTIME  ?= 60s
@@ -33,19 +40,25 @@ run: build ## run the service on :8080 (in-process transport, memory store: noth
 build: ## build bin/onceflow
 	$(GO) build -o bin/onceflow ./cmd/onceflow
 
-# The packages with benchmarks. make test runs each benchmark once
-# (-benchtime=1x, BENCH_SMOKE=1 for the smallest sizes) with the race
-# detector, reusing the test step's build, to keep them compiling and
-# running; `make bench` is where they measure. (go test runs benchmarks of
-# different packages one at a time, so they are a step of their own.)
-BENCH_PKGS = $(shell grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u)
+# The packages with benchmarks, of the root module and of tools/. make
+# test runs each benchmark once (-benchtime=1x, BENCH_SMOKE=1 for the
+# smallest sizes) with the race detector, reusing the test step's build, to
+# keep them compiling and running; `make bench` is where they measure. (go
+# test runs benchmarks of different packages one at a time, so they are a
+# step of their own.)
+bench_pkgs = $(shell cd $(1) && grep -rl --include='*_test.go' '^func Benchmark' . | grep -v '^\./$(TOOLS)/' | xargs -n1 dirname | sort -u)
+BENCH_PKGS = $(call bench_pkgs,.)
+TOOLS_BENCH_PKGS = $(call bench_pkgs,$(TOOLS))
 
-test: lint ## lint, then every test (unit and integration) with the race detector, then every benchmark once
+test: lint ## lint, then every test (unit and integration) with the race detector, then every benchmark once; the root module, then tools/
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	cd $(TOOLS) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TOOLS_PKGS)
 	BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
+	cd $(TOOLS) && BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(TOOLS_BENCH_PKGS)
 
 test-short: ## unit tests only: no services needed
 	$(GO) test -short -count=1 $(PKGS)
+	cd $(TOOLS) && $(GO) test -short -count=1 $(TOOLS_PKGS)
 
 # make e2e: distinct payments per cell, each sent three times (make test's
 # short variant sends 250).
@@ -82,7 +95,7 @@ RETENTION_ROWS ?= 10000000
 
 .PHONY: bench-retention
 bench-retention: ## PostgreSQL retention against RETENTION_ROWS (10M) expired records, rows and partitioned layouts: rows/s, claim p99 sweeping vs idle
-	$(GO) test -tags bench -count=1 -run TestScale -v -timeout 1h ./internal/bench/retention/ -args -rows=$(RETENTION_ROWS)
+	cd $(TOOLS) && $(GO) test -tags bench -count=1 -run TestScale -v -timeout 1h ./internal/bench/retention/ -args -rows=$(RETENTION_ROWS)
 
 .PHONY: load
 load: build ## load the service on :8080 (make run; compose stack: LOAD_TRANSPORT=kafka|amqp|sql) with LOAD_ARGS, then check every payment was charged once
@@ -96,7 +109,7 @@ BENCH_SIZE ?= full
 
 bench: bench-tools ## onceflow side by side with redis-benchmark, pgbench and its peers; writes docs/PERFORMANCE.md and prints TARGET lines
 	@mkdir -p docs
-	$(GO) run ./cmd/bench -size $(BENCH_SIZE) -out docs/PERFORMANCE.md
+	cd $(TOOLS) && $(GO) run ./cmd/bench -size $(BENCH_SIZE) -out ../docs/PERFORMANCE.md
 
 bench-tools: ## install redis-benchmark (redis-tools) and pgbench (postgresql-contrib) when missing
 	@missing=""; \
@@ -107,8 +120,9 @@ bench-tools: ## install redis-benchmark (redis-tools) and pgbench (postgresql-co
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-vet: ## go vet
+vet: ## go vet, the root module and tools/
 	$(GO) vet $(PKGS)
+	cd $(TOOLS) && $(GO) vet $(TOOLS_PKGS)
 
 # staticcheck 2026.2.2 (module version v0.8.2), whose go.mod requires Go
 # 1.26; go install puts each version in a directory of its own under
@@ -116,10 +130,11 @@ vet: ## go vet
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK = $(CURDIR)/bin/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
-lint: vet $(STATICCHECK) ## gofmt, go vet and staticcheck (STATICCHECK_VERSION, installed in bin/tools); zero findings
+lint: vet $(STATICCHECK) ## gofmt, go vet and staticcheck (STATICCHECK_VERSION, installed in bin/tools), the root module and tools/; zero findings
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted (run gofmt -w):"; echo "$$unformatted"; exit 1; fi
 	$(STATICCHECK) $(PKGS)
+	cd $(TOOLS) && $(STATICCHECK) $(TOOLS_PKGS)
 
 $(STATICCHECK):
 	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -129,24 +144,25 @@ $(STATICCHECK):
 GOVULNCHECK_VERSION ?= v1.9.0
 GOVULNCHECK = $(CURDIR)/bin/tools/govulncheck-$(GOVULNCHECK_VERSION)/govulncheck
 
-vulncheck: $(GOVULNCHECK) ## known vulnerabilities reachable from the code (govulncheck GOVULNCHECK_VERSION; needs vuln.go.dev, so CI runs it, not make test)
+vulncheck: $(GOVULNCHECK) ## known vulnerabilities reachable from the code, the root module and tools/ (govulncheck GOVULNCHECK_VERSION; needs vuln.go.dev, so CI runs it, not make test)
 	$(GOVULNCHECK) $(PKGS)
+	cd $(TOOLS) && $(GOVULNCHECK) $(TOOLS_PKGS)
 
 $(GOVULNCHECK):
 	GOBIN=$(@D) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
 
 image-size: ## the container image's size, measured without Docker; writes it into docs/deploying.md
-	$(GO) run ./cmd/imagesize -readme docs/deploying.md
+	cd $(TOOLS) && $(GO) run ./cmd/imagesize -dockerfile ../Dockerfile -readme ../docs/deploying.md
 
 rename: ## turn this repository into your service, in place: make rename MODULE=github.com/acme/orders NAME=orders
 	@test -n "$(MODULE)" -a -n "$(NAME)" || { echo 'usage: make rename MODULE=github.com/acme/orders NAME=orders'; exit 2; }
-	$(GO) run ./cmd/rename -module '$(MODULE)' -name '$(NAME)'
+	cd $(TOOLS) && $(GO) run ./cmd/rename -dir .. -module '$(MODULE)' -name '$(NAME)'
 
 example-check: ## replace the payments example with testdata's shop domain in a temp copy, then build it and run the shop's end-to-end test (CI runs it beside make test)
-	REQUIRE_SERVICES=$${REQUIRE_SERVICES:-1} $(GO) test -tags examplecheck -count=1 -timeout 15m -run TestExampleDomainReplaced ./internal/repocheck/
+	cd $(TOOLS) && REQUIRE_SERVICES=$${REQUIRE_SERVICES:-1} $(GO) test -tags examplecheck -count=1 -timeout 15m -run TestExampleDomainReplaced ./internal/repocheck/
 
 rename-check: ## rename a copy in a temp dir, then build, vet and run its unit tests (CI runs it beside make test)
-	$(GO) test -tags renamecheck -count=1 -timeout 20m -run TestRenamedCopy ./internal/repocheck/
+	cd $(TOOLS) && $(GO) test -tags renamecheck -count=1 -timeout 20m -run TestRenamedCopy ./internal/repocheck/
 
 up: ## start PostgreSQL, Redis, RabbitMQ, NATS and Kafka with docker compose and wait until healthy
 	$(COMPOSE) up -d --wait postgres redis rabbitmq nats kafka

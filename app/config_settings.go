@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/caarlos0/env/v11"
 )
 
 // setting is one environment variable of [Config], as its field declares
@@ -93,4 +95,33 @@ func (s setting) logAttr(v reflect.Value) slog.Attr {
 		return slog.Bool(key+"_set", v.String() != "")
 	}
 	return slog.Any(key, v.Interface())
+}
+
+// settingNamed is the setting that reads the variable name.
+func settingNamed(name string) (setting, bool) {
+	for _, s := range settings() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return setting{}, false
+}
+
+// CheckSetting checks one variable on its own, as a deploy file sets it:
+// it is a setting of Config, its value parses as the setting's type, and
+// its allowed tag allows it. Rules that bind settings together are the
+// whole configuration's (LoadConfig).
+func CheckSetting(name, value string) error {
+	s, ok := settingNamed(name)
+	if !ok {
+		return fmt.Errorf("%s is not a setting: app.Config declares no such variable", name)
+	}
+	var cfg Config
+	if err := env.ParseWithOptions(&cfg, env.Options{Environment: map[string]string{name: value}}); err != nil {
+		return explainParseError(err)
+	}
+	if s.Allowed != nil {
+		return s.checkAllowed(s.value(reflect.ValueOf(cfg)).String())
+	}
+	return nil
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caarlos0/env/v11"
-
 	"github.com/onceflow/onceflow/internal/transport"
 )
 
@@ -116,35 +114,6 @@ func TestConfigLogMasksEverySecret(t *testing.T) {
 	}
 }
 
-// settingNamed is the setting that reads the variable name.
-func settingNamed(name string) (setting, bool) {
-	for _, s := range settings() {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return setting{}, false
-}
-
-// checkSetting checks one variable on its own, as a deploy file sets it:
-// it is a setting of Config, its value parses as the setting's type, and
-// its allowed tag allows it. Rules that bind settings together are the
-// whole configuration's (LoadConfig).
-func checkSetting(name, value string) error {
-	s, ok := settingNamed(name)
-	if !ok {
-		return fmt.Errorf("%s is not a setting: app.Config declares no such variable", name)
-	}
-	var cfg Config
-	if err := env.ParseWithOptions(&cfg, env.Options{Environment: map[string]string{name: value}}); err != nil {
-		return explainParseError(err)
-	}
-	if s.Allowed != nil {
-		return s.checkAllowed(s.value(reflect.ValueOf(cfg)).String())
-	}
-	return nil
-}
-
 // TestCheckSetting: the check of deploy files refuses an unknown variable,
 // a value its type does not parse and one its allowed tag does not list.
 func TestCheckSetting(t *testing.T) {
@@ -157,9 +126,9 @@ func TestCheckSetting(t *testing.T) {
 		{"DEDUP_TTL", "a day", "DEDUP_TTL: unable to parse duration"},
 		{"MIGRATE_ON_START", "yes please", "MIGRATE_ON_START: strconv.ParseBool"},
 	} {
-		err := checkSetting(tc.name, tc.value)
+		err := CheckSetting(tc.name, tc.value)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("checkSetting(%s, %q) = %v, want %q", tc.name, tc.value, err, tc.want)
+			t.Errorf("CheckSetting(%s, %q) = %v, want %q", tc.name, tc.value, err, tc.want)
 		}
 	}
 }

@@ -1,5 +1,5 @@
 // Package kfakebroker starts kfake, franz-go's in-process Kafka-protocol
-// broker, the way the tests and cmd/devkafka use it: one broker, topics
+// broker, the way the tests and tools/cmd/devkafka use it: one broker, topics
 // created on demand, and connections that outlive their clients so that
 // consumer groups recover from crashed clients as they do on Kafka.
 //

@@ -57,7 +57,7 @@ func TestKfakeKeepsMemberThatDiedInJoinGroup(t *testing.T) {
 		"this test and the note on kfake in docs/brokers.md can go", attempts, attempts)
 }
 
-// The workaround: the broker the tests and cmd/devkafka start
+// The workaround: the broker the tests and tools/cmd/devkafka start
 // (internal/kfakebroker) expires such a member one session timeout later,
 // like Kafka.
 func TestKfakebrokerExpiresMemberThatDiedInJoinGroup(t *testing.T) {

@@ -24,21 +24,8 @@ const (
 	DefaultBatchLinger  = 200 * time.Microsecond
 )
 
-// claimBatchSQL claims many distinct keys in one statement: claimSQL over
-// arrays. The rows are inserted, and so locked, in the byte order of their
-// keys (the key column's collation is "C"), so two batches that share keys
-// lock them in the same order and cannot deadlock. It returns the row of
-// every key, as it stands after the statement, with its token: a key was
-// acquired when the token is the one offered.
-const claimBatchSQL = `
-INSERT INTO %[1]s AS r (key, state, token, fingerprint, created_at, expires_at)
-SELECT u.key, 'in_progress', u.token, u.fingerprint, now(), now() + u.lease * interval '1 microsecond'
-FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[]) AS u(key, token, fingerprint, lease)
-ORDER BY u.key COLLATE "C"` + claimConflictSQL + `
-RETURNING r.key, r.token, r.state, r.fingerprint, r.result, r.created_at, r.completed_at, r.expires_at`
-
 // completeBatchSQL completes many distinct keys in one statement: the
-// owned rows are locked first, in key order (as claimBatchSQL locks them),
+// owned rows are locked first, in key order (as pgclaim.BatchSQL locks them),
 // then updated as completeSQL does. It returns the keys it completed.
 const completeBatchSQL = `
 WITH u AS (
@@ -71,8 +58,8 @@ func newBatchers(s *Store, bc batch.Config, observe func(op string, calls int)) 
 	}
 }
 
-// claimBatch claims reqs: a batch of one with claimSQL, as an unbatched
-// Claim does, a larger one with claimBatchSQL per round of distinct keys.
+// claimBatch claims reqs: a batch of one with pgclaim.SQL, as an unbatched
+// Claim does, a larger one with pgclaim.BatchSQL per round of distinct keys.
 func (s *Store) claimBatch(ctx context.Context, reqs []claimReq, res []batch.Result[stores.Claim]) {
 	if len(reqs) == 1 {
 		res[0].Resp, res[0].Err = s.claimOne(ctx, reqs[0])

@@ -57,7 +57,7 @@ FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest($2::text[]) AS k ORDER BY 1) 
 const readCommitted = "read committed"
 
 // claimPartitionedSQL is the claim after lockSQL (see above); parameters as
-// claimSQL's. It returns exactly one row: the record as it stands after the
+// pgclaim.SQL's. It returns exactly one row: the record as it stands after the
 // statement, with its token (ours when acquired). It returns none only when
 // the transaction is not READ COMMITTED.
 const claimPartitionedSQL = `
@@ -80,8 +80,8 @@ UNION ALL
 SELECT token, state, fingerprint, result, created_at, completed_at, expires_at FROM cur WHERE expires_at > now()`
 
 // claimBatchPartitionedSQL is claimPartitionedSQL over arrays (parameters
-// as claimBatchSQL's), after lockBatchSQL. It returns the row of every key
-// with the key first, as claimBatchSQL does.
+// as pgclaim.BatchSQL's), after lockBatchSQL. It returns the row of every key
+// with the key first, as pgclaim.BatchSQL does.
 const claimBatchPartitionedSQL = `
 WITH u AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[]) AS u(key, token, fingerprint, lease)

@@ -44,6 +44,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/onceflow/onceflow/internal/pgclaim"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/internal/batch"
 )
@@ -140,7 +141,7 @@ func New(db Querier, cfg Config) (*Store, error) {
 	if table == "" {
 		table = DefaultTable
 	}
-	quoted, err := quoteTable(table)
+	quoted, err := pgclaim.QuoteTable(table)
 	if err != nil {
 		return nil, err
 	}
@@ -190,13 +191,13 @@ type statements struct {
 
 func newStatements(table string) *statements {
 	return &statements{
-		claim:    fmt.Sprintf(claimSQL, table),
+		claim:    fmt.Sprintf(pgclaim.SQL, table),
 		complete: fmt.Sprintf(completeSQL, table),
 		release:  fmt.Sprintf(releaseSQL, table),
 		extend:   fmt.Sprintf(extendSQL, table),
 		sweep:    fmt.Sprintf(sweepSQL, table),
 
-		claimBatch:    fmt.Sprintf(claimBatchSQL, table),
+		claimBatch:    fmt.Sprintf(pgclaim.BatchSQL, table),
 		completeBatch: fmt.Sprintf(completeBatchSQL, table),
 		admin:         newAdminStatements(table),
 	}

@@ -6,51 +6,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/onceflow/onceflow/internal/redisscript"
 	"github.com/onceflow/onceflow/stores"
 )
 
 var _ stores.Admin = (*Store)(nil)
 
-// The admin scripts, each the prelude followed by its body. Like the
-// others they touch only the record's own hash, so they run on a Cluster.
+// The admin scripts. Like the others they touch only the record's own
+// hash, so they run on a Cluster.
 var (
-	lookupScript = redis.NewScript(prelude + lookupLua)
-	removeScript = redis.NewScript(prelude + removeLua)
+	lookupScript = redis.NewScript(redisscript.Lookup)
+	removeScript = redis.NewScript(redisscript.Remove)
 )
-
-// lookupLua reads the live record, changing nothing.
-//
-// Returns one of
-//
-//	{"absent"}
-//	{"in_progress", token, fingerprint, created_at, lease_until}
-//	{"completed", token, fingerprint, result, created_at, completed_at, expires_at}
-const lookupLua = `
-local r = redis.call('HMGET', KEYS[1], 'state', 'token', 'fingerprint', 'result',
-  'created_at', 'lease_until', 'completed_at', 'expires_at')
-if r[1] == 'in_progress' and tonumber(r[6]) > now then
-  return {'in_progress', r[2], r[3], tonumber(r[5]), tonumber(r[6])}
-end
-if r[1] == 'completed' and tonumber(r[8]) > now then
-  return {'completed', r[2], r[3], r[4], tonumber(r[5]), tonumber(r[7]), tonumber(r[8])}
-end
-return {'absent'}
-`
-
-// removeLua deletes the live record whose token is ARGV[1] and state
-// ARGV[2]. Returns 1, or 0 if there is no such record.
-const removeLua = `
-local r = redis.call('HMGET', KEYS[1], 'state', 'token', 'lease_until', 'expires_at')
-local ends = r[3]
-if r[1] == 'completed' then
-  ends = r[4]
-end
-if r[1] ~= ARGV[2] or r[2] ~= ARGV[1] or not ends or tonumber(ends) <= now then
-  return 0
-end
-redis.call('DEL', KEYS[1])
-return 1
-`
 
 // Lookup implements [stores.Admin]. It runs lookupScript: one round trip.
 func (s *Store) Lookup(ctx context.Context, key string) (stores.Entry, error) {

@@ -4,21 +4,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/redisscript"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/stores"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
 
-// The exported batch claim script is the store's: the keys it claims are
-// held when the store is asked for them, each with its own fingerprint, and
-// a second run finds them held.
+// The batch claim script, run on its own as a tool such as redis-benchmark
+// runs it, claims for the store: the keys it claims are held when the store
+// is asked for them, each with its own fingerprint, and a second run finds
+// them held.
 func TestClaimBatchScriptClaimsForTheStore(t *testing.T) {
 	client := testenv.Redis(t)
 	prefix := testenv.KeyPrefix(t)
 	s := redisstore.New(client, redisstore.Config{KeyPrefix: prefix})
 	run := func() []any {
 		t.Helper()
-		reply, err := client.Eval(t.Context(), redisstore.ClaimBatchScript(), []string{prefix + "a", prefix + "b"},
+		reply, err := client.Eval(t.Context(), redisscript.ClaimBatch, []string{prefix + "a", prefix + "b"},
 			"tok-a", "fp-a", 30_000_000, "tok-b", "fp-b", 30_000_000).Slice()
 		if err != nil {
 			t.Fatal(err)

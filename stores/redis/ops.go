@@ -8,7 +8,21 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/onceflow/onceflow/internal/redisscript"
 	"github.com/onceflow/onceflow/stores"
+)
+
+// The store's scripts; package internal/redisscript holds their Lua source
+// and the record's fields. Claim and Complete each have two: one for a call
+// alone, the only kind a Cluster runs, and, for a batch on one server, one
+// that runs the same function on every key of the batch.
+var (
+	claimScript       = redis.NewScript(redisscript.ClaimOne)
+	completeScript    = redis.NewScript(redisscript.CompleteOne)
+	claimAllScript    = redis.NewScript(redisscript.ClaimBatch)
+	completeAllScript = redis.NewScript(redisscript.CompleteBatch)
+	releaseScript     = redis.NewScript(redisscript.Release)
+	extendScript      = redis.NewScript(redisscript.Extend)
 )
 
 // Claim implements stores.Store. It runs claimScript: one round trip.

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/tools/internal/bench"
+)
+
+func TestFlagsRejectUnknownSize(t *testing.T) {
+	var stderr bytes.Buffer
+	if _, err := parseFlags([]string{"-size", "huge"}, &stderr); err == nil || !strings.Contains(err.Error(), "huge") {
+		t.Errorf("err = %v, want one naming the size", err)
+	}
+	if _, err := parseFlags([]string{"extra"}, &stderr); err == nil {
+		t.Error("no error for a stray argument")
+	}
+}
+
+// A tiny run measures every comparison, sweep and profile: it prints one
+// TARGET line with a measured value per target last, the plan's and the
+// flows', and writes the report and the plot beside it.
+func TestTinyRunWritesReport(t *testing.T) {
+	testenv.Integration(t)
+	if err := (bench.Tools{}).Check(); err != nil {
+		testenv.Unreachable(t, "redis-benchmark and pgbench", "PATH", err)
+	}
+	t.Setenv("TEST_REDIS_ADDR", testenv.RedisAddr())
+	t.Setenv("TEST_DATABASE_URL", testenv.PostgresURL())
+	out := filepath.Join(t.TempDir(), "PERFORMANCE.md")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, []string{"-size", "tiny", "-out", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	_, tail, ok := strings.Cut(stdout.String(), "== targets")
+	if !ok {
+		t.Fatalf("no targets section in\n%s", stdout.String())
+	}
+	lines := strings.Split(strings.TrimSpace(tail), "\n")[1:]
+	re := regexp.MustCompile(`^TARGET (\S+) ratio=-?[0-9]+\.[0-9]{3} goal=(>=|<=)[0-9.]+ (PASS|MISS)$`)
+	judged := map[string]bool{}
+	for _, line := range lines {
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			t.Errorf("line %q after the targets header is not a TARGET line", line)
+			continue
+		}
+		judged[m[1]] = true
+	}
+	var want []string
+	for _, target := range bench.NewPlan(bench.Tiny, bench.Deps{}).Targets {
+		want = append(want, target.Name)
+	}
+	want = append(want, "transport-kafka", "transport-amqp", "transport-sql", "transport-gochannel",
+		"http-idempotency-p50-memory", "retention-claim-p99")
+	for _, name := range want {
+		if !judged[name] {
+			t.Errorf("no measured TARGET line for %s in\n%s", name, tail)
+		}
+	}
+	report, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Targets", "### payload: msg/s by payload bytes", "### concurrency: msg/s by callers", "## Findings", "go run ./cmd/bench -size tiny", "](" + PlotName + ")", "cpu profile: receiver and store code"} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	png, err := os.ReadFile(filepath.Join(filepath.Dir(out), PlotName))
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("plot: %v, want a PNG", err)
+	}
+}
