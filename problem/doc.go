@@ -11,6 +11,6 @@
 //
 // The package is a leaf (the standard library only), so that the
 // idempotent receiver's HTTP face ([github.com/onceflow/onceflow/middleware])
-// and the example's handlers ([github.com/onceflow/onceflow/handlers])
+// and a domain's HTTP handlers
 // share it without depending on each other.
 package problem
