@@ -64,9 +64,6 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 // commands lists the binary's commands: the service's, then the domain's
 // in name order.
 func commands(d domain.Domain) []string {
-	names := []string{"serve"}
-	for _, name := range slices.Sorted(maps.Keys(d.Commands)) {
-		names = append(names, name)
-	}
+	names := append([]string{"serve"}, slices.Sorted(maps.Keys(d.Commands))...)
 	return append(names, "keys", "migrate", "healthcheck")
 }
