@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,10 +54,10 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 	//   trace        a span per delivery, in the trace the message carries;
 	//   logContext   the correlation id on every log line of the delivery;
 	//   poison       parks permanent failures, acking the original;
-	//   keepContext  hands poison the message with its original context;
+	//   KeepContext  hands poison the message with its original context;
 	//   retry        retries the rest with exponential backoff, each attempt
 	//                on a fresh context;
-	//   outliveClose lets an attempt in flight when the router closes run
+	//   OutliveClose lets an attempt in flight when the router closes run
 	//                to its end (a graceful shutdown), instead of cancelling
 	//                it mid-effect;
 	//   timeout      bounds one attempt (the lease outlives it: Validate);
@@ -76,7 +75,7 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 		tr.Consume,
 		logContext,
 		poison,
-		keepContext,
+		middleware.KeepContext,
 		wmmw.Retry{
 			MaxRetries:          cfg.RetryMax,
 			InitialInterval:     cfg.RetryInterval,
@@ -86,7 +85,7 @@ func newRouter(cfg Config, t broker, receiver *middleware.Receiver, ob middlewar
 			ResetContextOnRetry: true,
 			Logger:              wlog,
 		}.Middleware,
-		outliveClose,
+		middleware.OutliveClose,
 		wmmw.Timeout(cfg.HandlerTimeout),
 		receiver.Middleware(receiverOpts...),
 		tr.Produce,
@@ -127,34 +126,4 @@ func checkRoutes(routes handlers.Routes) error {
 		return fmt.Errorf("message routes: %w", err)
 	}
 	return nil
-}
-
-// keepContext gives the message back the context it came with once the
-// middleware inside returns. Timeout cancels the context it sets; without
-// this the poison queue would publish the message with that cancelled
-// context, which publishers that honour it (AMQP, SQL) refuse — the message
-// would be nacked and loop at the head of its queue forever.
-func keepContext(h message.HandlerFunc) message.HandlerFunc {
-	return func(msg *message.Message) ([]*message.Message, error) {
-		ctx := msg.Context()
-		defer msg.SetContext(ctx)
-		return h(msg)
-	}
-}
-
-// outliveClose runs the attempt on a context that the router's Close does
-// not cancel: Watermill cancels every message's context as it starts
-// closing, and a handler cancelled between its side effect and its answer
-// (a ledger row the database committed while the client gave up on it)
-// fails, is released and runs again on another replica — a second effect
-// from a graceful shutdown. HANDLER_TIMEOUT still bounds the attempt, and
-// the router waits up to SHUTDOWN_TIMEOUT for it. Retry, outside, keeps the
-// cancellable context, so it stops retrying once the router closes.
-func outliveClose(h message.HandlerFunc) message.HandlerFunc {
-	return func(msg *message.Message) ([]*message.Message, error) {
-		ctx := msg.Context()
-		defer msg.SetContext(ctx)
-		msg.SetContext(context.WithoutCancel(ctx))
-		return h(msg)
-	}
 }
