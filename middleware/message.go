@@ -70,7 +70,7 @@ func WithFingerprint(f FingerprintFunc) MessageOption {
 //
 // Register it innermost, right around the handler: recoverer -> poison
 // queue -> retry -> timeout -> this -> handler. The lease must exceed the
-// timeout.
+// timeout. [Install] registers it so, with the rest of that order.
 func (r *Receiver) Middleware(opts ...MessageOption) message.HandlerMiddleware {
 	o := messageOptions{key: KeyFromMetadata(MetadataKey), fingerprint: PayloadFingerprint}
 	for _, opt := range opts {
