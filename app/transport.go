@@ -10,7 +10,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/internal/transport"
 )
 
@@ -52,7 +51,6 @@ func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slo
 		Topics:             topics,
 		KafkaBrokers:       c.KafkaBrokers,
 		KafkaPartitions:    c.KafkaPartitions,
-		KeyMetadata:        handlers.IdempotencyKeyMetadata,
 		AMQPURL:            c.AMQPURL,
 		AMQPConnectTimeout: c.AMQPConnectTimeout,
 		NATSURL:            c.NATSURL,
