@@ -20,7 +20,8 @@ type messageOptions struct {
 // handler ran in: in transaction mode that context carries the unit of
 // work, so the messages commit or roll back with the handler's effects and
 // its record (the transactional outbox). handler names the handler, so that
-// the Outbox knows their topic.
+// the Outbox knows their topic. Package exactlyonce has the PostgreSQL one,
+// on watermill-sql.
 type Outbox func(ctx context.Context, handler string, msgs []*message.Message) error
 
 // WithOutbox makes the middleware write produced messages through o, inside
