@@ -1,6 +1,7 @@
 // Package repocheck checks the repository itself rather than a package of
 // the service: that `make rename` reaches every mention of the name, that
-// the CI workflow runs the Makefile, and that the Kubernetes manifests agree
-// with the Dockerfile, the configuration defaults and deploy/*.env. It has
-// tests only.
+// the CI workflow runs the Makefile, that the Kubernetes manifests agree
+// with the Dockerfile, the configuration defaults and deploy/*.env, and
+// that the receiver as a library compiles no broker client. It has tests
+// only.
 package repocheck
