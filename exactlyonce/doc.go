@@ -8,11 +8,12 @@
 //     watermill-sql subscriber built on [ConsumerBeginner], a SAVEPOINT in
 //     the subscriber's own transaction ([ConsumerTx]), so that the work
 //     commits with the consumed offset.
-//   - [Outbox] is the [middleware.Outbox]: it writes the produced messages
+//   - [Outbox.Write] is the [middleware.Outbox]: it writes the produced messages
 //     with a watermill-sql publisher on the unit's transaction, to their
 //     topic's table or to one outbox table that [NewRelay] forwards to any
 //     other broker.
 //
 // It is a package of its own so that a service that takes only package
-// middleware and a store compiles neither watermill-sql nor pgx.
+// middleware and a store compiles no watermill-sql, nor pgx unless its
+// store is PostgreSQL.
 package exactlyonce
