@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/domain"
+	"github.com/onceflow/onceflow/exactlyonce"
 	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
@@ -146,15 +147,22 @@ func (b *assembly) connectBroker(ctx context.Context) error {
 
 // openOutbox, in transaction mode, routes the handlers' and the API's
 // messages through the outbox, and on a broker other than sql opens the
-// relay that forwards them.
+// relay that forwards them. The tables the outbox writes must exist before
+// a transaction writes to them: every topic written is subscribed by this
+// service, and the subscribers create them at start-up, the relay's before
+// the router's.
 func (b *assembly) openOutbox(ctx context.Context) error {
 	if b.cfg.DedupMode != "transaction" {
 		return nil
 	}
-	o := outbox{direct: b.cfg.Transport == "sql", prefix: b.cfg.TopicPrefix, outputs: b.parts.Routes.Outputs(),
-		publisher: b.transport.Publisher(), logger: b.logger, tracing: b.tracing.messages}
-	b.outbox, b.api = o.write, outboxPublisher{o}
-	if o.direct {
+	direct := b.cfg.Transport == "sql"
+	o := exactlyonce.Outbox{Topics: b.parts.Routes.Outputs(), Publisher: b.transport.Publisher(), TopicPrefix: b.cfg.TopicPrefix,
+		Decorate: b.tracing.messages.Publisher, Logger: b.logger}
+	if !direct {
+		o.RelayTopic = b.cfg.TopicPrefix + outboxTopic
+	}
+	b.outbox, b.api = o.Write, o.UnitPublisher()
+	if direct {
 		return nil
 	}
 	relay, consumers, err := newRelay(ctx, b.cfg, b.pool, b.tracing.messages.Publisher(b.transport.Publisher()), b.logger)
@@ -176,7 +184,7 @@ func (b *assembly) newReceiver(context.Context) error {
 	}
 	var transactor middleware.Transactor
 	if b.cfg.DedupMode == "transaction" {
-		transactor = pgTransactor{pool: b.pool, store: b.store.pg}
+		transactor = exactlyonce.Transactor{DB: b.pool, Store: b.store.pg}
 	}
 	b.receiver, err = middleware.NewReceiver(middleware.Config{
 		Store:        b.store,

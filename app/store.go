@@ -27,21 +27,21 @@ type idempotencyStore struct {
 // newStore builds the store STORE names on the backends already opened;
 // observe, when not nil, is told the size of every batch it sends.
 func newStore(cfg Config, pool *pgxpool.Pool, rdb redis.UniversalClient, observe func(op string, calls int)) (idempotencyStore, error) {
-	batch := 0
-	if cfg.batched() {
-		batch = cfg.StoreBatchSize
+	redisBatch, pgBatch := cfg.StoreBatchSize, cfg.StoreBatchSize
+	if !cfg.batched() {
+		redisBatch, pgBatch = redisstore.Unbatched, postgres.Unbatched
 	}
 	switch cfg.Store {
 	case "redis":
 		return idempotencyStore{
 			Store: redisstore.New(rdb, redisstore.Config{
-				WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout, BatchSize: batch, BatchObserver: observe,
+				WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout, BatchSize: redisBatch, BatchObserver: observe,
 			}),
 			ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 			close: rdb.Close,
 		}, nil
 	case "postgres":
-		s, err := postgres.New(pool, postgres.Config{BatchSize: batch, BatchObserver: observe, Layout: postgres.Layout(cfg.PGRecordsLayout)})
+		s, err := postgres.New(pool, postgres.Config{BatchSize: pgBatch, BatchObserver: observe, Layout: postgres.Layout(cfg.PGRecordsLayout)})
 		if err != nil {
 			return idempotencyStore{}, fmt.Errorf("postgres store: %w", err)
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/internal/transport"
-	"github.com/onceflow/onceflow/middleware"
 )
 
 // broker is what the service needs of a transport ([transport.Transport]):
@@ -52,7 +51,6 @@ func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slo
 		Topics:             topics,
 		KafkaBrokers:       c.KafkaBrokers,
 		KafkaPartitions:    c.KafkaPartitions,
-		KeyMetadata:        middleware.MetadataKey,
 		AMQPURL:            c.AMQPURL,
 		AMQPConnectTimeout: c.AMQPConnectTimeout,
 		NATSURL:            c.NATSURL,

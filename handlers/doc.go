@@ -30,7 +30,7 @@
 // the idempotent receiver that the application wraps around them is what
 // makes each side effect happen once. Every message they produce, and every
 // PaymentRequested the HTTP API publishes, carries the payment id as
-// metadata IdempotencyKeyMetadata.
+// metadata [middleware.MetadataKey], the receiver's idempotency key.
 //
 // Malformed input is never retried: decoding errors match ErrMalformed, so the
 // router can send such a message straight to the poison queue with the reason.
@@ -57,7 +57,3 @@ const (
 	// TopicPaymentCharged carries PaymentCharged events.
 	TopicPaymentCharged = "payments.charged"
 )
-
-// IdempotencyKeyMetadata is the message metadata key under which producers
-// put the idempotency key of a message: here always the payment id.
-const IdempotencyKeyMetadata = "idempotency_key"

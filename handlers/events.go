@@ -8,6 +8,8 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
+
+	"github.com/onceflow/onceflow/middleware"
 )
 
 // ErrMalformed matches every error of decoding an event whose payload is not
@@ -49,11 +51,11 @@ func (e PaymentCharged) Payment() Payment {
 }
 
 // Message encodes e as a JSON message with a new UUID and metadata
-// IdempotencyKeyMetadata set to the payment id.
+// [middleware.MetadataKey] set to the payment id.
 func (e PaymentRequested) Message() (*message.Message, error) { return newMessage(e, e.PaymentID) }
 
 // Message encodes e as a JSON message with a new UUID and metadata
-// IdempotencyKeyMetadata set to the payment id.
+// [middleware.MetadataKey] set to the payment id.
 func (e PaymentCharged) Message() (*message.Message, error) { return newMessage(e, e.PaymentID) }
 
 func newMessage(event any, paymentID string) (*message.Message, error) {
@@ -62,7 +64,7 @@ func newMessage(event any, paymentID string) (*message.Message, error) {
 		return nil, fmt.Errorf("encoding %T: %w", event, err)
 	}
 	msg := message.NewMessage(uuid.NewString(), payload)
-	msg.Metadata.Set(IdempotencyKeyMetadata, paymentID)
+	msg.Metadata.Set(middleware.MetadataKey, paymentID)
 	return msg, nil
 }
 

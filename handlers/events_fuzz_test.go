@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/middleware"
 )
 
 // eventFields are the JSON names a decoding error may blame.
@@ -40,7 +41,7 @@ func FuzzDecodePaymentRequested(f *testing.F) {
 		if err != nil || again.Payment() != e.Payment() || !sameTime(again.RequestedAt, e.RequestedAt) {
 			t.Fatalf("payload %q decoded to %+v, re-encoded as %s, decoded to %+v, %v", payload, e, msg.Payload, again, err)
 		}
-		if k := msg.Metadata.Get(handlers.IdempotencyKeyMetadata); k != e.PaymentID {
+		if k := msg.Metadata.Get(middleware.MetadataKey); k != e.PaymentID {
 			t.Fatalf("message of %+v has idempotency key %q", e, k)
 		}
 	})

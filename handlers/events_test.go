@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/middleware"
 )
 
 func TestPaymentRequestedRoundTrip(t *testing.T) {
@@ -22,7 +23,7 @@ func TestPaymentRequestedRoundTrip(t *testing.T) {
 	if msg.UUID == "" {
 		t.Error("message has no UUID")
 	}
-	if got := msg.Metadata.Get(handlers.IdempotencyKeyMetadata); got != want.PaymentID {
+	if got := msg.Metadata.Get(middleware.MetadataKey); got != want.PaymentID {
 		t.Errorf("idempotency key = %q, want %q", got, want.PaymentID)
 	}
 	got, err := handlers.DecodePaymentRequested(msg.Payload)

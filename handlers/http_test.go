@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/ledgertest"
 	"github.com/onceflow/onceflow/handlers/memory"
+	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/problem"
 )
 
@@ -208,10 +209,10 @@ func TestCreatePaymentPublishesPaymentRequested(t *testing.T) {
 	if ev.Payment() != want || ev.RequestedAt.IsZero() {
 		t.Errorf("PaymentRequested = %+v, want %+v with requested_at", ev, want)
 	}
-	if got := msg.Metadata.Get(handlers.IdempotencyKeyMetadata); got != "pay-1" {
+	if got := msg.Metadata.Get(middleware.MetadataKey); got != "pay-1" {
 		t.Errorf("idempotency key = %q, want pay-1", got)
 	}
-	if got := middleware.MessageCorrelationID(msg); got != "corr-42" {
+	if got := wmmw.MessageCorrelationID(msg); got != "corr-42" {
 		t.Errorf("correlation id = %q, want corr-42", got)
 	}
 	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusAccepted})

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/ledgertest"
 	"github.com/onceflow/onceflow/handlers/memory"
+	"github.com/onceflow/onceflow/middleware"
 )
 
 func paymentRequestedMessage(t *testing.T, e handlers.PaymentRequested) *message.Message {
@@ -30,7 +31,7 @@ func TestChargePayment(t *testing.T) {
 	h := handlers.NewMessageHandlers(ledger, nil)
 	req := handlers.PaymentRequested{PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1250, Currency: "EUR", RequestedAt: time.Now().UTC()}
 	in := paymentRequestedMessage(t, req)
-	middleware.SetCorrelationID("corr-1", in)
+	wmmw.SetCorrelationID("corr-1", in)
 
 	out, err := h.ChargePayment(in)
 	if err != nil {
@@ -54,10 +55,10 @@ func TestChargePayment(t *testing.T) {
 	if msg.UUID == "" || msg.UUID == in.UUID {
 		t.Errorf("produced UUID %q, want a new one", msg.UUID)
 	}
-	if got := msg.Metadata.Get(handlers.IdempotencyKeyMetadata); got != req.PaymentID {
+	if got := msg.Metadata.Get(middleware.MetadataKey); got != req.PaymentID {
 		t.Errorf("idempotency key = %q, want %q", got, req.PaymentID)
 	}
-	if got := middleware.MessageCorrelationID(msg); got != "corr-1" {
+	if got := wmmw.MessageCorrelationID(msg); got != "corr-1" {
 		t.Errorf("correlation id = %q, want corr-1", got)
 	}
 	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 1})

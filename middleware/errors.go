@@ -42,6 +42,25 @@ func Permanent(err error) bool {
 		errors.Is(err, ErrUnreadableResult)
 }
 
+// PermanentErrors returns a classifier reporting whether an error is one
+// that redelivery can never fix: [Permanent], or one matching (errors.Is)
+// any of errs — a domain's own sentinels, such as the error its decoders
+// wrap a malformed payload in. Use it as RouterConfig.Permanent.
+func PermanentErrors(errs ...error) func(error) bool {
+	errs = append([]error(nil), errs...)
+	return func(err error) bool {
+		if Permanent(err) {
+			return true
+		}
+		for _, e := range errs {
+			if errors.Is(err, e) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // shown is how a key appears in errors and logs: as the stores keep it (see
 // [stores.StorageKey]), so a long or binary key becomes its short hash. An
 // error's text travels on as the poison topic's reason_poisoned metadata, a

@@ -16,6 +16,8 @@ import (
 
 // The receiver sits innermost, right around the handler. Permanent errors
 // (a fingerprint mismatch) skip the retry and go to the poison queue.
+// [middleware.Install] builds this order, with KeepContext and
+// OutliveClose, in one call.
 func ExampleReceiver_Middleware() {
 	store := memory.New(memory.Config{})
 	defer func() { _ = store.Close() }()

@@ -20,7 +20,8 @@ type messageOptions struct {
 // handler ran in: in transaction mode that context carries the unit of
 // work, so the messages commit or roll back with the handler's effects and
 // its record (the transactional outbox). handler names the handler, so that
-// the Outbox knows their topic.
+// the Outbox knows their topic. Package exactlyonce has the PostgreSQL one,
+// on watermill-sql.
 type Outbox func(ctx context.Context, handler string, msgs []*message.Message) error
 
 // WithOutbox makes the middleware write produced messages through o, inside
@@ -70,7 +71,7 @@ func WithFingerprint(f FingerprintFunc) MessageOption {
 //
 // Register it innermost, right around the handler: recoverer -> poison
 // queue -> retry -> timeout -> this -> handler. The lease must exceed the
-// timeout.
+// timeout. [Install] registers it so, with the rest of that order.
 func (r *Receiver) Middleware(opts ...MessageOption) message.HandlerMiddleware {
 	o := messageOptions{key: KeyFromMetadata(MetadataKey), fingerprint: PayloadFingerprint}
 	for _, opt := range opts {

@@ -10,7 +10,8 @@ import (
 
 // Transactor opens units of work for transaction mode (Config.Transactor):
 // the claim, everything the function writes through the unit's context and
-// the completed record then commit, or roll back, together.
+// the completed record then commit, or roll back, together. Package
+// exactlyonce has the PostgreSQL one.
 type Transactor interface {
 	// Begin starts a unit of work within ctx. It may join a transaction
 	// that ctx already carries (as a savepoint, say) rather than open one.

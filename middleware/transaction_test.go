@@ -63,7 +63,7 @@ func newTxReceiver(t *testing.T, failCommit bool) (*Receiver, *recorder, func() 
 	if _, err := pool.Exec(ctx, "CREATE TABLE effects (key text NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	s, err := postgres.New(pool, postgres.Config{})
+	s, err := postgres.New(pool, postgres.Config{BatchSize: postgres.Unbatched})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,6 @@ var Kinds = []string{GoChannel, Kafka, AMQP, SQL, NATS, RedisStream}
 // Defaults that [Config] fills in for zero fields.
 const (
 	DefaultKafkaPartitions    = 4
-	DefaultKeyMetadata        = "idempotency_key"
 	DefaultAMQPConnectTimeout = 30 * time.Second
 	DefaultSQLPollInterval    = 100 * time.Millisecond
 	DefaultResendInterval     = time.Second
@@ -65,12 +64,6 @@ type Config struct {
 	KafkaBrokers []string
 	// KafkaPartitions is the partition count of the topics created.
 	KafkaPartitions int
-	// KeyMetadata is the metadata entry holding a message's idempotency
-	// key. Kafka keys a message by it, so that the messages of one key keep
-	// their order in one partition (a message without it is keyed by its
-	// UUID); NATS makes it the JetStream message id (Nats-Msg-Id), so that
-	// the server's duplicate window drops a re-publish.
-	KeyMetadata string
 
 	// AMQPURL is RabbitMQ, e.g. amqp://guest:guest@127.0.0.1:5672/.
 	// Required by AMQP.
@@ -126,9 +119,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KafkaPartitions == 0 {
 		c.KafkaPartitions = DefaultKafkaPartitions
-	}
-	if c.KeyMetadata == "" {
-		c.KeyMetadata = DefaultKeyMetadata
 	}
 	if c.AMQPConnectTimeout == 0 {
 		c.AMQPConnectTimeout = DefaultAMQPConnectTimeout

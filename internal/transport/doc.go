@@ -9,7 +9,8 @@
 // errors name the settings by what they are, never by where they came
 // from; the caller adds that.
 //
-// Transaction mode and the outbox build on the PostgreSQL pieces exported
-// here: [OpenConsumerPool], [NewSQLSubscriber], [NewSQLTxPublisher] and
-// [ConsumerTx].
+// The SQL transport's subscribers consume on
+// [exactlyonce.ConsumerBeginner], so that transaction mode's units of work
+// join their transactions ([exactlyonce.ConsumerTx]); the outbox relay
+// reads with [NewSQLSubscriber] on a pool of [OpenConsumerPool].
 package transport

@@ -9,6 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/middleware"
 )
 
 // The service's topics and key metadata, as the tests use them.
@@ -16,7 +17,7 @@ const (
 	topicRequested = "payments.requested"
 	topicCharged   = "payments.charged"
 	topicPoison    = "poison"
-	keyMetadata    = DefaultKeyMetadata
+	keyMetadata    = middleware.MetadataKey
 )
 
 // waitFor polls cond until it holds, failing the test after 20 seconds.

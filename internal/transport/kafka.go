@@ -11,6 +11,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/onceflow/onceflow/middleware"
 )
 
 // Kafka client timeouts. Start-up against a dead cluster fails within about
@@ -37,7 +39,7 @@ const (
 // fails start-up within about 15 s, with a one-line error.
 //
 // The publisher waits for every in-sync replica to store a message
-// (acks=all) and keys it by its metadata [Config.KeyMetadata] (the
+// (acks=all) and keys it by its metadata [middleware.MetadataKey] (the
 // payment id), so one payment's events keep their order in one partition.
 // Each handler gets its own subscriber in its consumer group (see
 // [Config.ConsumerGroup]); a new group starts from the oldest offset, and
@@ -52,7 +54,7 @@ func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (
 	if err := createKafkaTopics(ctx, cfg, topics); err != nil {
 		return Transport{}, oneLineError{err}
 	}
-	marshaler := kafkaMarshaler(cfg.KeyMetadata)
+	marshaler := kafkaMarshaler(middleware.MetadataKey)
 	pub, err := kafka.NewPublisher(kafka.PublisherConfig{
 		Brokers:               cfg.KafkaBrokers,
 		Marshaler:             marshaler,

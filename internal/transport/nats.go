@@ -11,6 +11,8 @@ import (
 	wmnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
+
+	"github.com/onceflow/onceflow/middleware"
 )
 
 // Tuning of the NATS transport; newNATS explains the choices.
@@ -131,7 +133,7 @@ func newNATSWith(ctx context.Context, cfg Config, logger watermill.LoggerAdapter
 		return Transport{}, err
 	}
 	pub, err := wmnats.NewPublisherWithNatsConn(t.conn, wmnats.PublisherPublishConfig{
-		Marshaler:         natsMarshaler{keyEntry: cfg.KeyMetadata},
+		Marshaler:         natsMarshaler{keyEntry: middleware.MetadataKey},
 		SubjectCalculator: wmnats.DefaultSubjectCalculator,
 		JetStream:         wmnats.JetStreamConfig{ConnectOptions: []nats.JSOpt{nats.MaxWait(natsRequestTimeout)}},
 	}, logger)

@@ -10,6 +10,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
+
+	"github.com/onceflow/onceflow/middleware"
 )
 
 // subscriber returns a new subscriber consuming as handler, on a
@@ -90,7 +92,7 @@ func (s *natsSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *m
 
 // consume delivers sub's messages to out until ctx ends or sub is gone.
 func (s *natsSubscriber) consume(ctx context.Context, sub *nats.Subscription, out chan<- *message.Message) {
-	unmarshaler := natsMarshaler{keyEntry: s.t.cfg.KeyMetadata}
+	unmarshaler := natsMarshaler{keyEntry: middleware.MetadataKey}
 	for {
 		nm, err := sub.NextMsgWithContext(ctx)
 		switch {

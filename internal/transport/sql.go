@@ -10,6 +10,8 @@ import (
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceflow/onceflow/exactlyonce"
 )
 
 // Tuning of the PostgreSQL transport; newSQL explains the choices.
@@ -96,7 +98,7 @@ func NewSQLSubscriber(consumers *pgxpool.Pool, cfg Config, handler string) (mess
 }
 
 func newSQLSubscriber(consumers *pgxpool.Pool, cfg Config, handler string, logger watermill.LoggerAdapter) (*wsql.Subscriber, error) {
-	s, err := wsql.NewSubscriber(sqlConsumerDB{wsql.BeginnerFromPgx(consumers)}, sqlSubscriberConfig(cfg, handler), logger)
+	s, err := wsql.NewSubscriber(exactlyonce.ConsumerBeginner(consumers), sqlSubscriberConfig(cfg, handler), logger)
 	if err != nil {
 		return nil, fmt.Errorf("creating the SQL subscriber of %s: %w", handler, err)
 	}

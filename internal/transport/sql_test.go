@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
+	"github.com/onceflow/onceflow/exactlyonce"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -216,7 +217,7 @@ func TestSQLTransportCloseWaitsForAnOpenUnit(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no message within 10s")
 	}
-	tx, ok := ConsumerTx(msg.Context())
+	tx, ok := exactlyonce.ConsumerTx(msg.Context())
 	if !ok {
 		t.Fatal("ConsumerTx: no consumer transaction in the message's context")
 	}

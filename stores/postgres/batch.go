@@ -12,13 +12,15 @@ import (
 	"github.com/onceflow/onceflow/stores/internal/batch"
 )
 
-// Defaults of the batching settings, applied when Config.BatchSize is 2 or
-// more and the setting is zero. Each statement pays a commit, so fewer,
+// Defaults of the batching settings, applied to zero settings; all but the
+// batch size (the service's STORE_BATCH_SIZE default) apply when the batch
+// size is 2 or more. Each statement pays a commit, so fewer,
 // fuller statements go further: two in flight, a worker lets its queue
 // refill for a moment before the next, and a call waits for a worker
 // unless a statement ahead of it is stuck (on a row an open transaction
 // holds, say) for longer than a batched statement takes under load.
 const (
+	DefaultBatchSize    = 64
 	DefaultBatchWorkers = 2
 	DefaultBatchTimeout = 5 * time.Millisecond
 	DefaultBatchLinger  = 200 * time.Microsecond

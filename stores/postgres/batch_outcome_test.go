@@ -55,7 +55,7 @@ func inOneBatch(t *testing.T, pool *pgxpool.Pool, batched *postgres.Store, plain
 func TestBatchedClaimAnswersAsUnbatched(t *testing.T) {
 	t.Parallel()
 	pool := testenv.MigratedPostgres(t)
-	plain := mustNew(t, pool, postgres.Config{})
+	plain := mustNew(t, pool, unbatched)
 	batched := mustNew(t, pool, postgres.Config{BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Minute})
 	ctx := batchCtx(t)
 
@@ -129,7 +129,7 @@ func TestBatchedClaimAnswersAsUnbatched(t *testing.T) {
 func TestBatchedCompleteStoresAsUnbatched(t *testing.T) {
 	t.Parallel()
 	pool := testenv.MigratedPostgres(t)
-	plain := mustNew(t, pool, postgres.Config{})
+	plain := mustNew(t, pool, unbatched)
 	batched := mustNew(t, pool, postgres.Config{BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Minute})
 	ctx := batchCtx(t)
 

@@ -135,3 +135,29 @@ func smallPoolOn(t *testing.T, pool *pgxpool.Pool, conns int32, tracer pgx.Query
 	t.Cleanup(small.Close)
 	return small
 }
+
+// The zero value of Config batches, as the service does; BatchSize 1 or
+// Unbatched runs each call alone.
+func TestZeroConfigBatches(t *testing.T) {
+	t.Parallel()
+	pool := testenv.MigratedPostgres(t)
+	ctx := batchCtx(t)
+	for _, c := range []struct {
+		name    string
+		size    int
+		batched bool
+	}{
+		{"zero", 0, true},
+		{"unbatched", postgres.Unbatched, false},
+		{"one", 1, false},
+	} {
+		var sizes storetest.BatchSizes
+		s := mustNew(t, pool, postgres.Config{BatchSize: c.size, BatchObserver: sizes.Observe})
+		if _, err := s.Claim(ctx, c.name, []byte("fp"), time.Minute); err != nil {
+			t.Fatalf("%s: Claim: %v", c.name, err)
+		}
+		if batches, _ := sizes.Of("claim"); (batches > 0) != c.batched {
+			t.Errorf("BatchSize %d: %d claim batches observed, want batching %v", c.size, batches, c.batched)
+		}
+	}
+}

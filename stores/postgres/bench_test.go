@@ -16,7 +16,7 @@ import (
 // BenchmarkStore runs the store benchmarks with batching off and at the
 // service's default batch size, so the two read side by side.
 func BenchmarkStore(b *testing.B) {
-	for _, batch := range []int{0, 64} {
+	for _, batch := range []int{1, postgres.DefaultBatchSize} {
 		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) { benchStore(b, batch) })
 	}
 }

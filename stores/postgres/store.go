@@ -11,9 +11,9 @@
 // the same statements can also run inside a caller's pgx.Tx (see Store.With),
 // so that the claim, the handler's writes and the result commit or roll back
 // together.
-// With Config.BatchSize set, a Store on a pool claims, and completes, many
-// keys of concurrent callers in one statement over arrays instead (see
-// Config.BatchSize); each key's outcome is the one its own statement would
+// Unless Config.BatchSize turns it off, a Store on a pool claims, and
+// completes, many keys of concurrent callers in one statement over arrays
+// instead (see Config.BatchSize); each key's outcome is the one its own statement would
 // have given.
 //
 // Time is PostgreSQL's: leases and TTLs are computed and judged with now(),
@@ -52,6 +52,9 @@ import (
 // DefaultTable is the records table the migrations create.
 const DefaultTable = "idempotency_records"
 
+// Unbatched as Config.BatchSize runs each call alone.
+const Unbatched = -1
+
 // Querier runs SQL statements. *pgxpool.Pool, *pgx.Conn and pgx.Tx satisfy
 // it; a Store on a pgx.Tx runs its statements in that transaction.
 type Querier interface {
@@ -72,21 +75,22 @@ type Config struct {
 	// resolves through the connection's search_path. Default DefaultTable.
 	Table string
 
-	// BatchSize, when 2 or more, coalesces concurrent Claims, and
-	// concurrent Completes, into statements over arrays (unnest) of at
-	// most that many keys: one round trip and one commit for the lot.
-	// 0 or 1 (the default) runs each call alone. Every call keeps its own
-	// outcome and error, so the contract holds call by call; two calls on
-	// one key never share a statement, they run one after the other. A
-	// call runs at once, alone, while fewer than BatchWorkers batches are
-	// in flight, so an idle store adds no wait; otherwise it joins the next
-	// batch and waits at most BatchTimeout before that batch is sent. Under
-	// load a worker lets its queue fill back to its last batch's size for
-	// up to BatchLinger before sending.
+	// BatchSize coalesces concurrent Claims, and concurrent Completes,
+	// into statements over arrays (unnest) of at most that many keys: one
+	// round trip and one commit for the lot. Default DefaultBatchSize, the
+	// service's; 1 or Unbatched (any negative) runs each call alone. Every
+	// call keeps its own outcome and error, so the contract holds call by
+	// call; two calls on one key never share a statement, they run one
+	// after the other. A call runs at once, alone, while fewer than
+	// BatchWorkers batches are in flight, so an idle store adds no wait;
+	// otherwise it joins the next batch and waits at most BatchTimeout
+	// before that batch is sent. Under load a worker lets its queue fill
+	// back to its last batch's size for up to BatchLinger before sending.
 	// Batching applies only to a Store on a *pgxpool.Pool, never to one
 	// made by With. The caveat: a batch waits as a whole on a row that an
 	// open transaction holds (an exactly-once claim in flight), so keys in
-	// that batch wait with it.
+	// that batch wait with it: a Store that serves transaction mode beside
+	// its units should be Unbatched.
 	BatchSize int
 	// BatchWorkers is how many batches may be in flight at once, each on
 	// its own connection. Default DefaultBatchWorkers.
@@ -130,8 +134,8 @@ var _ stores.Store = (*Store)(nil)
 
 // New returns a Store that runs its statements on db, typically a
 // *pgxpool.Pool. It fails only when db is nil, cfg.Table is not "name"
-// or "schema.name", cfg.Layout is unknown, or a batching setting is
-// negative. In the partitioned layout db must also send batches
+// or "schema.name", cfg.Layout is unknown, or a batching setting other
+// than BatchSize is negative. In the partitioned layout db must also send batches
 // (SendBatch, as a pool, a pgx.Conn and a pgx.Tx do).
 func New(db Querier, cfg Config) (*Store, error) {
 	if db == nil {
@@ -145,9 +149,12 @@ func New(db Querier, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.BatchSize < 0 || cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 || cfg.BatchLinger < 0 {
-		return nil, fmt.Errorf("negative batch setting: size %d, workers %d, timeout %v, linger %v",
-			cfg.BatchSize, cfg.BatchWorkers, cfg.BatchTimeout, cfg.BatchLinger)
+	if cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 || cfg.BatchLinger < 0 {
+		return nil, fmt.Errorf("negative batch setting: workers %d, timeout %v, linger %v",
+			cfg.BatchWorkers, cfg.BatchTimeout, cfg.BatchLinger)
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = DefaultBatchSize
 	}
 	s := &Store{db: db, table: quoted, name: table}
 	switch cfg.Layout {

@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 			return s
 		},
 		Unavailable: func(t *testing.T) stores.Store {
-			return mustNew(t, unreachablePool(t), postgres.Config{})
+			return mustNew(t, unreachablePool(t), unbatched)
 		},
 	})
 }
@@ -39,15 +39,19 @@ func TestConformanceBatched(t *testing.T) {
 	})
 }
 
-// batched is the configuration of a batching store under test.
-var batched = postgres.Config{BatchSize: 16, BatchWorkers: 1}
+// batched is the configuration of a batching store under test, unbatched
+// that of a store that runs each call alone.
+var (
+	batched   = postgres.Config{BatchSize: 16, BatchWorkers: 1}
+	unbatched = postgres.Config{BatchSize: postgres.Unbatched}
+)
 
-// newStore returns a store on a freshly migrated schema of its own, and the
-// pool it runs on.
+// newStore returns an unbatched store on a freshly migrated schema of its
+// own, and the pool it runs on.
 func newStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := testenv.MigratedPostgres(t)
-	return mustNew(t, pool, postgres.Config{}), pool
+	return mustNew(t, pool, unbatched), pool
 }
 
 func mustNew(t *testing.T, db postgres.Querier, cfg postgres.Config) *postgres.Store {

@@ -10,9 +10,11 @@ import (
 	"github.com/onceflow/onceflow/stores/internal/batch"
 )
 
-// Defaults of the batching settings, applied when Config.BatchSize is 2 or
-// more and the setting is zero.
+// Defaults of the batching settings, applied to zero settings. The batch
+// size is the service's STORE_BATCH_SIZE default; the others apply when
+// the batch size is 2 or more.
 const (
+	DefaultBatchSize    = 64
 	DefaultBatchWorkers = 2
 	DefaultBatchTimeout = 500 * time.Microsecond
 	DefaultBatchLinger  = 200 * time.Microsecond

@@ -148,3 +148,29 @@ func TestBatchedCallFailsAlone(t *testing.T) {
 		t.Fatalf("%d claims took %d round trips, want fewer than half", keys, n)
 	}
 }
+
+// The zero value of Config batches, as the service does; BatchSize 1 or
+// Unbatched sends each call alone.
+func TestZeroConfigBatches(t *testing.T) {
+	t.Parallel()
+	c := testenv.Redis(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		size    int
+		batched bool
+	}{
+		{"zero", 0, true},
+		{"unbatched", redisstore.Unbatched, false},
+		{"one", 1, false},
+	} {
+		var sizes storetest.BatchSizes
+		s := redisstore.New(c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: tc.size, BatchObserver: sizes.Observe})
+		if _, err := s.Claim(ctx, tc.name, []byte("fp"), time.Minute); err != nil {
+			t.Fatalf("%s: Claim: %v", tc.name, err)
+		}
+		if batches, _ := sizes.Of("claim"); (batches > 0) != tc.batched {
+			t.Errorf("BatchSize %d: %d claim batches observed, want batching %v", tc.size, batches, tc.batched)
+		}
+	}
+}

@@ -16,8 +16,8 @@
 //     completed one when its TTL ends, so a key whose lease ended is simply
 //     absent and the next Claim takes it over with a new token.
 //
-// With Config.BatchSize set, concurrent Claims, and concurrent Completes,
-// share a round trip (see Config.BatchSize): on a single server one script
+// Unless Config.BatchSize turns it off, concurrent Claims, and concurrent
+// Completes, share a round trip (see Config.BatchSize): on a single server one script
 // runs the batch's calls one after the other, each on its own key with its
 // own reply or error; on a Cluster their one-key scripts go out in one
 // pipeline per node. Either way each call is atomic on its key, so the
@@ -54,6 +54,9 @@ const DefaultKeyPrefix = "onceflow:idem:"
 // DefaultWaitTimeout is Config.WaitTimeout when it is zero.
 const DefaultWaitTimeout = time.Second
 
+// Unbatched as Config.BatchSize sends each call alone.
+const Unbatched = -1
+
 // Config configures a Store. The zero value is ready to use.
 type Config struct {
 	// KeyPrefix is prepended to every storage key, to keep the records apart
@@ -71,17 +74,19 @@ type Config struct {
 	// read timeout must exceed it, or the client gives up first.
 	WaitTimeout time.Duration
 
-	// BatchSize, when 2 or more, coalesces concurrent Claims, and
-	// concurrent Completes, into batches of at most that many calls, each
-	// one round trip: on a single server one script that runs every call
-	// of the batch in turn; on a Cluster (or a Ring) a pipeline of one
-	// script per call, one per node, sent concurrently. 0 or 1 (the
-	// default) sends each call alone. Every call keeps its own reply and
-	// error, so the contract holds call by call. A call runs at once,
-	// alone, while fewer than BatchWorkers batches are in flight, so an
-	// idle store adds no wait; otherwise it joins the next batch, and
-	// waits at most BatchTimeout before that batch is sent. Complete with
-	// WaitReplicas set is never batched.
+	// BatchSize coalesces concurrent Claims, and concurrent Completes,
+	// into batches of at most that many calls, each one round trip: on a
+	// single server one script that runs every call of the batch in turn;
+	// on a Cluster (or a Ring) a pipeline of one script per call, one per
+	// node, sent concurrently. Default DefaultBatchSize, the service's;
+	// 1 or Unbatched (any negative) sends each call alone, a round trip
+	// each, which under concurrent load costs about a third of the calls
+	// per second. Every call keeps its own reply and error, so the
+	// contract holds call by call. A call runs at once, alone, while fewer
+	// than BatchWorkers batches are in flight, so an idle store adds no
+	// wait; otherwise it joins the next batch, and waits at most
+	// BatchTimeout before that batch is sent. Complete with WaitReplicas
+	// set is never batched.
 	BatchSize int
 	// BatchWorkers is how many batches may be in flight at once. Default
 	// DefaultBatchWorkers.
@@ -117,7 +122,7 @@ var _ stores.Store = (*Store)(nil)
 
 // New returns a Store on client, which may be a *redis.Client, a
 // *redis.ClusterClient or any other UniversalClient. It panics if client is
-// nil or a numeric setting of cfg is negative.
+// nil or a numeric setting of cfg other than BatchSize is negative.
 func New(client redis.UniversalClient, cfg Config) *Store {
 	if client == nil {
 		panic("redisstore: New called with a nil client")
@@ -125,8 +130,11 @@ func New(client redis.UniversalClient, cfg Config) *Store {
 	if cfg.WaitReplicas < 0 || cfg.WaitTimeout < 0 {
 		panic("redisstore: New called with a negative WaitReplicas or WaitTimeout")
 	}
-	if cfg.BatchSize < 0 || cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 || cfg.BatchLinger < 0 {
-		panic("redisstore: New called with a negative BatchSize, BatchWorkers, BatchTimeout or BatchLinger")
+	if cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 || cfg.BatchLinger < 0 {
+		panic("redisstore: New called with a negative BatchWorkers, BatchTimeout or BatchLinger")
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = DefaultBatchSize
 	}
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = DefaultKeyPrefix

@@ -78,9 +78,9 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// newStore returns a store on c whose keys no other test uses.
+// newStore returns a store on c, unbatched, whose keys no other test uses.
 func newStore(t *testing.T, c redis.UniversalClient) *redisstore.Store {
-	return redisstore.New(c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t)})
+	return redisstore.New(c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: redisstore.Unbatched})
 }
 
 // batched is the configuration of a batching store whose keys no other test
@@ -93,5 +93,5 @@ func batched(t *testing.T) redisstore.Config {
 // unreachable returns a store on c, a client of a server that is down.
 func unreachable(t *testing.T, c redis.UniversalClient) *redisstore.Store {
 	t.Cleanup(func() { _ = c.Close() })
-	return redisstore.New(c, redisstore.Config{})
+	return redisstore.New(c, redisstore.Config{BatchSize: redisstore.Unbatched})
 }

@@ -145,7 +145,7 @@ func (e *Env) NewStoreOn(b Backend, client *redis.Client) (stores.Store, func(),
 func (e *Env) newStore(b Backend, client *redis.Client, observe func(op string, calls int)) (stores.Store, func(), error) {
 	batch, cached := ServiceBatchSize, true
 	if b == RedisPlain || b == PostgresPlain {
-		batch, cached = 0, false
+		batch, cached = 1, false // each call alone
 	}
 	var s stores.Store
 	switch b {

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -21,21 +20,14 @@ var libraryImports = []string{
 	"github.com/onceflow/onceflow/stores/redis",
 }
 
-// brokerClients are module paths of broker clients, none of which a
-// library user may compile.
-var brokerClients = []string{
-	"github.com/IBM/sarama", "github.com/rabbitmq/amqp091-go", "github.com/nats-io/nats.go",
-	"github.com/twmb/franz-go", "github.com/ThreeDotsLabs/watermill-",
-}
-
 // libraryFigure is the marked figure of docs/library.md.
 var libraryFigure = regexp.MustCompile(`<!-- library-modules -->(.*?)<!-- /library-modules -->`)
 
 // TestLibraryModuleGraph builds a module of its own that imports only the
 // receiver and the Redis store, as a library user's would, and checks that
-// it compiles no broker client and that docs/library.md states its module
-// graph as measured (go test ./internal/repocheck -run LibraryModuleGraph
-// -update writes it).
+// docs/library.md states its module graph as measured (go test
+// ./internal/repocheck -run LibraryModuleGraph -update writes it).
+// TestLibraryCompilesNoBrokerClient checks what such a module compiles.
 func TestLibraryModuleGraph(t *testing.T) {
 	if testing.Short() {
 		t.Skip("resolves a module graph with the go command")
@@ -70,17 +62,8 @@ func TestLibraryModuleGraph(t *testing.T) {
 	gocmd("mod", "tidy")
 	modules := len(strings.Fields(gocmd("list", "-m", "-f", "{{.Path}}", "all")))
 	edges := strings.Count(gocmd("mod", "graph"), "\n")
-	var compiled []string
-	for _, pkg := range strings.Fields(gocmd("list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".")) {
-		if slices.ContainsFunc(brokerClients, func(b string) bool { return strings.HasPrefix(pkg, b) }) {
-			compiled = append(compiled, pkg)
-		}
-	}
-	if len(compiled) > 0 {
-		t.Errorf("a module importing only %v compiles broker clients: %v", libraryImports, compiled)
-	}
 	figure := fmt.Sprintf("%d modules in `go list -m all`, %d lines of `go mod graph`", modules, edges)
-	t.Logf("%s; no broker client compiled", figure)
+	t.Log(figure)
 	page := filepath.Join(root, "docs", "library.md")
 	b, err := os.ReadFile(page)
 	if err != nil {

@@ -130,7 +130,7 @@ func (b *HTTPBench) handler(v Variant) (http.Handler, func(), error) {
 		if b.opts.Redis == nil {
 			return nil, nil, errors.New("the redis variant needs a Redis client")
 		}
-		store = redisstore.New(b.opts.Redis, redisstore.Config{KeyPrefix: b.keyPrefix})
+		store = redisstore.New(b.opts.Redis, redisstore.Config{KeyPrefix: b.keyPrefix, BatchSize: redisstore.Unbatched})
 	default:
 		return nil, nil, fmt.Errorf("unknown variant %q: use %s, %s or %s", v, NoMiddleware, MemoryStore, RedisStore)
 	}

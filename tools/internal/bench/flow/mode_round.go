@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/onceflow/onceflow/exactlyonce"
 	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores/postgres"
@@ -45,8 +45,10 @@ func (b *ModeBench) round(ctx context.Context, mode Mode) (_ *tally, prefix stri
 	rcfg := middleware.Config{Store: b.store, TTL: recordTTL, Logger: b.opts.Logger}
 	var opts []middleware.MessageOption
 	if mode == TransactionMode {
-		rcfg.Transactor = transactor{pool: b.schema.pool, store: b.store}
-		opts = append(opts, middleware.WithOutbox(txOutbox(cfg.TopicPrefix+outputTopic, b.opts.Logger)))
+		rcfg.Transactor = exactlyonce.Transactor{DB: b.schema.pool, Store: b.store}
+		ob := exactlyonce.Outbox{Topics: map[string]string{benchHandler: outputTopic}, Publisher: tr.Publisher(),
+			TopicPrefix: cfg.TopicPrefix, Logger: b.opts.Logger}
+		opts = append(opts, middleware.WithOutbox(ob.Write))
 	}
 	rec, err := middleware.NewReceiver(rcfg)
 	if err != nil {
@@ -135,37 +137,4 @@ func initializeTopic(pool *pgxpool.Pool, cfg transport.Config, topic string) err
 		return errors.Join(errors.New("the SQL subscriber cannot initialize topics"), sub.Close())
 	}
 	return errors.Join(init.SubscribeInitialize(cfg.TopicPrefix+topic), sub.Close())
-}
-
-// transactor is the service's transaction mode Transactor: a unit of work
-// is a savepoint of the transaction in which the sql transport consumes
-// the message, or a transaction on pool for any other.
-type transactor struct {
-	pool  *pgxpool.Pool
-	store *postgres.Store
-}
-
-// Begin implements middleware.Transactor.
-func (t transactor) Begin(ctx context.Context) (middleware.Unit, error) {
-	var db postgres.Beginner = t.pool
-	if parent, ok := transport.ConsumerTx(ctx); ok {
-		db = parent
-	}
-	return t.store.Begin(ctx, db)
-}
-
-// txOutbox writes produced messages to topic's table in the unit of work's
-// transaction, as the service's outbox does on the sql transport.
-func txOutbox(topic string, logger *slog.Logger) middleware.Outbox {
-	return func(ctx context.Context, _ string, msgs []*message.Message) error {
-		tx, ok := postgres.TxFromContext(ctx)
-		if !ok {
-			return errors.New("the outbox needs a unit of work")
-		}
-		pub, err := transport.NewSQLTxPublisher(tx, logger)
-		if err != nil {
-			return err
-		}
-		return pub.Publish(topic, msgs...)
-	}
 }

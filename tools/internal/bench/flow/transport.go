@@ -92,7 +92,7 @@ func NewTransportBench(ctx context.Context, opts TransportOptions) (*TransportBe
 	}
 	b := &TransportBench{
 		opts:  opts,
-		store: redisstore.New(opts.Redis, redisstore.Config{KeyPrefix: "bench:flow:" + shortID() + ":"}),
+		store: redisstore.New(opts.Redis, redisstore.Config{KeyPrefix: "bench:flow:" + shortID() + ":", BatchSize: redisstore.Unbatched}),
 	}
 	switch {
 	case opts.Kind == transport.SQL:

@@ -1,0 +1,47 @@
+package repocheck
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// brokerClients are the import paths of the broker clients: a service
+// that takes the receiver as a library compiles none of them.
+var brokerClients = []string{
+	"github.com/ThreeDotsLabs/watermill-kafka", "github.com/IBM/sarama",
+	"github.com/ThreeDotsLabs/watermill-amqp", "github.com/rabbitmq/amqp091-go",
+	"github.com/ThreeDotsLabs/watermill-nats", "github.com/nats-io/nats.go",
+	"github.com/ThreeDotsLabs/watermill-redisstream",
+	"github.com/ThreeDotsLabs/watermill-sql",
+}
+
+// A module that imports only the receiver and one store compiles no broker
+// client, and the PostgreSQL glue of transaction mode (exactlyonce) none
+// but watermill-sql.
+func TestLibraryCompilesNoBrokerClient(t *testing.T) {
+	for _, c := range []struct {
+		pkgs    []string
+		allowed string
+	}{
+		{[]string{"./middleware", "./stores/memory"}, ""},
+		{[]string{"./middleware", "./stores/redis"}, ""},
+		{[]string{"./middleware", "./stores/postgres"}, ""},
+		{[]string{"./middleware", "./stores/cache"}, ""},
+		{[]string{"./exactlyonce"}, "github.com/ThreeDotsLabs/watermill-sql"},
+	} {
+		cmd := exec.Command("go", append([]string{"list", "-deps"}, c.pkgs...)...)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %v: %v", c.pkgs, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, client := range brokerClients {
+				if strings.HasPrefix(dep, client) && client != c.allowed {
+					t.Errorf("%v compiles %s", c.pkgs, dep)
+				}
+			}
+		}
+	}
+}
