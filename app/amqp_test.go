@@ -15,10 +15,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/handlers/payments"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/internal/transport"
 )
 
 // The service on RabbitMQ: a payment sent three times is charged and
@@ -146,16 +144,7 @@ func amqpAppEnv(t *testing.T) (env []string, url, prefix string) {
 // a service with this TOPIC_PREFIX and SERVICE_NAME declares: they are
 // durable and would outlive the test on the shared broker.
 func deleteServiceAMQPOnCleanup(t *testing.T, url, prefix, service string) {
-	cfg := transport.Config{TopicPrefix: prefix, ServiceName: service}
-	routes := append(paymentRoutes(),
-		domain.Route{Name: poisonLogHandler, Consumes: PoisonTopic})
-	var exchanges, queues []string
-	for _, topic := range routes.Topics() {
-		exchanges = append(exchanges, prefix+topic)
-	}
-	for _, r := range routes {
-		queues = append(queues, cfg.AMQPQueue(r.Consumes, r.Name))
-	}
+	exchanges, queues := Config{TopicPrefix: prefix, ServiceName: service}.AMQPDeclared(paymentRoutes())
 	testenv.DeleteAMQPOnCleanup(t, url, exchanges, queues)
 }
 

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/handlers"
@@ -95,17 +93,7 @@ func (r *running) post(t *testing.T, path, body string, header ...string) int {
 // get fetches path, decoding a JSON body into v when v is not nil.
 func (r *running) get(t *testing.T, path string, v any) int {
 	t.Helper()
-	resp, err := http.Get(r.base + path)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	if v != nil {
-		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-			t.Fatalf("GET %s: decoding: %v", path, err)
-		}
-	}
-	return resp.StatusCode
+	return testenv.GetJSON(t, r.base+path, v)
 }
 
 // summary is GET /v1/ledger/summary.
@@ -143,21 +131,6 @@ func (r *running) receipts(t *testing.T) int {
 func (r *running) metric(t *testing.T, name string, labels ...string) float64 {
 	t.Helper()
 	return r.scrape(t).value(name, labels...)
-}
-
-func hasLabels(m *dto.Metric, labels []string) bool {
-	for i := 0; i+1 < len(labels); i += 2 {
-		found := false
-		for _, lp := range m.GetLabel() {
-			if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-				found = true
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 // waitFor polls cond until it holds, failing the test after 20 seconds.

@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -12,8 +11,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/payments"
@@ -30,33 +27,14 @@ type scrape struct {
 
 func (r *running) scrape(t *testing.T) scrape {
 	t.Helper()
-	resp, err := http.Get(r.base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	text, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(text))
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
-	}
+	text, families := testenv.Scrape(t, r.base+"/metrics")
 	return scrape{text: text, families: families}
 }
 
 // value sums the counter, gauge or histogram sample count of name over the
 // series whose labels include every pair in labels.
 func (s scrape) value(name string, labels ...string) float64 {
-	var sum float64
-	for _, m := range s.families[name].GetMetric() {
-		if hasLabels(m, labels) {
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	return sum
+	return testenv.MetricSum(s.families[name], labels...)
 }
 
 // sampleSum sums the sample sums of histogram name over the series whose
@@ -64,7 +42,7 @@ func (s scrape) value(name string, labels ...string) float64 {
 func (s scrape) sampleSum(name string, labels ...string) float64 {
 	var sum float64
 	for _, m := range s.families[name].GetMetric() {
-		if hasLabels(m, labels) {
+		if testenv.HasLabels(m, labels...) {
 			sum += m.GetHistogram().GetSampleSum()
 		}
 	}

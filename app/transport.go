@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/internal/transport"
 )
 
@@ -98,4 +100,20 @@ func (c Config) transportError(ctx context.Context, err error) error {
 		return fmt.Errorf("connecting to RabbitMQ at AMQP_URL=%s: %w", redact(c.AMQPURL), ctx.Err())
 	}
 	return err
+}
+
+// AMQPDeclared lists the durable exchanges and queues a service with c's
+// TOPIC_PREFIX and SERVICE_NAME declares on RabbitMQ for routes and its
+// poison log: an exchange per topic and a queue per handler. They outlive
+// the service; a test, or an environment taken down, deletes them.
+func (c Config) AMQPDeclared(routes domain.Routes) (exchanges, queues []string) {
+	t := transport.Config{TopicPrefix: c.TopicPrefix, ServiceName: c.ServiceName}
+	all := append(slices.Clip(routes), domain.Route{Name: poisonLogHandler, Consumes: PoisonTopic})
+	for _, topic := range all.Topics() {
+		exchanges = append(exchanges, c.TopicPrefix+topic)
+	}
+	for _, r := range all {
+		queues = append(queues, t.AMQPQueue(r.Consumes, r.Name))
+	}
+	return exchanges, queues
 }

@@ -3,11 +3,11 @@ package exactlyonce_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 
 	"github.com/onceflow/onceflow/exactlyonce"
+	"github.com/onceflow/onceflow/exactlyonce/exactlyoncetest"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -46,36 +46,5 @@ func TestSubscriberCloseWaitsForAnOpenUnit(t *testing.T) {
 	msgs := subscribe(t, sub, "in")
 	publish(t, pool, "in")
 	msg := next(t, msgs)
-	tx, ok := exactlyonce.ConsumerTx(msg.Context())
-	if !ok {
-		t.Fatal("ConsumerTx: no consumer transaction in the message's context")
-	}
-	ctx := t.Context()
-	unit, err := tx.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	closed := make(chan error, 1)
-	go func() { closed <- sub.Close() }()
-	select {
-	case err := <-closed:
-		t.Fatalf("the subscriber closed (%v), ending the consumer transaction, while a unit was open in it", err)
-	case <-time.After(300 * time.Millisecond):
-	}
-	var one int
-	if err := unit.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
-		t.Fatalf("the open unit's query: %d, %v", one, err)
-	}
-	if err := unit.Commit(ctx); err != nil {
-		t.Fatalf("committing the unit: %v", err)
-	}
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Fatalf("closing the subscriber: %v", err)
-		}
-	case <-time.After(waitTimeout):
-		t.Fatal("the subscriber did not close within 10s of the unit's end")
-	}
+	exactlyoncetest.CloseWaitsForOpenUnit(t, sub, msg.Context())
 }

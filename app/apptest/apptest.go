@@ -6,17 +6,11 @@
 package apptest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/onceflow/onceflow/app"
 	"github.com/onceflow/onceflow/domain"
@@ -60,17 +54,7 @@ func (s *Service) Stop() error { return s.stop() }
 // returns the status.
 func (s *Service) Get(t testing.TB, path string, v any) int {
 	t.Helper()
-	resp, err := http.Get(s.URL + path)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	if v != nil {
-		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-			t.Fatalf("GET %s: decoding: %v", path, err)
-		}
-	}
-	return resp.StatusCode
+	return testenv.GetJSON(t, s.URL+path, v)
 }
 
 // Metric returns the sum of the counter or gauge name (or the sample count
@@ -79,37 +63,8 @@ func (s *Service) Get(t testing.TB, path string, v any) int {
 // "scope", "charge_payment", "outcome", "duplicate").
 func (s *Service) Metric(t testing.TB, name string, labels ...string) float64 {
 	t.Helper()
-	resp, err := http.Get(s.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	text, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(text))
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
-	}
-	var sum float64
-	for _, m := range families[name].GetMetric() {
-		have := map[string]string{}
-		for _, lp := range m.GetLabel() {
-			have[lp.GetName()] = lp.GetValue()
-		}
-		match := true
-		for i := 0; i+1 < len(labels); i += 2 {
-			if v, ok := have[labels[i]]; !ok || v != labels[i+1] {
-				match = false
-			}
-		}
-		if match {
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	return sum
+	_, families := testenv.Scrape(t, s.URL+"/metrics")
+	return testenv.MetricSum(families[name], labels...)
 }
 
 // testWriter sends log lines to t.Log, so they show only for failing tests.

@@ -13,7 +13,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/onceflow/onceflow/domain"
+	"github.com/onceflow/onceflow/app"
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/internal/testenv"
@@ -247,13 +247,14 @@ func deleteStreamsOnCleanup(t testing.TB, url, prefix string) {
 // deleteAMQP deletes the durable exchanges and queues a service with this
 // prefix and service name declares on the shared broker.
 func deleteAMQP(url, prefix, service string) {
-	cfg := transport.Config{TopicPrefix: prefix, ServiceName: service}
+	exchanges, queues := app.Config{TopicPrefix: prefix, ServiceName: service}.AMQPDeclared(
+		handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes())
 	withAMQPChannel(url, func(ch *amqp091.Channel) {
-		routes := append(handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes(),
-			domain.Route{Name: poisonLog, Consumes: poisonTopic})
-		for _, r := range routes {
-			_, _ = ch.QueueDelete(cfg.AMQPQueue(r.Consumes, r.Name), false, false, false)
-			_ = ch.ExchangeDelete(prefix+r.Consumes, false, false)
+		for _, q := range queues {
+			_, _ = ch.QueueDelete(q, false, false, false)
+		}
+		for _, e := range exchanges {
+			_ = ch.ExchangeDelete(e, false, false)
 		}
 	})
 }

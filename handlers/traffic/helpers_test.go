@@ -12,7 +12,6 @@ import (
 	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/handlers/payments"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/internal/transport"
 )
 
 // service is the payments domain running in a service.
@@ -63,16 +62,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func amqpAppEnv(t *testing.T) (env []string, url, prefix string) {
 	url = testenv.AMQP(t)
 	prefix, name := testenv.Names()
-	cfg := transport.Config{TopicPrefix: prefix, ServiceName: name}
-	routes := append(handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes(),
-		domain.Route{Name: "poison_log", Consumes: app.PoisonTopic})
-	var exchanges, queues []string
-	for _, topic := range routes.Topics() {
-		exchanges = append(exchanges, prefix+topic)
-	}
-	for _, r := range routes {
-		queues = append(queues, cfg.AMQPQueue(r.Consumes, r.Name))
-	}
+	exchanges, queues := app.Config{TopicPrefix: prefix, ServiceName: name}.AMQPDeclared(
+		handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes())
 	testenv.DeleteAMQPOnCleanup(t, url, exchanges, queues)
 	return []string{"TRANSPORT=amqp", "AMQP_URL=" + url, "STORE=memory",
 		"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + name}, url, prefix

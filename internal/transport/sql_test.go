@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
-	"github.com/onceflow/onceflow/exactlyonce"
+	"github.com/onceflow/onceflow/exactlyonce/exactlyoncetest"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -217,36 +217,5 @@ func TestSQLTransportCloseWaitsForAnOpenUnit(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no message within 10s")
 	}
-	tx, ok := exactlyonce.ConsumerTx(msg.Context())
-	if !ok {
-		t.Fatal("ConsumerTx: no consumer transaction in the message's context")
-	}
-	ctx := t.Context()
-	unit, err := tx.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	closed := make(chan error, 1)
-	go func() { closed <- sub.Close() }()
-	select {
-	case err := <-closed:
-		t.Fatalf("the subscriber closed (%v), ending the consumer transaction, while a unit was open in it", err)
-	case <-time.After(300 * time.Millisecond):
-	}
-	var one int
-	if err := unit.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
-		t.Fatalf("the open unit's query: %d, %v", one, err)
-	}
-	if err := unit.Commit(ctx); err != nil {
-		t.Fatalf("committing the unit: %v", err)
-	}
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Fatalf("closing the subscriber: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the subscriber did not close within 10s of the unit's end")
-	}
+	exactlyoncetest.CloseWaitsForOpenUnit(t, sub, msg.Context())
 }
