@@ -90,3 +90,36 @@ func TestInjectedFailureOnSQLTransport(t *testing.T) {
 		t.Errorf("transaction mode on the sql transport: %d charges, want exactly 1", charges)
 	}
 }
+
+// With the faults build's CHAOS_FAIL_AFTER=1 around every route, each
+// handler attempt fails after its write, and the broker (the sql
+// transport) redelivers it. Transaction mode rolls each write back: after
+// several failed attempts the ledger holds no charge. Lease mode keeps
+// every write: each attempt charges again.
+func TestFailAfterEveryAttemptThroughTheApp(t *testing.T) {
+	testenv.Integration(t)
+	testenv.Redis(t)
+	const attempts = 2
+	charges := func(t *testing.T, environ ...string) int {
+		a := startDomain(t, faults.Wrap(payments.Domain(), faults.Config{FailAfter: 1}), seams{}, testLogger(t),
+			append([]string{"TRANSPORT=sql", "SQL_POLL_INTERVAL=10ms", "DATABASE_URL=" + testenv.PostgresSchema(t),
+				"LOG_LEVEL=error"}, environ...)...)
+		if code := a.post(t, "/v1/payments", paymentBody(uuid.NewString())); code != http.StatusAccepted {
+			t.Fatalf("POST /v1/payments: status %d, want 202", code)
+		}
+		waitFor(t, "several failed attempts", func() bool {
+			return a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "failed") >= attempts
+		})
+		return a.summary(t).Charges
+	}
+	t.Run("transaction", func(t *testing.T) {
+		if got := charges(t, "STORE=postgres", "DEDUP_MODE=transaction"); got != 0 {
+			t.Errorf("transaction mode: %d charges, want 0 (every failed attempt rolled back)", got)
+		}
+	})
+	t.Run("lease", func(t *testing.T) {
+		if got := charges(t, "STORE=redis", "REDIS_URL=redis://"+testenv.RedisAddr()+"/0", "DEDUP_MODE=lease"); got < attempts {
+			t.Errorf("lease mode: %d charges, want at least %d (one per failed attempt, kept)", got, attempts)
+		}
+	})
+}
