@@ -24,7 +24,7 @@ func TestExampleDomainReplaced(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, "handlers")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.CopyFS(filepath.Join(dir, "handlers", "shop"), os.DirFS(filepath.Join(root, "internal", "repocheck", "testdata", "shop"))); err != nil {
+	if err := os.CopyFS(filepath.Join(dir, "handlers", "shop"), os.DirFS(filepath.Join("testdata", "shop"))); err != nil {
 		t.Fatal(err)
 	}
 	wiring := filepath.Join(dir, "cmd", "onceflow", "domain.go")
