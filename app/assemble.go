@@ -211,6 +211,9 @@ func (b *assembly) openDomain(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("opening domain %s: %w", b.domain.Name, err)
 	}
+	if b.parts == nil {
+		return fmt.Errorf("opening domain %s: Open returned no parts", b.domain.Name)
+	}
 	if b.parts.Close != nil {
 		b.closers = append(b.closers, b.parts.Close)
 	}

@@ -49,7 +49,8 @@ type Deps struct {
 	DB *pgxpool.Pool
 	// Publisher is what the domain's HTTP handlers publish with: the
 	// broker's publisher, or the outbox in DEDUP_MODE=transaction, which
-	// commits a request's messages with its writes.
+	// commits a request's messages with its writes. It is connected once
+	// the service runs: Open keeps it, and must not publish with it.
 	Publisher message.Publisher
 	// Logger is the service's logger.
 	Logger *slog.Logger
