@@ -333,15 +333,18 @@ func explainParseError(err error) error {
 	return fmt.Errorf("reading configuration: %w", err)
 }
 
-// LogValue logs the effective configuration, every setting under its
-// variable's name in lower case, with secrets masked as their fields'
-// secret tags say: connection URLs without their credentials, API keys
-// without the keys, other secrets only as whether they are set.
+// LogValue logs the effective configuration, every setting of the service
+// and of the backends it opens (see logged) under its variable's name in
+// lower case, with secrets masked as their fields' secret tags say:
+// connection URLs without their credentials, API keys without the keys,
+// other secrets only as whether they are set.
 func (c Config) LogValue() slog.Value {
 	cv := reflect.ValueOf(c)
 	attrs := make([]slog.Attr, 0, len(settings()))
 	for _, s := range settings() {
-		attrs = append(attrs, s.logAttr(s.value(cv)))
+		if c.logged(s) {
+			attrs = append(attrs, s.logAttr(s.value(cv)))
+		}
 	}
 	return slog.GroupValue(attrs...)
 }
