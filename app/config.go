@@ -37,7 +37,9 @@ type Config struct {
 	Store string `env:"STORE" envDefault:"memory" allowed:"memory|redis|postgres"`
 
 	// DatabaseURL is PostgreSQL: the postgres store, the sql transport and
-	// the shared ledger (when set, the ledger lives there).
+	// the shared ledger (when set, the ledger lives there). Its sslmode
+	// (with sslrootcert) sets TLS for every connection: verify-full in
+	// production; the default, prefer, verifies nothing.
 	DatabaseURL string `env:"DATABASE_URL" secret:"url"`
 	// MigrateOnStart makes start-up apply the pending migrations of
 	// DATABASE_URL's schema (safe from every replica at once: they take
