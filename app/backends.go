@@ -55,19 +55,23 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, layout string, d domain.Do
 }
 
 // openRedis returns a Cluster client for REDIS_ADDRS, else a single-node
-// client for REDIS_URL, after checking it answers. Clients honour context
+// client for REDIS_URL, with their credentials and TLS (REDIS_USERNAME,
+// REDIS_PASSWORD, REDIS_TLS, REDIS_TLS_CA_FILE), after checking it answers. Clients honour context
 // deadlines, so the handler timeout also bounds a hung Redis, and their read
 // timeout outlasts REDIS_WAIT_TIMEOUT.
 func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 	var client redis.UniversalClient
 	if len(cfg.RedisAddrs) > 0 {
-		client = redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs: cfg.RedisAddrs, ContextTimeoutEnabled: true, ReadTimeout: readTimeout(cfg, 0),
-		})
-	} else {
-		opts, err := redis.ParseURL(cfg.RedisURL)
+		opts, err := cfg.redisClusterOptions()
 		if err != nil {
-			return nil, fmt.Errorf("REDIS_URL: %w", err)
+			return nil, err
+		}
+		opts.ContextTimeoutEnabled, opts.ReadTimeout = true, readTimeout(cfg, 0)
+		client = redis.NewClusterClient(opts)
+	} else {
+		opts, err := cfg.redisNodeOptions()
+		if err != nil {
+			return nil, err
 		}
 		opts.ContextTimeoutEnabled = true
 		opts.ReadTimeout = readTimeout(cfg, opts.ReadTimeout)

@@ -37,7 +37,9 @@ type Config struct {
 	Store string `env:"STORE" envDefault:"memory" allowed:"memory|redis|postgres"`
 
 	// DatabaseURL is PostgreSQL: the postgres store, the sql transport and
-	// the shared ledger (when set, the ledger lives there).
+	// the shared ledger (when set, the ledger lives there). Its sslmode
+	// (with sslrootcert) sets TLS for every connection: verify-full in
+	// production; the default, prefer, verifies nothing.
 	DatabaseURL string `env:"DATABASE_URL" secret:"url"`
 	// MigrateOnStart makes start-up apply the pending migrations of
 	// DATABASE_URL's schema (safe from every replica at once: they take
@@ -52,6 +54,21 @@ type Config struct {
 	RedisURL string `env:"REDIS_URL" secret:"url"`
 	// RedisAddrs, comma separated, selects a Redis Cluster instead.
 	RedisAddrs []string `env:"REDIS_ADDRS" envSeparator:","`
+	// RedisUsername is the user (a Redis ACL user) of the Redis at
+	// REDIS_ADDRS, or at REDIS_URL when its URL names none.
+	RedisUsername string `env:"REDIS_USERNAME"`
+	// RedisPassword is the password of the Redis at REDIS_ADDRS, or at
+	// REDIS_URL when its URL holds none: it keeps the password out of a
+	// URL that a deploy file holds in clear. Set in both, it is refused.
+	RedisPassword string `env:"REDIS_PASSWORD" secret:"true"`
+	// RedisTLS connects to REDIS_ADDRS over TLS, verifying the nodes'
+	// certificates. A single node takes TLS from its URL's scheme,
+	// rediss://; REDIS_TLS=true with a redis:// REDIS_URL is refused.
+	RedisTLS bool `env:"REDIS_TLS" envDefault:"false"`
+	// RedisTLSCAFile is a PEM file of the certificate authorities that
+	// sign the certificates of the Redis at REDIS_ADDRS or a rediss://
+	// REDIS_URL, trusted instead of the system's roots.
+	RedisTLSCAFile string `env:"REDIS_TLS_CA_FILE"`
 	// RedisRequireDurable refuses to start when the Redis store's settings
 	// let it forget records (no append-only file, or an eviction policy
 	// other than noeviction). Otherwise that is one warning at start-up.
@@ -84,6 +101,22 @@ type Config struct {
 	KafkaBrokers []string `env:"KAFKA_BROKERS" envSeparator:","`
 	// KafkaPartitions is the partition count of topics the service creates.
 	KafkaPartitions int `env:"KAFKA_PARTITIONS" envDefault:"4"`
+	// KafkaSASLMechanism authenticates every connection to Kafka with
+	// KAFKA_USERNAME and KAFKA_PASSWORD: none, PLAIN (which sends the
+	// password as it is, so start-up warns without KAFKA_TLS),
+	// SCRAM-SHA-256 or SCRAM-SHA-512.
+	KafkaSASLMechanism string `env:"KAFKA_SASL_MECHANISM" envDefault:"none" allowed:"none|PLAIN|SCRAM-SHA-256|SCRAM-SHA-512"`
+	// KafkaUsername is the SASL user; required with a mechanism.
+	KafkaUsername string `env:"KAFKA_USERNAME"`
+	// KafkaPassword is the SASL password; required with a mechanism.
+	KafkaPassword string `env:"KAFKA_PASSWORD" secret:"true"`
+	// KafkaTLS connects to the brokers over TLS, verifying their
+	// certificates against the system's roots or KAFKA_TLS_CA_FILE.
+	KafkaTLS bool `env:"KAFKA_TLS" envDefault:"false"`
+	// KafkaTLSCAFile is a PEM file of the certificate authorities that
+	// sign the brokers' certificates, trusted instead of the system's
+	// roots; it needs KAFKA_TLS=true.
+	KafkaTLSCAFile string `env:"KAFKA_TLS_CA_FILE"`
 	// AMQPURL is RabbitMQ, e.g. amqp://guest:guest@127.0.0.1:5672/.
 	AMQPURL string `env:"AMQP_URL" secret:"url"`
 	// AMQPConnectTimeout is how long start-up keeps retrying the first
@@ -285,6 +318,9 @@ func (c Config) Validate() error {
 	if _, err := c.otlpTracesURL(); err != nil {
 		return err
 	}
+	if err := c.validateSecurity(); err != nil {
+		return err
+	}
 	return c.validateAddresses()
 }
 
@@ -333,15 +369,18 @@ func explainParseError(err error) error {
 	return fmt.Errorf("reading configuration: %w", err)
 }
 
-// LogValue logs the effective configuration, every setting under its
-// variable's name in lower case, with secrets masked as their fields'
-// secret tags say: connection URLs without their credentials, API keys
-// without the keys, other secrets only as whether they are set.
+// LogValue logs the effective configuration, every setting of the service
+// and of the backends it opens (see logged) under its variable's name in
+// lower case, with secrets masked as their fields' secret tags say:
+// connection URLs without their credentials, API keys without the keys,
+// other secrets only as whether they are set.
 func (c Config) LogValue() slog.Value {
 	cv := reflect.ValueOf(c)
 	attrs := make([]slog.Attr, 0, len(settings()))
 	for _, s := range settings() {
-		attrs = append(attrs, s.logAttr(s.value(cv)))
+		if c.logged(s) {
+			attrs = append(attrs, s.logAttr(s.value(cv)))
+		}
 	}
 	return slog.GroupValue(attrs...)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -20,7 +21,10 @@ import (
 func TestSettingsDeclared(t *testing.T) {
 	docs := fieldDocs(t)
 	page := string(configurationPage(t))
-	logged := loggedConfig(t, Config{})
+	logged := map[string]any{} // what the log line shows with any backend in use
+	for _, cfg := range everyBackend() {
+		maps.Copy(logged, loggedConfig(t, cfg))
+	}
 	secretShaped := regexp.MustCompile(`_URL$|_ENDPOINT$|_KEYS?$|TOKEN|PASSWORD|SECRET`)
 	envShaped := regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 
@@ -64,6 +68,26 @@ func TestSettingsDeclared(t *testing.T) {
 	}
 }
 
+// everyBackend are configurations that, together, open every backend.
+func everyBackend() []Config {
+	list := []Config{{Store: "redis", DatabaseURL: "postgres://db/app"}}
+	for _, kind := range transport.Kinds {
+		list = append(list, Config{Transport: kind})
+	}
+	return list
+}
+
+// opening is a configuration that opens backend.
+func opening(backend string) Config {
+	switch backend {
+	case "redis":
+		return Config{Store: "redis"}
+	case "postgres":
+		return Config{DatabaseURL: "postgres://db/app"}
+	}
+	return Config{Transport: backend}
+}
+
 // loggedConfig is the config group of a JSON log line of cfg.
 func loggedConfig(t *testing.T, cfg Config) map[string]any {
 	t.Helper()
@@ -90,7 +114,7 @@ func TestConfigLogMasksEverySecret(t *testing.T) {
 		if s.Secret == "" {
 			continue
 		}
-		var cfg Config
+		cfg := opening(backendOf(s.Name))
 		s.value(reflect.ValueOf(&cfg)).SetString(values[s.Secret])
 		var b strings.Builder
 		slog.New(slog.NewTextHandler(&b, nil)).Info("starting", "config", cfg)
@@ -107,7 +131,7 @@ func TestConfigLogMasksEverySecret(t *testing.T) {
 	}
 	// a lone user name (a token) and a password in the query
 	for _, raw := range []string{"nats://LEAK@nats:4222", "postgres://app@db/app?password=LEAK", "http://otel:4318?api_key=LEAK"} {
-		cfg := Config{NATSURL: raw, DatabaseURL: raw, OTLPEndpoint: raw}
+		cfg := Config{Transport: transport.NATS, NATSURL: raw, DatabaseURL: raw, OTLPEndpoint: raw}
 		if out := fmt.Sprint(loggedConfig(t, cfg)); strings.Contains(out, leak) {
 			t.Errorf("%s logged in clear: %s", raw, out)
 		}
@@ -130,5 +154,62 @@ func TestCheckSetting(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("CheckSetting(%s, %q) = %v, want %q", tc.name, tc.value, err, tc.want)
 		}
+	}
+}
+
+// TestConfigLogListsBackendsInUse: the effective configuration names the
+// backends the service opens and no other, however many are set: an
+// operator reading it sees what the service connects to, and a URL set for
+// another deployment's backend is neither logged nor mistaken for one in
+// use.
+func TestConfigLogListsBackendsInUse(t *testing.T) {
+	all := []string{
+		"DATABASE_URL=postgres://app@db/app", "REDIS_URL=redis://cache:6379/0", "REDIS_STREAM_URL=redis://streams:6379/1",
+		"KAFKA_BROKERS=kafka:9092", "AMQP_URL=amqp://mq:5672/", "NATS_URL=nats://nats:4222",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://otel:4318",
+	}
+	for _, tc := range []struct {
+		name    string
+		environ []string
+		want    []string // logged, besides the service's own settings
+	}{
+		{"kafka, memory", []string{"TRANSPORT=kafka", "STORE=memory", "DATABASE_URL="},
+			[]string{"kafka_brokers", "kafka_partitions", "otel_exporter_otlp_endpoint"}},
+		{"amqp, redis", []string{"TRANSPORT=amqp", "STORE=redis", "DATABASE_URL="},
+			[]string{"amqp_url", "amqp_connect_timeout", "redis_url", "redis_addrs", "otel_exporter_otlp_endpoint"}},
+		{"the ledger opens PostgreSQL", []string{"TRANSPORT=nats", "STORE=memory"},
+			[]string{"nats_url", "nats_max_age", "database_url", "database_max_conns", "migrate_on_start", "pg_records_layout", "otel_exporter_otlp_endpoint"}},
+		{"sql, postgres", []string{"TRANSPORT=sql", "STORE=postgres"},
+			[]string{"sql_poll_interval", "database_url", "pg_partition_width", "otel_exporter_otlp_endpoint"}},
+		{"redisstream on its own URL", []string{"TRANSPORT=redisstream", "STORE=memory", "DATABASE_URL="},
+			[]string{"redis_stream_url", "redis_stream_maxlen", "otel_exporter_otlp_endpoint"}},
+		{"redisstream on REDIS_URL", []string{"TRANSPORT=redisstream", "STORE=memory", "DATABASE_URL=", "REDIS_STREAM_URL="},
+			[]string{"redis_stream_url", "redis_url", "otel_exporter_otlp_endpoint"}},
+		{"the traces endpoint overrides the base", []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://otel:4318/v1/traces", "DATABASE_URL="},
+			[]string{"otel_exporter_otlp_traces_endpoint"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := LoadConfig(append(slices.Clone(all), tc.environ...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			logged := loggedConfig(t, cfg)
+			for _, key := range append(tc.want, "transport", "store", "http_addr", "dedup_ttl") {
+				if _, ok := logged[key]; !ok {
+					t.Errorf("%s not logged: %v", key, logged)
+				}
+			}
+			for key := range logged {
+				s, _ := settingNamed(strings.ToUpper(strings.TrimSuffix(key, "_set")))
+				if b := backendOf(s.Name); b != "" && !cfg.opens(b) {
+					t.Errorf("%s logged, but the service does not open %s: %v", key, b, logged)
+				}
+			}
+			for _, name := range []string{"amqp_url", "kafka_brokers", "nats_url", "redis_url", "redis_stream_url", "database_url", "otel_exporter_otlp_endpoint"} {
+				if _, ok := logged[name]; ok && !slices.Contains(tc.want, name) {
+					t.Errorf("%s logged: %v", name, logged)
+				}
+			}
+		})
 	}
 }

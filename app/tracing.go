@@ -52,6 +52,10 @@ func (b *assembly) openTracing(ctx context.Context) error {
 	case b.seams.spans != nil:
 		export = sdktrace.WithSyncer(b.seams.spans)
 	case endpoint != "":
+		if u, _ := url.Parse(endpoint); u.RawQuery != "" || u.User != nil {
+			b.logger.Warn("the OTLP exporter sends neither the query nor the user part of its endpoint's URL: " +
+				"pass the collector's credentials in OTEL_EXPORTER_OTLP_HEADERS")
+		}
 		exporter, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
 		if err != nil {
 			return fmt.Errorf("creating the OTLP trace exporter for %s: %w", redact(endpoint), err)

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -17,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // With OTEL_EXPORTER_OTLP_ENDPOINT set, spans go over OTLP/HTTP to its
@@ -67,6 +70,7 @@ type otlpCollector struct {
 	mu       sync.Mutex
 	spans    []string
 	paths    []string
+	queries  []string
 	services []string
 }
 
@@ -83,6 +87,7 @@ func (c *otlpCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.paths = append(c.paths, r.URL.Path)
+	c.queries = append(c.queries, r.URL.RawQuery)
 	for _, rs := range req.GetResourceSpans() {
 		for _, kv := range rs.GetResource().GetAttributes() {
 			if kv.GetKey() == "service.name" {
@@ -110,5 +115,37 @@ func TestOTelErrorsAreLogged(t *testing.T) {
 	var line struct{ Level, Msg, Err string }
 	if err := json.Unmarshal(logs.Bytes(), &line); err != nil || line.Level != "WARN" || line.Err != "exporting spans: 503" {
 		t.Errorf("logged %q (%v): want one JSON warning with the error", logs.String(), err)
+	}
+}
+
+// The OTLP exporter sends neither the query nor the user part of its
+// endpoint's URL, so a collector's key put there (?api_key=) never reaches
+// it: start-up says so, pointing at OTEL_EXPORTER_OTLP_HEADERS, and logs
+// the key nowhere.
+func TestOTLPEndpointCredentialsWarned(t *testing.T) {
+	t.Parallel()
+	var collector otlpCollector
+	srv := httptest.NewServer(&collector)
+	defer srv.Close()
+	const key = "sEcReT-otlp-key"
+	logs := &testenv.Buffer{}
+	a := startAppLogging(t, seams{}, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL+"/?api_key="+key)
+	if code := a.post(t, "/v1/payments", paymentBody("pay-otlp-key")); code != http.StatusAccepted {
+		t.Fatalf("POST: status %d", code)
+	}
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "OTEL_EXPORTER_OTLP_HEADERS") {
+		t.Errorf("no warning that the endpoint's query is not sent: %s", logs.String())
+	}
+	if strings.Contains(logs.String(), key) {
+		t.Errorf("the log shows the collector's key: %s", logs.String())
+	}
+	collector.mu.Lock()
+	defer collector.mu.Unlock()
+	if len(collector.queries) == 0 || slices.ContainsFunc(collector.queries, func(q string) bool { return q != "" }) {
+		t.Errorf("exports with queries %q, want some, each without a query (as the warning says)", collector.queries)
 	}
 }

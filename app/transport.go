@@ -32,7 +32,14 @@ var _ broker = (*transport.Transport)(nil)
 // PostgreSQL pool when DATABASE_URL is set, else nil. topics are those the
 // transport creates at start-up where a broker needs that (Kafka).
 func openTransport(ctx context.Context, cfg Config, pool *pgxpool.Pool, topics []string, logger *slog.Logger) (*transport.Transport, error) {
-	t, err := transport.New(ctx, cfg.transportConfig(pool, topics, logger))
+	tc := cfg.transportConfig(pool, topics, logger)
+	if err := cfg.secureTransport(&tc); err != nil {
+		return nil, err
+	}
+	if cfg.Transport == transport.Kafka && cfg.KafkaSASLMechanism == transport.SASLPlain && !cfg.KafkaTLS {
+		logger.Warn("KAFKA_SASL_MECHANISM=PLAIN without KAFKA_TLS=true sends the Kafka password in clear on every connection")
+	}
+	t, err := transport.New(ctx, tc)
 	if err != nil {
 		return nil, cfg.transportError(ctx, err)
 	}

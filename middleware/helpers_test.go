@@ -143,8 +143,17 @@ func (r *recorder) await(t *testing.T, what string, cond func() bool) {
 // faultyStore wraps a store and fails chosen operations with chosen errors.
 type faultyStore struct {
 	stores.Store
-	mu    sync.Mutex
-	fails map[string]error // op -> error returned instead of calling Store
+	mu     sync.Mutex
+	fails  map[string]error // op -> error returned instead of calling Store
+	result []byte           // when set, what Complete stores instead of its result
+}
+
+// completeWith makes Complete store result, whatever it is given: a record
+// as another writer of the store left it.
+func (f *faultyStore) completeWith(result []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.result = result
 }
 
 func newFaultyStore(t *testing.T) *faultyStore {
@@ -174,6 +183,11 @@ func (f *faultyStore) Complete(ctx context.Context, key string, t stores.Token, 
 	if err := f.injected("complete"); err != nil {
 		return err
 	}
+	f.mu.Lock()
+	if f.result != nil {
+		v = f.result
+	}
+	f.mu.Unlock()
 	return f.Store.Complete(ctx, key, t, v, ttl)
 }
 

@@ -117,7 +117,7 @@ func decodeResponse(b []byte) (storedResponse, error) {
 		if env.Status < 200 || env.Status > 999 {
 			return storedResponse{}, fmt.Errorf("%w: status %d", ErrUnreadableResult, env.Status)
 		}
-		return storedResponse{status: env.Status, header: env.Header, body: env.Body}, nil
+		return storedResponse{status: env.Status, header: replayable(env.Header), body: env.Body}, nil
 	default:
 		return storedResponse{}, fmt.Errorf("%w: response envelope version %d is not supported", ErrUnreadableResult, env.V)
 	}
@@ -146,6 +146,25 @@ func storableNames(h http.Header, names []string) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// replayable is the part of a stored header that a replay may send: the
+// names storableNames keeps, as they were written. encodeResponse stores no
+// other, but whoever can write the store, an older version or a bug can
+// have: a replayed Set-Cookie would hand one client's session to another,
+// a stored Content-Length or Transfer-Encoding would frame the replay
+// wrong. So the filter runs again on the way out.
+func replayable(stored http.Header) http.Header {
+	if len(stored) == 0 {
+		return nil
+	}
+	var held [8]string
+	names := storableNames(stored, held[:0])
+	h := make(http.Header, len(names))
+	for _, name := range names {
+		h[name] = stored[name]
+	}
+	return h
 }
 
 // namedByConnection reports whether the values of a Connection header name

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"reflect"
 	"testing"
 )
 
@@ -43,5 +44,33 @@ func TestResponseEnvelopeVersions(t *testing.T) {
 		if _, err := decodeResponse([]byte(bad)); !errors.Is(err, ErrUnreadableResult) {
 			t.Errorf("decode %q: %v, want ErrUnreadableResult", bad, err)
 		}
+	}
+}
+
+// A stored envelope is filtered again when it is replayed: whoever wrote
+// it (an older version, a bug, anyone who can write the store), a replay
+// never sends a Set-Cookie, a hop-by-hop header, a header its Connection
+// names, framing headers or its own Idempotent-Replayed.
+func TestReplayFiltersStoredHeaders(t *testing.T) {
+	forged := `{"v":1,"status":201,"header":{` +
+		`"Content-Type":["application/json"],"Location":["/things/1"],` +
+		`"Set-Cookie":["session=victim"],"set-cookie":["session=victim2"],"Connection":["close, X-Hop"],"X-Hop":["1"],` +
+		`"Keep-Alive":["timeout=5"],"Transfer-Encoding":["chunked"],"Content-Length":["9999"],"Upgrade":["h2c"],` +
+		`"Proxy-Authenticate":["Basic"],"Trailer:X-T":["t"],"Idempotent-Replayed":["false"]},"body":"b2s="}`
+	f := newHTTPFixture(t, Config{}, nil, nil)
+	f.store.completeWith([]byte(forged))
+	if first := f.do(post("/things/1", "k", "A")); first.Code != http.StatusCreated {
+		t.Fatalf("first: status %d", first.Code)
+	}
+	replay := f.do(post("/things/1", "k", "A"))
+	if replay.Code != http.StatusCreated || replay.Body.String() != "ok" || replay.Header().Get(ReplayedHeader) != "true" {
+		t.Fatalf("replay: %d %q %s=%q, want 201 \"ok\" replayed", replay.Code, replay.Body, ReplayedHeader, replay.Header().Get(ReplayedHeader))
+	}
+	want := http.Header{
+		"Content-Type": {"application/json"}, "Location": {"/things/1"},
+		"Content-Length": {"2"}, ReplayedHeader: {"true"},
+	}
+	if !reflect.DeepEqual(replay.Header(), want) {
+		t.Errorf("replayed headers %v, want %v", replay.Header(), want)
 	}
 }

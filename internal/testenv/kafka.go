@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"crypto/tls"
 	"fmt"
 	"strings"
 	"sync"
@@ -109,4 +110,24 @@ func waitGroup(t testing.TB, admin sarama.ClusterAdmin, group, what string, ok f
 		gs, err := admin.DescribeConsumerGroups([]string{group})
 		return err == nil && len(gs) == 1 && ok(gs[0])
 	})
+}
+
+// KafkaSecured starts a Kafka-protocol broker of the test's own (kfake, in
+// process) that requires SASL with mechanism (PLAIN, SCRAM-SHA-256 or
+// SCRAM-SHA-512) and the given user and password, over TLS with
+// serverTLS when it is not nil, and stops it when t ends. It returns its
+// address. Under -short t is skipped.
+func KafkaSecured(t testing.TB, mechanism, user, password string, serverTLS *tls.Config) []string {
+	t.Helper()
+	Integration(t)
+	opts := []kfake.Opt{kfake.EnableSASL(), kfake.Superuser(mechanism, user, password)}
+	if serverTLS != nil {
+		opts = append(opts, kfake.TLS(serverTLS))
+	}
+	c, err := kfakebroker.NewCluster("127.0.0.1:0", "onceflow-test-secured-"+NewID(), opts...)
+	if err != nil {
+		t.Fatalf("starting kfake with SASL %s: %v", mechanism, err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
 }

@@ -29,10 +29,17 @@ type NATSProcess struct {
 	server string
 	dir    string
 	port   int
+	token  string // required of clients when set
 }
 
-// URL is the server's nats:// URL on loopback.
-func (p *NATSProcess) URL() string { return "nats://" + p.Addr() }
+// URL is the server's nats:// URL on loopback, with the token the server
+// requires, if any, as its user.
+func (p *NATSProcess) URL() string {
+	if p.token != "" {
+		return "nats://" + p.token + "@" + p.Addr()
+	}
+	return "nats://" + p.Addr()
+}
 
 // Addr is the server's host:port on loopback.
 func (p *NATSProcess) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
@@ -57,8 +64,11 @@ func (p *NATSProcess) Start() error {
 }
 
 func (p *NATSProcess) start() error {
-	cmd := exec.Command(p.server, "-a", "127.0.0.1", "-p", strconv.Itoa(p.port), "-js", "-sd", p.dir,
-		"-l", filepath.Join(p.dir, "nats.log"))
+	args := []string{"-a", "127.0.0.1", "-p", strconv.Itoa(p.port), "-js", "-sd", p.dir, "-l", filepath.Join(p.dir, "nats.log")}
+	if p.token != "" {
+		args = append(args, "--auth", p.token)
+	}
+	cmd := exec.Command(p.server, args...)
 	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting nats-server on %s: %w", p.Addr(), err)
@@ -111,6 +121,13 @@ func (p *NATSProcess) waitReady() error {
 // REQUIRE_SERVICES=1.
 func NATSServer(t testing.TB) *NATSProcess {
 	t.Helper()
+	return NATSServerWithToken(t, "")
+}
+
+// NATSServerWithToken is NATSServer requiring token of its clients (none
+// when token is ""); URL carries it.
+func NATSServerWithToken(t testing.TB, token string) *NATSProcess {
+	t.Helper()
 	Integration(t)
 	server, err := exec.LookPath("nats-server")
 	if err != nil {
@@ -121,7 +138,7 @@ func NATSServer(t testing.TB) *NATSProcess {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := &NATSProcess{server: server, dir: t.TempDir(), port: ports[0]}
+		p := &NATSProcess{server: server, dir: t.TempDir(), port: ports[0], token: token}
 		if err = p.start(); err == nil {
 			if err = p.waitReady(); err == nil {
 				t.Cleanup(p.Stop)

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,11 @@ type Config struct {
 	KafkaBrokers []string
 	// KafkaPartitions is the partition count of the topics created.
 	KafkaPartitions int
+	// KafkaSASL authenticates the Kafka clients; the zero value does not.
+	KafkaSASL KafkaSASL
+	// KafkaTLS, when not nil, is the TLS configuration of every connection
+	// to Kafka; nil connects in plaintext.
+	KafkaTLS *tls.Config
 
 	// AMQPURL is RabbitMQ, e.g. amqp://guest:guest@127.0.0.1:5672/.
 	// Required by AMQP.
@@ -83,6 +89,13 @@ type Config struct {
 	// RedisStreamURL is the Redis node holding the streams, e.g.
 	// redis://127.0.0.1:6379/0. Required by RedisStream.
 	RedisStreamURL string
+	// RedisStreamUsername and RedisStreamPassword authenticate to Redis
+	// when RedisStreamURL names no user or password.
+	RedisStreamUsername, RedisStreamPassword string
+	// RedisStreamTLS, when not nil, is the TLS configuration of a
+	// rediss:// RedisStreamURL (its server name from the URL unless it
+	// sets one); nil: the system's roots.
+	RedisStreamTLS *tls.Config
 	// RedisStreamMaxLen caps each stream at about this many entries
 	// (XADD MAXLEN ~): older entries are dropped whether or not every
 	// consumer group has read them, so a backlog longer than the cap is
@@ -156,6 +169,9 @@ func (c Config) Validate() error {
 	case Kafka:
 		need(len(c.KafkaBrokers) > 0, "brokers")
 		need(c.KafkaPartitions > 0, "a positive partition count")
+		if err := c.KafkaSASL.validate(); err != nil {
+			errs = append(errs, err)
+		}
 	case AMQP:
 		need(c.AMQPURL != "", "a URL")
 		need(c.AMQPConnectTimeout > 0, "a positive connect timeout")

@@ -81,7 +81,7 @@ func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (
 		publisher:  pub,
 		subscriber: subscriber,
 		close:      func() error { return errors.Join(subs.close(), pub.Close()) },
-		ready:      kafkaAnswers(cfg.KafkaBrokers),
+		ready:      kafkaAnswers(cfg),
 	}, nil
 }
 
@@ -99,12 +99,14 @@ func kafkaMarshaler(keyEntry string) kafka.MarshalerUnmarshaler {
 	})
 }
 
-// kafkaBaseConfig is what every client of the service shares.
+// kafkaBaseConfig is what every client of the service shares, its TLS
+// and SASL included.
 func kafkaBaseConfig(sc *sarama.Config, cfg Config) *sarama.Config {
 	sc.ClientID = cfg.ServiceName
 	sc.Version = sarama.V3_0_0_0 // the protocol of Kafka 3.0 and newer
 	sc.Net.DialTimeout = kafkaDialTimeout
 	sc.Metadata.Timeout = kafkaMetadataTimeout
+	applyKafkaSecurity(sc, cfg)
 	return sc
 }
 

@@ -26,15 +26,17 @@ func amqpAnswers(url string) func(context.Context) error {
 	}
 }
 
-// kafkaAnswers is ready when one of brokers answers an ApiVersions
-// request on a new connection, within ctx.
-func kafkaAnswers(brokers []string) func(context.Context) error {
+// kafkaAnswers is ready when one of the brokers of c answers an
+// ApiVersions request on a new connection, within ctx: a connection made
+// as the service's clients make theirs (TLS, SASL), so that a broker that
+// refuses their credentials is not ready.
+func kafkaAnswers(c Config) func(context.Context) error {
 	return func(ctx context.Context) error {
-		cfg := sarama.NewConfig()
+		cfg := kafkaBaseConfig(sarama.NewConfig(), c)
 		timeout := untilDeadline(ctx)
 		cfg.Net.DialTimeout, cfg.Net.ReadTimeout, cfg.Net.WriteTimeout = timeout, timeout, timeout
 		var errs []error
-		for _, addr := range brokers {
+		for _, addr := range c.KafkaBrokers {
 			b := sarama.NewBroker(addr)
 			if err := b.Open(cfg); err != nil {
 				errs = append(errs, err)

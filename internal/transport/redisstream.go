@@ -65,7 +65,7 @@ import (
 // does not parse or Redis does not answer a PING within
 // redisStreamConnectTimeout.
 func newRedisStream(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (Transport, error) {
-	opts, err := redisStreamOptions(cfg.RedisStreamURL)
+	opts, err := redisStreamOptions(cfg)
 	if err != nil {
 		return Transport{}, err
 	}

@@ -14,12 +14,14 @@ import (
 // Redis answers.
 const redisStreamConnectTimeout = 10 * time.Second
 
-// redisStreamOptions parses rawURL (redis://, rediss:// or unix://) into
-// the options of every client of the transport. Commands honour their
+// redisStreamOptions parses cfg's RedisStreamURL (redis://, rediss:// or
+// unix://) into the options of every client of the transport, with
+// RedisStreamUsername and RedisStreamPassword where the URL has none and,
+// for a rediss:// URL, RedisStreamTLS's roots. Commands honour their
 // context's deadline. Its error leaves the URL out: it may hold a
 // password.
-func redisStreamOptions(rawURL string) (*redis.Options, error) {
-	opts, err := redis.ParseURL(rawURL)
+func redisStreamOptions(cfg Config) (*redis.Options, error) {
+	opts, err := redis.ParseURL(cfg.RedisStreamURL)
 	if err != nil {
 		var uerr *url.Error // its message would repeat the URL, password included
 		if errors.As(err, &uerr) {
@@ -28,6 +30,19 @@ func redisStreamOptions(rawURL string) (*redis.Options, error) {
 		return nil, fmt.Errorf("not a Redis URL: %w", err)
 	}
 	opts.ContextTimeoutEnabled = true
+	if opts.Username == "" {
+		opts.Username = cfg.RedisStreamUsername
+	}
+	if opts.Password == "" {
+		opts.Password = cfg.RedisStreamPassword
+	}
+	if opts.TLSConfig != nil && cfg.RedisStreamTLS != nil {
+		tc := cfg.RedisStreamTLS.Clone()
+		if tc.ServerName == "" {
+			tc.ServerName = opts.TLSConfig.ServerName
+		}
+		opts.TLSConfig = tc
+	}
 	return opts, nil
 }
 
