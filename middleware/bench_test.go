@@ -69,9 +69,13 @@ func benchPayload(i int) []byte {
 	return fmt.Appendf(nil, `{"payment_id":"p-%09d","amount":1250,"currency":"EUR","customer":"c-42"}`, i)
 }
 
+// benchRecords is the memory store's capacity in the benchmarks: more
+// records than a run makes, since a full store refuses new keys.
+const benchRecords = 1 << 24
+
 func newBenchReceiver(tb testing.TB) (*Receiver, *memory.Store) {
 	tb.Helper()
-	s := memory.New(memory.Config{})
+	s := memory.New(memory.Config{MaxEntries: benchRecords})
 	tb.Cleanup(func() { _ = s.Close() })
 	r, err := NewReceiver(Config{Store: s, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
