@@ -48,6 +48,7 @@ var (
 	errKeyInProgress      = problem.New(problem.InProgress, "a request with this Idempotency-Key is in progress: retry after it completes")
 	errCancelled          = problem.New(problem.Cancelled, "the request was cancelled")
 	errStoreUnavailable   = problem.New(problem.Unavailable, "the idempotency store is unavailable: retry the request")
+	errStoreFull          = problem.New(problem.Unavailable, "the idempotency store is full: retry the request later")
 	errUnreadableResponse = problem.New(problem.Internal, "the stored response to this Idempotency-Key cannot be read")
 )
 
@@ -84,6 +85,8 @@ var (
 //     response, which is then replayed.
 //   - Store unavailable: 503 with Retry-After under [FailClosed]; under
 //     [FailOpen] the handler runs unguarded.
+//   - Store full ([stores.ErrFull]): 503 with Retry-After, under either
+//     policy; no record is ever dropped to make room.
 //
 // Every error is a [*problem.Error] answered by [problem.Write], or by the
 // writer of [WithProblemWriter]: the statuses above come from the one table
@@ -166,6 +169,9 @@ func (r *Receiver) answer(w http.ResponseWriter, req *http.Request, k string, re
 		o.problem(w, errKeyInProgress)
 	case req.Context().Err() != nil:
 		o.problem(w, errCancelled)
+	case errors.Is(err, stores.ErrFull):
+		// Counted as store_full; a flood would only flood the log.
+		o.problem(w, errStoreFull)
 	default:
 		// The claim failed under FailClosed (ErrUnavailable), a transaction
 		// could not commit and rolled the handler's effects back, or the
