@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/onceflow/onceflow/stores"
 )
@@ -124,6 +125,23 @@ func TestHTTPStatuses(t *testing.T) {
 		{name: "store full", fault: full, steps: []step{{req: post("/things/1", "k", "A"), status: 503}}},
 		{name: "store full never fails open", fault: full, cfg: Config{OnStoreError: FailOpen}, steps: []step{
 			{req: post("/things/1", "k", "A"), status: 503},
+		}},
+		{name: "client quota", opts: []HTTPOption{WithClientQuota(2, time.Hour)}, steps: []step{
+			{req: post("/things/1", "k1", "A"), status: 201, run: 1},
+			{req: post("/things/1", "k1", "A"), status: 201, run: 1, replayed: true}, // creates no record
+			{req: post("/things/1", "k1", "B"), status: 422},
+			{req: post("/things/1", "k2", "A"), status: 201, run: 2},
+			{req: post("/things/1", "k3", "A"), status: 429},
+			{req: post("/things/1", "k1", "A"), status: 429}, // nothing left: refused before the store
+		}},
+		{name: "client quota per client", keys: clientKeys, opts: []HTTPOption{WithClientQuota(1, time.Hour)}, steps: []step{
+			{req: post("/things/1", "k1", "A", a, b+"key-a"), status: 201, run: 1},
+			{req: post("/things/1", "k2", "A", a, b+"key-a"), status: 429},
+			{req: post("/things/1", "k2", "A", a, b+"key-b"), status: 201, run: 2},
+		}},
+		{name: "client quota off", opts: []HTTPOption{WithClientQuota(0, 0)}, steps: []step{
+			{req: post("/things/1", "k1", "A"), status: 201, run: 1},
+			{req: post("/things/1", "k2", "A"), status: 201, run: 2},
 		}},
 		{name: "no api key", keys: clientKeys, steps: []step{{req: post("/things/1", "k", "A"), status: 401}}},
 		{name: "unknown api key", keys: clientKeys, steps: []step{{req: post("/things/1", "k", "A", a, b+"key-c"), status: 401}}},

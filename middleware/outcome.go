@@ -44,6 +44,11 @@ const (
 	// returned, under either store-error policy, so that the transport
 	// redelivers and the HTTP face answers 503.
 	OutcomeStoreFull Outcome = "store_full"
+	// OutcomeRateLimited: the HTTP face refused a request that would have
+	// created a record, because its client is over its quota (see
+	// [WithClientQuota]); the handler did not run and no record was kept.
+	// Counted by the face itself when it refuses before claiming.
+	OutcomeRateLimited Outcome = "rate_limited"
 )
 
 // Outcomes lists every Outcome, for pre-initialising metrics.
@@ -57,7 +62,7 @@ var outcomeOrder = [...]Outcome{
 	OutcomeProcessed, OutcomeDuplicate, OutcomeInProgress,
 	OutcomeFingerprintMismatch, OutcomeLeaseLost, OutcomeStoreError,
 	OutcomeFailOpen, OutcomeFailed, OutcomeNotStored,
-	OutcomeStoreFull,
+	OutcomeStoreFull, OutcomeRateLimited,
 }
 
 // Result is what Execute reports besides its error.
