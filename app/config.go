@@ -179,6 +179,17 @@ type Config struct {
 	// key is removed from the store by another instance (an admin evict),
 	// this instance may still answer it as a duplicate for this long.
 	DedupCacheMaxAge time.Duration `env:"DEDUP_CACHE_MAX_AGE" envDefault:"30s"`
+	// MemoryMaxRecords is how many records of the message handlers
+	// STORE=memory holds. It never drops a live record to make room: when
+	// it is full, a message with a new key is retried and nacked until
+	// records expire (outcome store_full). Size it for the new keys within
+	// DEDUP_TTL, or use redis or postgres. See docs/security.md.
+	MemoryMaxRecords int `env:"MEMORY_MAX_RECORDS" envDefault:"100000"`
+	// MemoryMaxHTTPRecords is how many records of the HTTP face
+	// STORE=memory holds, apart from the handlers' so that a flood of
+	// requests never fills theirs: when it is full, a request with a new
+	// key gets 503 with Retry-After until records expire.
+	MemoryMaxHTTPRecords int `env:"MEMORY_MAX_HTTP_RECORDS" envDefault:"100000"`
 
 	// APIKeys, when set, requires "Authorization: Bearer <key>" on the API
 	// (/v1/...): comma-separated key:client pairs such as
@@ -200,6 +211,15 @@ type Config struct {
 	// lease, in-progress policy (reject: 409; wait: a bounded wait, then
 	// the replay) and store-error policy (fail-closed: 503).
 	IdempotencyMaxBody int64 `env:"IDEMPOTENCY_MAX_BODY" envDefault:"1048576"`
+	// IdempotencyClientRecords is each client's quota of requests with a
+	// new Idempotency-Key (each creates a record): that many at once, and
+	// that many per IDEMPOTENCY_CLIENT_WINDOW after. Beyond it a request
+	// gets 429 with Retry-After, before the store is asked. The client is
+	// the API_KEYS entry; without API_KEYS every caller shares one quota.
+	// 0 turns the quota off.
+	IdempotencyClientRecords int `env:"IDEMPOTENCY_CLIENT_RECORDS" envDefault:"1000"`
+	// IdempotencyClientWindow is the window of IDEMPOTENCY_CLIENT_RECORDS.
+	IdempotencyClientWindow time.Duration `env:"IDEMPOTENCY_CLIENT_WINDOW" envDefault:"1s"`
 
 	// HandlerTimeout cancels a handler's context after this long.
 	HandlerTimeout time.Duration `env:"HANDLER_TIMEOUT" envDefault:"10s"`
@@ -265,7 +285,7 @@ func (c Config) Validate() error {
 		{"SHUTDOWN_TIMEOUT", c.ShutdownTimeout}, {"AMQP_CONNECT_TIMEOUT", c.AMQPConnectTimeout},
 		{"SQL_POLL_INTERVAL", c.SQLPollInterval}, {"REDIS_WAIT_TIMEOUT", c.RedisWaitTimeout},
 		{"DEDUP_CACHE_MAX_AGE", c.DedupCacheMaxAge}, {"NATS_MAX_AGE", c.NATSMaxAge},
-		{"PG_PARTITION_WIDTH", c.PGPartitionWidth},
+		{"PG_PARTITION_WIDTH", c.PGPartitionWidth}, {"IDEMPOTENCY_CLIENT_WINDOW", c.IdempotencyClientWindow},
 	} {
 		if d.value <= 0 {
 			return fmt.Errorf("%s=%v must be a positive duration such as 30s", d.name, d.value)
@@ -308,6 +328,15 @@ func (c Config) Validate() error {
 		return errors.New("PG_RECORDS_LAYOUT=partitioned does not support DEDUP_MODE=transaction with TRANSPORT=sql: " +
 			"Watermill SQL consumes in REPEATABLE READ transactions, and the partitioned layout claims under READ COMMITTED only " +
 			"(the claim's snapshot must follow its key's lock); use PG_RECORDS_LAYOUT=rows, DEDUP_MODE=lease or another transport")
+	}
+	if c.MemoryMaxRecords < 1 {
+		return fmt.Errorf("MEMORY_MAX_RECORDS=%d must be at least 1", c.MemoryMaxRecords)
+	}
+	if c.MemoryMaxHTTPRecords < 1 {
+		return fmt.Errorf("MEMORY_MAX_HTTP_RECORDS=%d must be at least 1", c.MemoryMaxHTTPRecords)
+	}
+	if c.IdempotencyClientRecords < 0 {
+		return fmt.Errorf("IDEMPOTENCY_CLIENT_RECORDS=%d must be zero (no quota) or more", c.IdempotencyClientRecords)
 	}
 	if c.IdempotencyMaxBody < 1 {
 		return fmt.Errorf("IDEMPOTENCY_MAX_BODY=%d must be at least 1 (bytes)", c.IdempotencyMaxBody)

@@ -43,7 +43,9 @@ type httpParts struct {
 // The API (every path the service's own routes do not take) sits behind
 // Authenticate when API_KEYS is set; its unsafe routes (POST
 // /v1/payments in the example) behind the receiver's HTTP face, which
-// requires an Idempotency-Key. Outermost first:
+// requires an Idempotency-Key and holds each client to
+// IDEMPOTENCY_CLIENT_RECORDS new keys per IDEMPOTENCY_CLIENT_WINDOW.
+// Outermost first:
 //
 //	tracing -> authentication -> routing (sets r.Pattern) -> Idempotency-Key -> handler
 //
@@ -54,7 +56,10 @@ type httpParts struct {
 // probes stay open.
 func newHTTPServer(p httpParts) (*http.Server, error) {
 	cfg, router, store, broker, reg, logger := p.cfg, p.router, p.store, p.broker, p.reg, p.logger
-	opts := []middleware.HTTPOption{middleware.WithMaxStoredResponse(cfg.IdempotencyMaxBody)}
+	opts := []middleware.HTTPOption{
+		middleware.WithMaxStoredResponse(cfg.IdempotencyMaxBody),
+		middleware.WithClientQuota(cfg.IdempotencyClientRecords, cfg.IdempotencyClientWindow),
+	}
 	if p.api.MaxRequestBody > 0 {
 		opts = append(opts, middleware.WithMaxRequestBody(p.api.MaxRequestBody))
 	}

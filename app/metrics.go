@@ -54,7 +54,8 @@ func routerMetrics(reg prometheus.Registerer) metrics.PrometheusMetricsBuilder {
 
 // httpIdempotencyMetrics counts the answers of the routes behind the
 // Idempotency-Key middleware (guard) by status code and method: the
-// handler's own, the replays, and the middleware's 400, 409, 422 and 503.
+// handler's own, the replays, and the middleware's 400, 409, 422, 429 and
+// 503.
 func httpIdempotencyMetrics(reg prometheus.Registerer, guard func(http.Handler) http.Handler) (func(http.Handler) http.Handler, error) {
 	responses := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "onceflow_http_idempotency_responses_total",

@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/stores"
-	"github.com/onceflow/onceflow/stores/memory"
 	"github.com/onceflow/onceflow/stores/postgres"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
@@ -47,7 +46,7 @@ func newStore(cfg Config, pool *pgxpool.Pool, rdb redis.UniversalClient, observe
 		}
 		return idempotencyStore{Store: s, ping: pool.Ping, close: func() error { return nil }, pg: s}, nil
 	default:
-		m := memory.New(memory.Config{})
+		m := newMemoryStores(cfg)
 		return idempotencyStore{Store: m, ping: func(context.Context) error { return nil }, close: m.Close}, nil
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/onceflow/onceflow/stores"
 )
 
 // A domain's sentinels join the receiver's own permanent errors, wrapped
@@ -22,6 +24,7 @@ func TestPermanentErrorsAddsTheDomainsSentinels(t *testing.T) {
 		{ErrUnreadableResult, true},
 		{errOther, false},
 		{ErrInProgress, false},
+		{fmt.Errorf("claiming key %q: %w", "k", stores.ErrFull), false}, // retried until records expire
 		{nil, false},
 	} {
 		if got := permanent(c.err); got != c.want {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 
+	"golang.org/x/time/rate"
+
 	"github.com/onceflow/onceflow/problem"
 	"github.com/onceflow/onceflow/stores"
 )
@@ -48,6 +50,7 @@ var (
 	errKeyInProgress      = problem.New(problem.InProgress, "a request with this Idempotency-Key is in progress: retry after it completes")
 	errCancelled          = problem.New(problem.Cancelled, "the request was cancelled")
 	errStoreUnavailable   = problem.New(problem.Unavailable, "the idempotency store is unavailable: retry the request")
+	errStoreFull          = problem.New(problem.Unavailable, "the idempotency store is full: retry the request later")
 	errUnreadableResponse = problem.New(problem.Internal, "the stored response to this Idempotency-Key cannot be read")
 )
 
@@ -84,6 +87,10 @@ var (
 //     response, which is then replayed.
 //   - Store unavailable: 503 with Retry-After under [FailClosed]; under
 //     [FailOpen] the handler runs unguarded.
+//   - Store full ([stores.ErrFull]): 503 with Retry-After, under either
+//     policy; no record is ever dropped to make room.
+//   - Client over its quota of new records ([WithClientQuota], on by
+//     default): 429 with Retry-After.
 //
 // Every error is a [*problem.Error] answered by [problem.Write], or by the
 // writer of [WithProblemWriter]: the statuses above come from the one table
@@ -91,10 +98,12 @@ var (
 // authentication. The held response cannot be flushed early (no
 // [http.Flusher]). Safe for concurrent use.
 func (r *Receiver) HTTP(opts ...HTTPOption) func(http.Handler) http.Handler {
-	o := httpOptions{maxStored: DefaultMaxStoredResponse, maxRequest: DefaultMaxRequestBody, problem: problem.Write}
+	o := httpOptions{maxStored: DefaultMaxStoredResponse, maxRequest: DefaultMaxRequestBody, problem: problem.Write,
+		quotaRecords: DefaultClientRecords, quotaWindow: DefaultClientWindow}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	o.quota = newQuota(o.quotaRecords, o.quotaWindow)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			r.serveHTTP(w, req, next, &o)
@@ -115,17 +124,30 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request, next http
 		o.problem(w, errMissingKey)
 		return
 	}
+	client, _ := ClientFromContext(req.Context())
+	var allowance *rate.Limiter
+	if o.quota != nil {
+		allowance = o.quota.of(client)
+		if wait := o.quota.wait(allowance); wait > 0 {
+			r.cfg.Observer.Outcome(HTTPScope, OutcomeRateLimited)
+			o.problem(w, overQuota(wait))
+			return
+		}
+	}
 	body, err := readBody(req, o.maxRequest)
 	if err != nil {
 		o.problem(w, err)
 		return
 	}
-	client, _ := ClientFromContext(req.Context())
 	k := requestKey(client, req, key)
 	buf := newResponseBuffer(w, o.maxStored)
 	ran := false
 	res, err := r.Execute(req.Context(), HTTPScope, k, requestFingerprint(req, body),
 		func(ctx context.Context) ([]byte, error) {
+			// The key was free: this request creates a record.
+			if allowance != nil && !allowance.Allow() {
+				return nil, errOverQuota
+			}
 			ran = true
 			inner := req.WithContext(ctx)
 			held := new(heldBody)
@@ -143,6 +165,10 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request, next http
 				"scope", HTTPScope, "key", shown(k), "max_stored_response", o.maxStored)
 		}
 		buf.send()
+		return
+	}
+	if errors.Is(err, errOverQuota) {
+		o.problem(w, overQuota(o.quota.wait(allowance)))
 		return
 	}
 	r.answer(w, req, k, res, err, o)
@@ -166,6 +192,9 @@ func (r *Receiver) answer(w http.ResponseWriter, req *http.Request, k string, re
 		o.problem(w, errKeyInProgress)
 	case req.Context().Err() != nil:
 		o.problem(w, errCancelled)
+	case errors.Is(err, stores.ErrFull):
+		// Counted as store_full; a flood would only flood the log.
+		o.problem(w, errStoreFull)
 	default:
 		// The claim failed under FailClosed (ErrUnavailable), a transaction
 		// could not commit and rolled the handler's effects back, or the

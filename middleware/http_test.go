@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/onceflow/onceflow/stores"
 )
@@ -37,6 +39,7 @@ func TestHTTPStatuses(t *testing.T) {
 		_, _ = w.Write(bytes.Repeat([]byte("y"), 40))
 	}
 	down := stores.Unavailable("claim", errDriver)
+	full := fmt.Errorf("claiming key: %w: 100 records", stores.ErrFull)
 	a, b := "Authorization", "Bearer "
 	cases := []struct {
 		name    string
@@ -119,6 +122,27 @@ func TestHTTPStatuses(t *testing.T) {
 			{req: post("/things/1", "k", "A"), status: 201, run: 1},
 			{req: post("/things/1", "k", "A"), status: 201, run: 2},
 		}},
+		{name: "store full", fault: full, steps: []step{{req: post("/things/1", "k", "A"), status: 503}}},
+		{name: "store full never fails open", fault: full, cfg: Config{OnStoreError: FailOpen}, steps: []step{
+			{req: post("/things/1", "k", "A"), status: 503},
+		}},
+		{name: "client quota", opts: []HTTPOption{WithClientQuota(2, time.Hour)}, steps: []step{
+			{req: post("/things/1", "k1", "A"), status: 201, run: 1},
+			{req: post("/things/1", "k1", "A"), status: 201, run: 1, replayed: true}, // creates no record
+			{req: post("/things/1", "k1", "B"), status: 422},
+			{req: post("/things/1", "k2", "A"), status: 201, run: 2},
+			{req: post("/things/1", "k3", "A"), status: 429},
+			{req: post("/things/1", "k1", "A"), status: 429}, // nothing left: refused before the store
+		}},
+		{name: "client quota per client", keys: clientKeys, opts: []HTTPOption{WithClientQuota(1, time.Hour)}, steps: []step{
+			{req: post("/things/1", "k1", "A", a, b+"key-a"), status: 201, run: 1},
+			{req: post("/things/1", "k2", "A", a, b+"key-a"), status: 429},
+			{req: post("/things/1", "k2", "A", a, b+"key-b"), status: 201, run: 2},
+		}},
+		{name: "client quota off", opts: []HTTPOption{WithClientQuota(0, 0)}, steps: []step{
+			{req: post("/things/1", "k1", "A"), status: 201, run: 1},
+			{req: post("/things/1", "k2", "A"), status: 201, run: 2},
+		}},
 		{name: "no api key", keys: clientKeys, steps: []step{{req: post("/things/1", "k", "A"), status: 401}}},
 		{name: "unknown api key", keys: clientKeys, steps: []step{{req: post("/things/1", "k", "A", a, b+"key-c"), status: 401}}},
 		{name: "basic auth", keys: clientKeys, steps: []step{{req: post("/things/1", "k", "A", a, "Basic a2V5LWE6"), status: 401}}},
@@ -183,6 +207,11 @@ func TestHTTPProblemHeaders(t *testing.T) {
 	w = f.do(post("/things/1", "k", "A", "Authorization", "Bearer key-a"))
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 		t.Errorf("store down: %d Retry-After %q, want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
+	}
+	f.store.fail("claim", fmt.Errorf("%w: 100 records", stores.ErrFull))
+	w = f.do(post("/things/1", "k", "A", "Authorization", "Bearer key-a"))
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Errorf("store full: %d Retry-After %q, want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
 	}
 }
 

@@ -1,6 +1,10 @@
 package middleware
 
-import "github.com/onceflow/onceflow/problem"
+import (
+	"time"
+
+	"github.com/onceflow/onceflow/problem"
+)
 
 // Defaults of the HTTP face's options.
 const (
@@ -12,10 +16,13 @@ const (
 type HTTPOption func(*httpOptions)
 
 type httpOptions struct {
-	maxStored   int64
-	maxRequest  int64
-	keyOptional bool
-	problem     problem.Writer
+	maxStored    int64
+	maxRequest   int64
+	keyOptional  bool
+	problem      problem.Writer
+	quotaRecords int
+	quotaWindow  time.Duration
+	quota        *quota // built from the two above once every option is applied
 }
 
 // WithMaxStoredResponse bounds the body of a stored response, in bytes. A
@@ -58,5 +65,28 @@ func WithProblemWriter(p problem.Writer) HTTPOption {
 		if p != nil {
 			o.problem = p
 		}
+	}
+}
+
+// WithClientQuota limits how many records each client creates: up to
+// records at once, and records per window after that (a token bucket of
+// golang.org/x/time/rate, one per client). A request with a new key beyond
+// it gets 429 with a Retry-After of the wait (outcome rate_limited), and
+// its handler does not run. A request that creates no record (a replay, a
+// 409, a 422) takes nothing from the allowance, but a client with nothing
+// left gets 429 for every request until the wait is over, before the store
+// is asked, so that a flood costs the store nothing. The client is
+// [ClientFromContext]'s: without authentication every caller shares the
+// one anonymous client's allowance. The face remembers the allowances of
+// the 10,000 clients seen most recently.
+//
+// The quota bounds how fast one client can fill the store: without it a
+// flood of requests with fresh keys (even invalid ones, since every
+// answer below 500 is stored) fills a store at network speed. Default
+// [DefaultClientRecords] per [DefaultClientWindow] (1000 a second);
+// records <= 0 turns the quota off; window <= 0 means the default window.
+func WithClientQuota(records int, window time.Duration) HTTPOption {
+	return func(o *httpOptions) {
+		o.quotaRecords, o.quotaWindow = records, window
 	}
 }

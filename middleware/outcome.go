@@ -39,6 +39,16 @@ const (
 	// recorded (the HTTP face: a response larger than its limit), so the
 	// claim was released like a failure's and a retry runs it again.
 	OutcomeNotStored Outcome = "not_stored"
+	// OutcomeStoreFull: the store holds as many records as it may
+	// ([stores.ErrFull]); the function did not run and the error is
+	// returned, under either store-error policy, so that the transport
+	// redelivers and the HTTP face answers 503.
+	OutcomeStoreFull Outcome = "store_full"
+	// OutcomeRateLimited: the HTTP face refused a request that would have
+	// created a record, because its client is over its quota (see
+	// [WithClientQuota]); the handler did not run and no record was kept.
+	// Counted by the face itself when it refuses before claiming.
+	OutcomeRateLimited Outcome = "rate_limited"
 )
 
 // Outcomes lists every Outcome, for pre-initialising metrics.
@@ -52,6 +62,7 @@ var outcomeOrder = [...]Outcome{
 	OutcomeProcessed, OutcomeDuplicate, OutcomeInProgress,
 	OutcomeFingerprintMismatch, OutcomeLeaseLost, OutcomeStoreError,
 	OutcomeFailOpen, OutcomeFailed, OutcomeNotStored,
+	OutcomeStoreFull, OutcomeRateLimited,
 }
 
 // Result is what Execute reports besides its error.

@@ -59,6 +59,9 @@ func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 //   - Another owner holds the key: see [InProgressPolicy].
 //   - The store is unavailable: see [StoreErrorPolicy]. A cancelled ctx is
 //     returned as is, without an outcome.
+//   - The store is full ([stores.ErrFull]): fn does not run and the error
+//     is returned (store_full), whatever the store-error policy: running
+//     unguarded would let whoever fills the store turn the guard off.
 //
 // With Config.Transactor set (transaction mode, see executeInTx), the claim,
 // fn's writes and the completed record share one unit of work instead.
@@ -147,6 +150,9 @@ func (r *Receiver) claimFailed(ctx context.Context, scope, k string, err error,
 	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return Result{}, err
+	}
+	if errors.Is(err, stores.ErrFull) {
+		return r.outcome(scope, OutcomeStoreFull, nil), err
 	}
 	if !errors.Is(err, stores.ErrUnavailable) || r.cfg.OnStoreError == FailClosed {
 		// The store's error names the operation and the key already.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -85,6 +86,11 @@ func TestExecuteOutcomes(t *testing.T) {
 		{name: "store down fails open into handler error", cfg: Config{OnStoreError: FailOpen}, fnErr: errHandler,
 			faults: map[string]error{"claim": stores.Unavailable("claim", errDriver)},
 			want:   OutcomeFailOpen, wantErr: errHandler, wantRuns: 1},
+		{name: "full store is refused", faults: map[string]error{"claim": fmt.Errorf("%w: 3 records", stores.ErrFull)},
+			want: OutcomeStoreFull, wantErr: stores.ErrFull},
+		{name: "full store never fails open", cfg: Config{OnStoreError: FailOpen},
+			faults: map[string]error{"claim": fmt.Errorf("%w: 3 records", stores.ErrFull)},
+			want:   OutcomeStoreFull, wantErr: stores.ErrFull},
 		{name: "other store errors never fail open", cfg: Config{OnStoreError: FailOpen},
 			faults: map[string]error{"claim": stores.ErrInvalidArgument},
 			want:   OutcomeStoreError, wantErr: stores.ErrInvalidArgument},

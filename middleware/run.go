@@ -45,11 +45,7 @@ func (r *Receiver) runOwned(ctx context.Context, scope, k string, token stores.T
 	stopHeartbeat()
 
 	if err != nil {
-		failed := OutcomeFailed
-		if errors.Is(err, errNotStored) {
-			failed = OutcomeNotStored
-		}
-		o := r.releaseAfterFailure(ctx, &run.finishCx, scope, k, token, leaseLost(fnCtx), failed)
+		o := r.releaseAfterFailure(ctx, &run.finishCx, scope, k, token, leaseLost(fnCtx), failedOutcome(err))
 		if o == OutcomeLeaseLost {
 			return Result{Outcome: o}, fmt.Errorf("key %q: %w: %w", shown(k), stores.ErrLeaseLost, err)
 		}
@@ -101,4 +97,16 @@ func (r *Receiver) releaseAfterFailure(ctx context.Context, dc *detachedCtx, sco
 // leaseLost reports whether the heartbeat fenced off fn's context.
 func leaseLost(fnCtx context.Context) bool {
 	return errors.Is(context.Cause(fnCtx), stores.ErrLeaseLost)
+}
+
+// failedOutcome is the outcome of fn's error: failed, or what a face's own
+// error says (not_stored, rate_limited).
+func failedOutcome(err error) Outcome {
+	switch {
+	case errors.Is(err, errNotStored):
+		return OutcomeNotStored
+	case errors.Is(err, errOverQuota):
+		return OutcomeRateLimited
+	}
+	return OutcomeFailed
 }

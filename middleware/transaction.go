@@ -95,7 +95,7 @@ func (r *Receiver) runInUnit(ctx context.Context, scope, k string, u Unit, token
 		}
 		return r.outcome(scope, OutcomeNotStored, nil), err
 	case err != nil:
-		return r.outcome(scope, OutcomeFailed, nil), err
+		return r.outcome(scope, failedOutcome(err), nil), err
 	}
 	if err := r.complete(u.Context(), u.Store(), k, token, v); err != nil {
 		return r.outcome(scope, OutcomeStoreError, nil), err // it names the key

@@ -3,6 +3,7 @@ package problem
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error is an error a client is told about: its [Kind] chooses the status,
@@ -14,6 +15,10 @@ type Error struct {
 	Detail string
 	// Fields names each invalid field of the request, if any.
 	Fields []FieldError
+	// RetryAfter, when positive, is how long the client should wait,
+	// for the kinds that carry a Retry-After: it is sent in whole
+	// seconds, rounded up. Otherwise they send [RetryAfter].
+	RetryAfter time.Duration
 }
 
 // New returns an Error of kind with detail and the invalid fields, if any.

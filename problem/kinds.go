@@ -37,9 +37,13 @@ const (
 	// Cancelled: the request was cancelled before it could be answered
 	// (503).
 	Cancelled
+	// TooManyRequests: the client is over its quota; a retry after the
+	// wait succeeds (429 with Retry-After).
+	TooManyRequests
 )
 
-// RetryAfter is the Retry-After, in seconds, of the kinds that carry one.
+// RetryAfter is the Retry-After, in seconds, of the kinds that carry one,
+// unless the error says how long to wait ([Error.RetryAfter]).
 const RetryAfter = "1"
 
 // kinds is the one table from a Kind to its answer: the status, and
@@ -59,6 +63,7 @@ var kinds = map[Kind]struct {
 	Mismatch:             {http.StatusUnprocessableEntity, false},
 	Unavailable:          {http.StatusServiceUnavailable, true},
 	Cancelled:            {http.StatusServiceUnavailable, false},
+	TooManyRequests:      {http.StatusTooManyRequests, true},
 }
 
 // Status returns the HTTP status of k; an unknown Kind is [Internal].

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // ContentType is the media type of problem details (RFC 9457).
@@ -51,9 +52,18 @@ func Prepare(w http.ResponseWriter, err error) Details {
 		e = &Error{Kind: Internal}
 	}
 	if kinds[e.Kind].retryAfter {
-		w.Header().Set("Retry-After", RetryAfter)
+		w.Header().Set("Retry-After", retryAfter(e.RetryAfter))
 	}
 	return Details{Status: e.Kind.Status(), Detail: e.Detail, Errors: e.Fields}
+}
+
+// retryAfter is the Retry-After of a wait of d: whole seconds, rounded up,
+// or [RetryAfter] when d is not positive.
+func retryAfter(d time.Duration) string {
+	if d <= 0 {
+		return RetryAfter
+	}
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
 
 // Write sends d with its status and Content-Type [ContentType], filling the

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/onceflow/onceflow/problem"
 )
@@ -51,6 +52,7 @@ func TestWriteKinds(t *testing.T) {
 		{problem.Mismatch, 422, ""},
 		{problem.Unavailable, 503, "1"},
 		{problem.Cancelled, 503, ""},
+		{problem.TooManyRequests, 429, "1"},
 		{problem.Kind(99), 500, ""},
 	} {
 		w := httptest.NewRecorder()
@@ -60,6 +62,30 @@ func TestWriteKinds(t *testing.T) {
 		if w.Code != tc.status || w.Body.String() != want || w.Header().Get("Retry-After") != tc.retryAfter {
 			t.Errorf("kind %d: %d Retry-After %q %s; want %d Retry-After %q %s",
 				tc.kind, w.Code, w.Header().Get("Retry-After"), w.Body, tc.status, tc.retryAfter, want)
+		}
+	}
+}
+
+// An error that says how long to wait sets Retry-After to it, in whole
+// seconds rounded up; kinds without Retry-After ignore it.
+func TestWriteRetryAfter(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kind problem.Kind
+		wait time.Duration
+		want string
+	}{
+		{problem.TooManyRequests, 0, "1"},
+		{problem.TooManyRequests, 1, "1"},
+		{problem.TooManyRequests, time.Second, "1"},
+		{problem.TooManyRequests, 1500 * time.Millisecond, "2"},
+		{problem.Unavailable, time.Minute, "60"},
+		{problem.Invalid, time.Minute, ""},
+	} {
+		w := httptest.NewRecorder()
+		problem.Write(w, &problem.Error{Kind: tc.kind, Detail: "wait", RetryAfter: tc.wait})
+		if got := w.Header().Get("Retry-After"); got != tc.want {
+			t.Errorf("kind %d, wait %v: Retry-After %q, want %q", tc.kind, tc.wait, got, tc.want)
 		}
 	}
 }

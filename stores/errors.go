@@ -31,6 +31,16 @@ var (
 	// ErrClosed means the store was closed. Stores return it wrapped in an
 	// UnavailableError, so it matches ErrUnavailable too.
 	ErrClosed = errors.New("store closed")
+
+	// ErrFull means a store with a capacity (stores/memory) holds as many
+	// live records as it may: a Claim that would create a record is refused
+	// and changes nothing. No store makes room by dropping a live record,
+	// in progress or completed, since a forgotten completed record lets its
+	// duplicate run again. A later Claim succeeds once records expire or
+	// are released. It does not match ErrUnavailable: the store works, and
+	// processing without a record (the receiver's fail-open policy) would
+	// let whoever fills the store turn the guard off.
+	ErrFull = errors.New("store full")
 )
 
 // UnavailableError reports that the backing store failed during Op. It

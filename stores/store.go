@@ -28,6 +28,10 @@
 //   - Keys of any length are accepted; keys too long for the backend are
 //     hashed (see StorageKey), never truncated. The empty key is rejected with
 //     ErrInvalidKey.
+//   - A live record, in progress or completed, is never dropped to make
+//     room. A store with a capacity refuses a Claim that would create a
+//     record beyond it with ErrFull, and answers Claims of the records it
+//     holds as ever.
 //   - A backend that cannot be reached yields an error matching ErrUnavailable
 //     that also wraps the driver's cause. A context already done when the
 //     call starts yields an error matching the context's error and changes

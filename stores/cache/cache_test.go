@@ -30,6 +30,13 @@ func TestCacheConformance(t *testing.T) {
 				_ = m.Close()
 				return cached(m)
 			},
+			// The cache keeps only completed records and is free to drop
+			// them; the capacity is the wrapped store's.
+			Bounded: func(t *testing.T, capacity int) stores.Store {
+				m := memory.New(memory.Config{MaxEntries: capacity})
+				t.Cleanup(func() { _ = m.Close() })
+				return cache.New(m, cache.Config{Size: 1})
+			},
 		})
 	})
 	t.Run("redis", func(t *testing.T) {

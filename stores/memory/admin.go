@@ -11,8 +11,7 @@ import (
 
 var _ stores.Admin = (*Store)(nil)
 
-// Lookup implements [stores.Admin]. It does not count as a use of a
-// completed record: its place in the LRU order stays.
+// Lookup implements [stores.Admin].
 func (s *Store) Lookup(ctx context.Context, key string) (stores.Entry, error) {
 	k, err := stores.StorageKey(key)
 	if err != nil {

@@ -18,12 +18,12 @@ type entry struct {
 	// expiresAt is the lease end while in progress and the end of the TTL
 	// once completed. At and after it the record reads as absent.
 	expiresAt time.Time
-	// newer and older place a completed entry in Store.lru.
-	newer, older *entry
+	// index is the entry's place in Store.leases while in progress, in
+	// Store.records once completed.
+	index int
 }
 
-// completed reports whether the record is completed; from then on the
-// entry is in Store.lru.
+// completed reports whether the record is completed.
 func (e *entry) completed() bool { return !e.completedAt.IsZero() }
 
 func (e *entry) expired(now time.Time) bool { return !now.Before(e.expiresAt) }
@@ -40,32 +40,46 @@ func (s *Store) owned(key string, token stores.Token, now time.Time) (*entry, er
 	return e, nil
 }
 
-func (s *Store) remove(e *entry) {
+// order returns the heap e is in.
+func (s *Store) order(e *entry) *expiry {
 	if e.completed() {
-		s.lru.remove(e)
+		return &s.records
 	}
+	return &s.leases
+}
+
+// add stores e, a new in-progress record.
+func (s *Store) add(e *entry) {
+	s.entries[e.key] = e
+	s.leases.add(e)
+}
+
+func (s *Store) remove(e *entry) {
+	s.order(e).remove(e)
 	delete(s.entries, e.key)
 }
 
-// makeRoom frees a slot for a new record if the store is full: it evicts the
-// least recently used completed record, else an in-progress record whose
-// lease has ended. It reports whether there is room.
+// firstExpired returns a record that has expired by now, or nil.
+func (s *Store) firstExpired(now time.Time) *entry {
+	for _, e := range [...]*entry{s.leases.first(), s.records.first()} {
+		if e != nil && e.expired(now) {
+			return e
+		}
+	}
+	return nil
+}
+
+// makeRoom reports whether a new record fits. In a full store it deletes an
+// expired record if there is one (a completed record past its TTL, or an
+// in-progress one whose lease has ended: both read as absent already). It
+// never deletes a live record.
 func (s *Store) makeRoom(now time.Time) bool {
 	if len(s.entries) < s.maxEntries {
 		return true
 	}
-	if s.lru.back != nil {
-		s.remove(s.lru.back)
+	if e := s.firstExpired(now); e != nil {
+		s.remove(e)
 		return true
-	}
-	// No completed records: every entry is in progress. Scanning them is
-	// rare, since the store only fills up with in-progress records when far
-	// more handlers run at once than MaxEntries allows.
-	for _, e := range s.entries {
-		if e.expired(now) {
-			s.remove(e)
-			return true
-		}
 	}
 	return false
 }

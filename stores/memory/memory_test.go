@@ -20,5 +20,10 @@ func TestConformance(t *testing.T) {
 			_ = s.Close()
 			return s
 		},
+		Bounded: func(t *testing.T, capacity int) stores.Store {
+			s := memory.New(memory.Config{MaxEntries: capacity})
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		},
 	})
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/onceflow/onceflow/stores"
 )
 
-// Claim implements stores.Store. When the store is full and nothing can be
-// evicted it returns an error matching stores.ErrUnavailable and ErrFull.
+// Claim implements stores.Store. A Claim that would create a record in a
+// full store returns an error matching [stores.ErrFull] (see
+// Config.MaxEntries).
 func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease time.Duration) (stores.Claim, error) {
 	k, err := stores.CheckClaim(key, lease)
 	if err != nil {
@@ -45,7 +46,7 @@ func (s *Store) claim(key string, fingerprint []byte, lease time.Duration) (stor
 		s.remove(e) // its lease or TTL has ended: take the key over
 	}
 	if !s.makeRoom(now) {
-		return stores.Claim{}, stores.Unavailable("claim", ErrFull)
+		return stores.Claim{}, fmt.Errorf("%w: %d records", stores.ErrFull, s.maxEntries)
 	}
 	e := &entry{
 		key:         key,
@@ -54,12 +55,11 @@ func (s *Store) claim(key string, fingerprint []byte, lease time.Duration) (stor
 		createdAt:   now,
 		expiresAt:   now.Add(lease),
 	}
-	s.entries[key] = e
+	s.add(e)
 	return stores.Claim{Status: stores.Acquired, Token: e.token, LeaseUntil: e.expiresAt}, nil
 }
 
-// held returns the Claim for a live entry and marks a completed entry as
-// recently used. s.mu must be held.
+// held returns the Claim for a live entry. s.mu must be held.
 func (s *Store) held(e *entry) stores.Claim {
 	if !e.completed() {
 		return stores.Claim{
@@ -68,7 +68,6 @@ func (s *Store) held(e *entry) stores.Claim {
 			Record:     stores.Record{Fingerprint: e.fingerprint, CreatedAt: e.createdAt},
 		}
 	}
-	s.lru.moveToFront(e)
 	return stores.Claim{
 		Status: stores.Completed,
 		Record: stores.Record{
@@ -105,10 +104,11 @@ func (s *Store) Complete(ctx context.Context, key string, token stores.Token, re
 	if err != nil {
 		return fmt.Errorf("completing key %q: %w", k, err)
 	}
+	s.leases.remove(e)
 	e.result = result
 	e.completedAt = now
 	e.expiresAt = now.Add(ttl)
-	s.lru.pushFront(e)
+	s.records.add(e)
 	return nil
 }
 
@@ -159,5 +159,6 @@ func (s *Store) Extend(ctx context.Context, key string, token stores.Token, leas
 		return time.Time{}, fmt.Errorf("extending key %q: %w", k, err)
 	}
 	e.expiresAt = now.Add(lease)
+	s.leases.moved(e)
 	return e.expiresAt, nil
 }

@@ -3,6 +3,12 @@
 // single-replica services; records live only as long as the process, so two
 // replicas do not see each other's claims.
 //
+// It holds at most Config.MaxEntries records and never drops a live one to
+// make room: when it is full, a Claim that would create a record fails with
+// [stores.ErrFull] until records expire or are released. Size it for the
+// keys the service sees within a TTL (the peak rate of new keys times the
+// TTL).
+//
 // Every method runs under one mutex, so each is atomic and concurrent Claims
 // of a key have exactly one winner. Leases and TTLs are judged by this
 // process's clock. Fingerprints and results are copied on the way in and out:
@@ -10,7 +16,6 @@
 package memory
 
 import (
-	"errors"
 	"sync"
 	"time"
 
@@ -23,24 +28,20 @@ const (
 	DefaultJanitorInterval = time.Minute
 )
 
-// ErrFull means a Claim found the store at Config.MaxEntries with nothing to
-// evict: every record is in progress with a live lease. Claim returns it
-// wrapped in a [stores.UnavailableError], so the receiver's store-error policy
-// applies.
-var ErrFull = errors.New("memory store full of in-progress records")
-
 // Config configures a Store. Its zero value is ready to use.
 type Config struct {
-	// MaxEntries bounds the number of records held. When a Claim of a new key
-	// finds the store full, it evicts the least recently used completed
-	// record (completing and claiming a completed key count as use); if there
-	// is none, an in-progress record whose lease has ended; failing both, it
-	// returns ErrFull. A live lease is never evicted. Zero or negative means
-	// DefaultMaxEntries.
+	// MaxEntries bounds the number of records held. A Claim that would
+	// create a record in a full store deletes an expired one (a completed
+	// record past its TTL, an in-progress one whose lease has ended) if
+	// there is one, and otherwise fails with an error matching
+	// [stores.ErrFull], changing nothing. A live record is never deleted to
+	// make room: forgetting a completed one would let its duplicate run
+	// again. Claims of keys the store holds are answered as ever. Zero or
+	// negative means DefaultMaxEntries.
 	MaxEntries int
 
 	// JanitorInterval is how often a background goroutine deletes expired
-	// records, holding the store's mutex for one pass over all records.
+	// records, holding the store's mutex while it deletes them.
 	// Expired records read as absent whether or not it has run; the janitor
 	// only frees their memory. Zero or negative means DefaultJanitorInterval.
 	JanitorInterval time.Duration
@@ -57,7 +58,8 @@ type Store struct {
 	mu      sync.Mutex
 	closed  bool
 	entries map[string]*entry // by storage key
-	lru     lru               // completed entries only, most recently used first
+	leases  expiry            // the in-progress entries, by the end of their lease
+	records expiry            // the completed entries, by the end of their TTL
 	tokens  tokens
 }
 
@@ -98,7 +100,7 @@ func (s *Store) Close() error {
 		s.mu.Lock()
 		s.closed = true
 		s.entries = nil
-		s.lru = lru{}
+		s.leases, s.records = nil, nil
 		s.mu.Unlock()
 		close(s.stop)
 	})
@@ -121,13 +123,11 @@ func (s *Store) janitor(interval time.Duration) {
 	}
 }
 
-// deleteExpired deletes every expired record.
+// deleteExpired deletes every expired record, soonest expired first.
 func (s *Store) deleteExpired(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range s.entries {
-		if e.expired(now) {
-			s.remove(e)
-		}
+	for e := s.firstExpired(now); e != nil; e = s.firstExpired(now) {
+		s.remove(e)
 	}
 }

@@ -47,42 +47,42 @@ func complete(t *testing.T, s *memory.Store, key string, token stores.Token, res
 	}
 }
 
-func TestEvictsLeastRecentlyUsedCompleted(t *testing.T) {
+// A full store refuses new keys rather than forget a completed record: a
+// flood of new keys must never make an old one run again.
+func TestFullNeverEvictsCompleted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newStore(t, memory.Config{MaxEntries: 3})
+		s := newStore(t, memory.Config{MaxEntries: 3, JanitorInterval: 24 * time.Hour})
 		for _, k := range []string{"a", "b"} {
 			complete(t, s, k, claim(t, s, k, stores.Acquired).Token, []byte(k))
 		}
-		claim(t, s, "held", stores.Acquired)
-		claim(t, s, "a", stores.Completed) // a is now used more recently than b
+		held := claim(t, s, "held", stores.Acquired)
 
-		claim(t, s, "c", stores.Acquired) // full: evicts b
+		for i := range 1000 {
+			_, err := s.Claim(context.Background(), fmt.Sprint("flood-", i), []byte("fp"), lease)
+			if !errors.Is(err, stores.ErrFull) || errors.Is(err, stores.ErrUnavailable) {
+				t.Fatalf("Claim on a full store: %v, want ErrFull and not ErrUnavailable", err)
+			}
+		}
 		if n := s.Len(); n != 3 {
 			t.Fatalf("Len = %d, want 3", n)
 		}
-		claim(t, s, "a", stores.Completed)
-		claim(t, s, "held", stores.InProgress)
-		claim(t, s, "b", stores.Acquired) // b was evicted
-	})
-}
-
-func TestFullOfLiveLeasesIsErrFull(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newStore(t, memory.Config{MaxEntries: 2})
-		a := claim(t, s, "a", stores.Acquired)
-		claim(t, s, "b", stores.Acquired)
-
-		_, err := s.Claim(context.Background(), "c", []byte("fp"), lease)
-		if !errors.Is(err, memory.ErrFull) || !errors.Is(err, stores.ErrUnavailable) {
-			t.Fatalf("Claim on a full store: %v, want ErrFull and ErrUnavailable", err)
+		for _, k := range []string{"a", "b"} {
+			if got := claim(t, s, k, stores.Completed).Record.Result; string(got) != k {
+				t.Errorf("result of %q = %q after the flood", k, got)
+			}
 		}
-		claim(t, s, "a", stores.InProgress) // a live lease is never evicted
-		claim(t, s, "b", stores.InProgress)
+		claim(t, s, "held", stores.InProgress) // a live lease is never evicted
 
-		if err := s.Release(context.Background(), "a", a.Token); err != nil {
+		if err := s.Release(context.Background(), "held", held.Token); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
-		claim(t, s, "c", stores.Acquired)
+		claim(t, s, "new", stores.Acquired)
+
+		time.Sleep(ttl) // every record has ended; no janitor has run
+
+		claim(t, s, "after-a", stores.Acquired)
+		claim(t, s, "after-b", stores.Acquired)
+		claim(t, s, "a", stores.Acquired) // a's record ended, like any other
 	})
 }
 

@@ -20,6 +20,10 @@ type Harness struct {
 	// port, a closed store), to check that outages surface as
 	// [stores.ErrUnavailable].
 	Unavailable func(t *testing.T) stores.Store
+
+	// Bounded, for a store with a capacity, returns one for one test that
+	// holds at most capacity records. Nil: the capacity cases are skipped.
+	Bounded func(t *testing.T, capacity int) stores.Store
 }
 
 // Run runs the conformance suite against h.
@@ -68,6 +72,9 @@ var cases = []testCase{
 	{"InvalidArguments", testInvalidArguments},
 	{"CancelledContextChangesNothing", testCancelledContextChangesNothing},
 	{"BackendDownIsUnavailable", testBackendDownIsUnavailable},
+	// capacity.go: a full store refuses, and forgets nothing to make room.
+	{"FullRefusesClaim", testFullRefusesClaim},
+	{"FullMakesRoomOnlyFromExpired", testFullMakesRoomOnlyFromExpired},
 	// admin.go: stores.Admin, reading and removing records.
 	{"Admin", testAdmin},
 }

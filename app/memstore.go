@@ -1,0 +1,75 @@
+package app
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/memory"
+)
+
+// httpRecords is how the record key of every record of the HTTP face
+// begins.
+var httpRecords = middleware.RecordKey(middleware.HTTPScope, "")
+
+// memoryStores is STORE=memory: the HTTP face's records and the message
+// handlers' in memory stores of their own (MEMORY_MAX_HTTP_RECORDS,
+// MEMORY_MAX_RECORDS), told apart by the record key's scope. A full store
+// refuses new keys rather than forget a record, so sharing one would let a
+// flood of requests with fresh keys stop every handler until its records
+// expire; apart, it stops only new requests.
+type memoryStores struct {
+	http, messages *memory.Store
+}
+
+var (
+	_ stores.Store = memoryStores{}
+	_ stores.Admin = memoryStores{}
+)
+
+func newMemoryStores(cfg Config) memoryStores {
+	return memoryStores{
+		http:     memory.New(memory.Config{MaxEntries: cfg.MemoryMaxHTTPRecords}),
+		messages: memory.New(memory.Config{MaxEntries: cfg.MemoryMaxRecords}),
+	}
+}
+
+// of returns the store that keeps key's record.
+func (m memoryStores) of(key string) *memory.Store {
+	if strings.HasPrefix(key, httpRecords) {
+		return m.http
+	}
+	return m.messages
+}
+
+func (m memoryStores) Claim(ctx context.Context, key string, fingerprint []byte, lease time.Duration) (stores.Claim, error) {
+	return m.of(key).Claim(ctx, key, fingerprint, lease)
+}
+
+func (m memoryStores) Complete(ctx context.Context, key string, token stores.Token, result []byte, ttl time.Duration) error {
+	return m.of(key).Complete(ctx, key, token, result, ttl)
+}
+
+func (m memoryStores) Release(ctx context.Context, key string, token stores.Token) error {
+	return m.of(key).Release(ctx, key, token)
+}
+
+func (m memoryStores) Extend(ctx context.Context, key string, token stores.Token, lease time.Duration) (time.Time, error) {
+	return m.of(key).Extend(ctx, key, token, lease)
+}
+
+func (m memoryStores) Lookup(ctx context.Context, key string) (stores.Entry, error) {
+	return m.of(key).Lookup(ctx, key)
+}
+
+func (m memoryStores) Remove(ctx context.Context, key string, read stores.Entry) error {
+	return m.of(key).Remove(ctx, key, read)
+}
+
+// Close closes both stores.
+func (m memoryStores) Close() error {
+	_ = m.http.Close()
+	return m.messages.Close()
+}
