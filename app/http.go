@@ -58,6 +58,13 @@ func newHTTPServer(p httpParts) (*http.Server, error) {
 	if p.api.MaxRequestBody > 0 {
 		opts = append(opts, middleware.WithMaxRequestBody(p.api.MaxRequestBody))
 	}
+	keys, err := cfg.apiKeys()
+	if err != nil {
+		return nil, err
+	}
+	if keys == nil {
+		opts = append(opts, middleware.WithAnonymous())
+	}
 	guard, err := httpIdempotencyMetrics(reg, p.receiver.HTTP(opts...))
 	if err != nil {
 		return nil, err
@@ -67,10 +74,6 @@ func newHTTPServer(p httpParts) (*http.Server, error) {
 		p.api.Register(v1, guard)
 	}
 	var apiHandler http.Handler = v1
-	keys, err := cfg.apiKeys()
-	if err != nil {
-		return nil, err
-	}
 	if keys != nil {
 		apiHandler = middleware.Authenticate(keys, nil)(v1)
 	}

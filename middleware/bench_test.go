@@ -319,7 +319,7 @@ func BenchmarkHTTP(b *testing.B) {
 			var h http.Handler = paymentsHandler
 			if name != "none" {
 				r, _ := newBenchReceiver(b)
-				h = r.HTTP()(paymentsHandler)
+				h = r.HTTP(WithAnonymous())(paymentsHandler)
 			}
 			mux := paymentsMux(h)
 			b.ReportAllocs()

@@ -37,6 +37,9 @@ const (
 	// Cancelled: the request was cancelled before it could be answered
 	// (503).
 	Cancelled
+	// Forbidden: the server understood the request and refuses it;
+	// other credentials would not change that (403).
+	Forbidden
 )
 
 // RetryAfter is the Retry-After, in seconds, of the kinds that carry one.
@@ -59,6 +62,7 @@ var kinds = map[Kind]struct {
 	Mismatch:             {http.StatusUnprocessableEntity, false},
 	Unavailable:          {http.StatusServiceUnavailable, true},
 	Cancelled:            {http.StatusServiceUnavailable, false},
+	Forbidden:            {http.StatusForbidden, false},
 }
 
 // Status returns the HTTP status of k; an unknown Kind is [Internal].

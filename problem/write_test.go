@@ -51,6 +51,7 @@ func TestWriteKinds(t *testing.T) {
 		{problem.Mismatch, 422, ""},
 		{problem.Unavailable, 503, "1"},
 		{problem.Cancelled, 503, ""},
+		{problem.Forbidden, 403, ""},
 		{problem.Kind(99), 500, ""},
 	} {
 		w := httptest.NewRecorder()
