@@ -41,7 +41,9 @@ type httpParts struct {
 // newHTTPServer serves the domain's API, /metrics, /healthz and /readyz.
 //
 // The API (every path the service's own routes do not take) sits behind
-// Authenticate when API_KEYS is set; its unsafe routes (POST
+// Authenticate when API_KEYS is set; unset, New has refused to start
+// unless ALLOW_ANONYMOUS=true, and every caller is one anonymous client
+// (the face's WithAnonymous). Its unsafe routes (POST
 // /v1/payments in the example) behind the receiver's HTTP face, which
 // requires an Idempotency-Key. Outermost first:
 //
@@ -62,7 +64,7 @@ func newHTTPServer(p httpParts) (*http.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if keys == nil {
+	if keys == nil && cfg.anonymous() {
 		opts = append(opts, middleware.WithAnonymous())
 	}
 	guard, err := httpIdempotencyMetrics(reg, p.receiver.HTTP(opts...))

@@ -15,7 +15,7 @@ import (
 func TestMigrate(t *testing.T) {
 	t.Parallel()
 	addr := testenv.ClosedAddr(t)
-	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn", "STORE=postgres",
+	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn", "ALLOW_ANONYMOUS=true", "STORE=postgres",
 		"DATABASE_URL=" + testenv.PostgresSchema(t), "MIGRATE_ON_START=false"}
 	migrate := func(action string) string {
 		t.Helper()
