@@ -151,8 +151,10 @@ type Config struct {
 	// (/v1/...): comma-separated key:client pairs such as
 	// "k3y-1:client-a,k3y-2:client-b", split at the last colon; a client may
 	// have several keys, to rotate them. The client scopes Idempotency-Key
-	// records, so no client can replay or block another's response. Unset,
-	// the service refuses to start unless ALLOW_ANONYMOUS=true.
+	// records, so no client can replay or block another's response, and
+	// the domain's data (in the example, a payment belongs to the client
+	// that created it). Unset, the service refuses to start unless
+	// ALLOW_ANONYMOUS=true.
 	APIKeys string `env:"API_KEYS" secret:"apikeys"`
 	// AllowAnonymous, with API_KEYS unset, serves the API to anyone as one
 	// anonymous client: every caller shares one namespace of
