@@ -34,8 +34,12 @@ FUZZ_TARGETS = \
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-run: build ## run the service on :8080 (in-process transport, memory store: nothing to install)
-	./bin/onceflow serve
+# make run serves the API without keys, to every caller as one anonymous
+# client (the service refuses to start with neither API_KEYS nor
+# ALLOW_ANONYMOUS=true). With API_KEYS set (API_KEYS=k3y:me make run) every
+# request needs a key, and ALLOW_ANONYMOUS changes nothing.
+run: build ## run the service on :8080 (in-process transport, memory store, no API keys: nothing to install)
+	ALLOW_ANONYMOUS=true ./bin/onceflow serve
 
 build: ## build bin/onceflow
 	$(GO) build -o bin/onceflow ./cmd/onceflow

@@ -78,7 +78,7 @@ func TestAMQPForeignHeaders(t *testing.T) {
 // fails with one line that names AMQP_URL without its password.
 func TestAMQPFirstConnection(t *testing.T) {
 	newApp := func(t *testing.T, ctx context.Context, url, timeout string) (time.Duration, error) {
-		cfg, err := LoadConfig([]string{"TRANSPORT=amqp", "AMQP_URL=" + url, "AMQP_CONNECT_TIMEOUT=" + timeout, "HTTP_ADDR=127.0.0.1:0"})
+		cfg, err := LoadConfig([]string{"TRANSPORT=amqp", "AMQP_URL=" + url, "AMQP_CONNECT_TIMEOUT=" + timeout, "HTTP_ADDR=127.0.0.1:0", "ALLOW_ANONYMOUS=true"})
 		if err != nil {
 			t.Fatal(err)
 		}

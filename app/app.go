@@ -40,7 +40,9 @@ type App struct {
 // MIGRATE_ON_START=false, refuses a schema that lacks some), opens the
 // domain d, assembles the router with its routes and binds the HTTP
 // listener with its API (so Addr is known before Run; HTTP_ADDR may use
-// port 0). On error, whatever it opened is closed again.
+// port 0). It refuses to start without API_KEYS unless
+// ALLOW_ANONYMOUS=true, and then warns. On error, whatever it opened is
+// closed again.
 func New(ctx context.Context, cfg Config, d domain.Domain, logger *slog.Logger) (*App, error) {
 	return newApp(ctx, cfg, d, logger, seams{})
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func testLogger(t *testing.T) *slog.Logger {
 // startDomain is startAppLogging running the domain d.
 func startDomain(t *testing.T, d domain.Domain, sm seams, logger *slog.Logger, environ ...string) *running {
 	t.Helper()
-	environ = append([]string{"HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=warn", "RETRY_INTERVAL=10ms"}, environ...)
+	environ = append(anonymousUnlessKeys(environ, "HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=warn", "RETRY_INTERVAL=10ms"), environ...)
 	cfg, err := LoadConfig(environ)
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +65,16 @@ func startDomain(t *testing.T, d domain.Domain, sm seams, logger *slog.Logger, e
 	r := &running{App: a, base: "http://" + a.Addr(), stop: testenv.Run(t, a)}
 	waitFor(t, "app ready", func() bool { return r.get(t, "/readyz", nil) == http.StatusOK })
 	return r
+}
+
+// anonymousUnlessKeys is defaults, with ALLOW_ANONYMOUS=true unless
+// environ sets API_KEYS: a test that calls the API without keys means to,
+// as apptest.Start assumes.
+func anonymousUnlessKeys(environ []string, defaults ...string) []string {
+	if !slices.ContainsFunc(environ, func(kv string) bool { return strings.HasPrefix(kv, "API_KEYS=") }) {
+		defaults = append(defaults, "ALLOW_ANONYMOUS=true")
+	}
+	return defaults
 }
 
 // post sends body to path with the given headers and returns the status.
@@ -169,7 +180,7 @@ func paymentRoutes() domain.Routes {
 // and never secret (the password of a URL in environ).
 func startupFails(t *testing.T, environ []string, want, secret string, limit time.Duration) {
 	t.Helper()
-	cfg, err := LoadConfig(append([]string{"HTTP_ADDR=127.0.0.1:0"}, environ...))
+	cfg, err := LoadConfig(append(anonymousUnlessKeys(environ, "HTTP_ADDR=127.0.0.1:0"), environ...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,9 @@ func newApp(ctx context.Context, cfg Config, d domain.Domain, logger *slog.Logge
 		return nil, err
 	}
 	logger.Info("starting", "domain", d.Name, "config", cfg)
+	if err = cfg.checkAccess(logger); err != nil {
+		return nil, err
+	}
 	b := &assembly{App: a, seams: sm, reg: prometheus.NewRegistry(), domain: d}
 	b.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, step := range []func(context.Context) error{

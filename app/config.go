@@ -195,9 +195,18 @@ type Config struct {
 	// (/v1/...): comma-separated key:client pairs such as
 	// "k3y-1:client-a,k3y-2:client-b", split at the last colon; a client may
 	// have several keys, to rotate them. The client scopes Idempotency-Key
-	// records, so no client can replay or block another's response. Unset,
-	// every caller is one anonymous client.
+	// records, so no client can replay or block another's response, and
+	// the domain's data (in the example, a payment belongs to the client
+	// that created it). Unset, the service refuses to start unless
+	// ALLOW_ANONYMOUS=true.
 	APIKeys string `env:"API_KEYS" secret:"apikeys"`
+	// AllowAnonymous, with API_KEYS unset, serves the API to anyone as one
+	// anonymous client: every caller shares one namespace of
+	// Idempotency-Keys and sees what every other caller created, and one
+	// caller may be replayed another's response. For development and
+	// tests (make run and docker compose set it); start-up logs a warning.
+	// With API_KEYS set it changes nothing.
+	AllowAnonymous bool `env:"ALLOW_ANONYMOUS" envDefault:"false"`
 	// PublishAPIKey is the key `onceflow publish` sends to a service that
 	// has API_KEYS set.
 	PublishAPIKey string `env:"PUBLISH_API_KEY" secret:"true"`

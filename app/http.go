@@ -41,7 +41,9 @@ type httpParts struct {
 // newHTTPServer serves the domain's API, /metrics, /healthz and /readyz.
 //
 // The API (every path the service's own routes do not take) sits behind
-// Authenticate when API_KEYS is set; its unsafe routes (POST
+// Authenticate when API_KEYS is set; unset, New has refused to start
+// unless ALLOW_ANONYMOUS=true, and every caller is one anonymous client
+// (the face's WithAnonymous). Its unsafe routes (POST
 // /v1/payments in the example) behind the receiver's HTTP face, which
 // requires an Idempotency-Key and holds each client to
 // IDEMPOTENCY_CLIENT_RECORDS new keys per IDEMPOTENCY_CLIENT_WINDOW.
@@ -63,6 +65,13 @@ func newHTTPServer(p httpParts) (*http.Server, error) {
 	if p.api.MaxRequestBody > 0 {
 		opts = append(opts, middleware.WithMaxRequestBody(p.api.MaxRequestBody))
 	}
+	keys, err := cfg.apiKeys()
+	if err != nil {
+		return nil, err
+	}
+	if keys == nil && cfg.anonymous() {
+		opts = append(opts, middleware.WithAnonymous())
+	}
 	guard, err := httpIdempotencyMetrics(reg, p.receiver.HTTP(opts...))
 	if err != nil {
 		return nil, err
@@ -72,10 +81,6 @@ func newHTTPServer(p httpParts) (*http.Server, error) {
 		p.api.Register(v1, guard)
 	}
 	var apiHandler http.Handler = v1
-	keys, err := cfg.apiKeys()
-	if err != nil {
-		return nil, err
-	}
 	if keys != nil {
 		apiHandler = middleware.Authenticate(keys, nil)(v1)
 	}

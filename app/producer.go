@@ -102,8 +102,16 @@ func commandSettings(environ []string) (domain.Settings, error) {
 	if err != nil {
 		return domain.Settings{}, err
 	}
+	keys, err := cfg.apiKeys()
+	if err != nil {
+		return domain.Settings{}, err
+	}
+	var client string
+	if keys != nil && cfg.PublishAPIKey != "" {
+		client, _ = keys.Client(cfg.PublishAPIKey)
+	}
 	return domain.Settings{
-		Transport: cfg.Transport, URL: url, APIKey: cfg.PublishAPIKey,
+		Transport: cfg.Transport, URL: url, APIKey: cfg.PublishAPIKey, Client: client,
 		OpenProducer: func(ctx context.Context, topics []string) (domain.Producer, error) {
 			return OpenProducer(ctx, cfg, topics)
 		},

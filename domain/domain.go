@@ -118,6 +118,11 @@ type Settings struct {
 	// APIKey is PUBLISH_API_KEY: the key a command sends to the
 	// service's API; empty for none.
 	APIKey string
+	// Client is the client that APIKey names in API_KEYS, when the
+	// command's environment sets both: whose data a command's messages
+	// straight to the broker create, so that the API shows them to it.
+	// Empty otherwise: the anonymous client.
+	Client string
 	// OpenProducer connects to the broker Transport names as another
 	// service would, creating topics on Kafka first.
 	OpenProducer func(ctx context.Context, topics []string) (Producer, error)

@@ -29,8 +29,15 @@
 // naively — a charge, notification or receipt row per execution — because
 // the idempotent receiver that the application wraps around them is what
 // makes each side effect happen once. Every message they produce, and every
-// PaymentRequested the HTTP API publishes, carries the payment id as
-// metadata [middleware.MetadataKey], the receiver's idempotency key.
+// PaymentRequested the HTTP API publishes, carries the payment's
+// [Payment.IdempotencyKey] (its id, after its client's name when it has
+// one) as metadata [middleware.MetadataKey], the receiver's idempotency
+// key.
+//
+// A payment belongs to the API client that created it (the identity in
+// the request's context, [middleware.ClientFromContext]), and its id is
+// that client's own: the API reads, creates and counts the caller's
+// payments only, and the events carry the client on.
 //
 // Malformed input is never retried: decoding errors match ErrMalformed, so the
 // router can send such a message straight to the poison queue with the reason.

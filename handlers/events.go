@@ -20,8 +20,11 @@ import (
 var ErrMalformed = errors.New("malformed message")
 
 // PaymentRequested is published on TopicPaymentRequested when the API
-// accepts a payment.
+// accepts a payment. Client is who owns it (see [Payment]); it is left out
+// of the JSON when empty, so an anonymous payment's payload is what it was
+// before events had an owner, and an event without one is anonymous.
 type PaymentRequested struct {
+	Client      string    `json:"client,omitempty"`
 	PaymentID   string    `json:"payment_id"`
 	CustomerID  string    `json:"customer_id"`
 	AmountCents int64     `json:"amount_cents"`
@@ -30,8 +33,9 @@ type PaymentRequested struct {
 }
 
 // PaymentCharged is published on TopicPaymentCharged when a payment has been
-// charged.
+// charged. Client is as in [PaymentRequested].
 type PaymentCharged struct {
+	Client      string    `json:"client,omitempty"`
 	PaymentID   string    `json:"payment_id"`
 	CustomerID  string    `json:"customer_id"`
 	AmountCents int64     `json:"amount_cents"`
@@ -42,29 +46,33 @@ type PaymentCharged struct {
 
 // Payment returns the payment the event is about.
 func (e PaymentRequested) Payment() Payment {
-	return Payment{ID: e.PaymentID, CustomerID: e.CustomerID, AmountCents: e.AmountCents, Currency: e.Currency}
+	return Payment{Client: e.Client, ID: e.PaymentID, CustomerID: e.CustomerID, AmountCents: e.AmountCents, Currency: e.Currency}
 }
 
 // Payment returns the payment the event is about.
 func (e PaymentCharged) Payment() Payment {
-	return Payment{ID: e.PaymentID, CustomerID: e.CustomerID, AmountCents: e.AmountCents, Currency: e.Currency}
+	return Payment{Client: e.Client, ID: e.PaymentID, CustomerID: e.CustomerID, AmountCents: e.AmountCents, Currency: e.Currency}
 }
 
 // Message encodes e as a JSON message with a new UUID and metadata
-// [middleware.MetadataKey] set to the payment id.
-func (e PaymentRequested) Message() (*message.Message, error) { return newMessage(e, e.PaymentID) }
+// [middleware.MetadataKey] set to the payment's [Payment.IdempotencyKey].
+func (e PaymentRequested) Message() (*message.Message, error) {
+	return newMessage(e, e.Payment().IdempotencyKey())
+}
 
 // Message encodes e as a JSON message with a new UUID and metadata
-// [middleware.MetadataKey] set to the payment id.
-func (e PaymentCharged) Message() (*message.Message, error) { return newMessage(e, e.PaymentID) }
+// [middleware.MetadataKey] set to the payment's [Payment.IdempotencyKey].
+func (e PaymentCharged) Message() (*message.Message, error) {
+	return newMessage(e, e.Payment().IdempotencyKey())
+}
 
-func newMessage(event any, paymentID string) (*message.Message, error) {
+func newMessage(event any, key string) (*message.Message, error) {
 	payload, err := json.Marshal(event)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %T: %w", event, err)
 	}
 	msg := message.NewMessage(uuid.NewString(), payload)
-	msg.Metadata.Set(middleware.MetadataKey, paymentID)
+	msg.Metadata.Set(middleware.MetadataKey, key)
 	return msg, nil
 }
 

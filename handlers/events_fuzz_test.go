@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/onceflow/onceflow/handlers"
@@ -14,7 +15,7 @@ import (
 
 // eventFields are the JSON names a decoding error may blame.
 var eventFields = map[string]bool{
-	"payment_id": true, "customer_id": true, "amount_cents": true, "currency": true,
+	"client": true, "payment_id": true, "customer_id": true, "amount_cents": true, "currency": true,
 	"requested_at": true, "charge_id": true, "charged_at": true,
 }
 
@@ -26,6 +27,7 @@ var eventFields = map[string]bool{
 //	go test -run '^$' -fuzz '^FuzzDecodePaymentRequested$' ./handlers/
 func FuzzDecodePaymentRequested(f *testing.F) {
 	f.Add([]byte(`{"payment_id":"pay-1","customer_id":"cus-1","amount_cents":1250,"currency":"EUR","requested_at":"2025-01-02T03:04:05.000000006+01:00"}`))
+	f.Add([]byte(`{"client":"client-a/x","payment_id":"pay-1","customer_id":"cus-1","amount_cents":1250,"currency":"EUR","requested_at":"2025-01-02T03:04:05Z"}`))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		e, err := handlers.DecodePaymentRequested(payload)
 		if err != nil {
@@ -41,7 +43,8 @@ func FuzzDecodePaymentRequested(f *testing.F) {
 		if err != nil || again.Payment() != e.Payment() || !sameTime(again.RequestedAt, e.RequestedAt) {
 			t.Fatalf("payload %q decoded to %+v, re-encoded as %s, decoded to %+v, %v", payload, e, msg.Payload, again, err)
 		}
-		if k := msg.Metadata.Get(middleware.MetadataKey); k != e.PaymentID {
+		if k := msg.Metadata.Get(middleware.MetadataKey); k != e.Payment().IdempotencyKey() ||
+			(e.Client == "") != (k == e.PaymentID) || !strings.HasSuffix(k, e.PaymentID) {
 			t.Fatalf("message of %+v has idempotency key %q", e, k)
 		}
 	})
@@ -53,6 +56,7 @@ func FuzzDecodePaymentRequested(f *testing.F) {
 //	go test -run '^$' -fuzz '^FuzzDecodePaymentCharged$' ./handlers/
 func FuzzDecodePaymentCharged(f *testing.F) {
 	f.Add([]byte(`{"payment_id":"pay-1","customer_id":"cus-1","amount_cents":1250,"currency":"EUR","charge_id":"ch-1","charged_at":"2025-01-02T03:04:05Z"}`))
+	f.Add([]byte(`{"client":"client-a","payment_id":"pay-1","customer_id":"cus-1","amount_cents":1250,"currency":"EUR","charge_id":"ch-1","charged_at":"2025-01-02T03:04:05Z"}`))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		e, err := handlers.DecodePaymentCharged(payload)
 		if err != nil {
@@ -99,6 +103,9 @@ var currency = regexp.MustCompile(`^[A-Z]{3}$`)
 // checkPayment checks what a decoded payment promises.
 func checkPayment(t *testing.T, payload []byte, p handlers.Payment) {
 	t.Helper()
+	if len(p.Client) > handlers.MaxClientLength || !utf8.ValidString(p.Client) || strings.ContainsFunc(p.Client, unicode.IsControl) {
+		t.Fatalf("payload %q decoded to a payment of an invalid client %+v", payload, p)
+	}
 	if !handlers.ValidPaymentID(p.ID) || strings.TrimSpace(p.CustomerID) == "" ||
 		len(p.CustomerID) > handlers.MaxCustomerIDLength || !utf8.ValidString(p.CustomerID) ||
 		p.AmountCents <= 0 || !currency.MatchString(p.Currency) {

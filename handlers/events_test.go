@@ -35,6 +35,41 @@ func TestPaymentRequestedRoundTrip(t *testing.T) {
 	}
 }
 
+// A payment's events carry its client, and a key of the client's own; an
+// event without a client (every event before they had one) is the
+// anonymous client's, keyed by the payment id as it always was.
+func TestEventsCarryTheirClient(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	old := `{"payment_id":"pay-1","customer_id":"cus-1","amount_cents":1250,"currency":"EUR","requested_at":"2025-01-02T03:04:05Z"}`
+	e, err := handlers.DecodePaymentRequested([]byte(old))
+	if err != nil || e.Client != "" {
+		t.Fatalf("decoding an event without a client: %+v, %v", e, err)
+	}
+	msg, err := e.Message()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(msg.Payload) != old || msg.Metadata.Get(middleware.MetadataKey) != "pay-1" {
+		t.Errorf("an anonymous payment's event: %s key %q, want %s key pay-1 as before", msg.Payload, msg.Metadata.Get(middleware.MetadataKey), old)
+	}
+
+	for _, client := range []string{"client-a", "team/a", "ünïcode client"} {
+		charged := handlers.PaymentCharged{Client: client, PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1, Currency: "EUR", ChargeID: "ch-1", ChargedAt: at}
+		msg, err := charged.Message()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := handlers.DecodePaymentCharged(msg.Payload)
+		if err != nil || got != charged {
+			t.Errorf("client %q: decoded %+v, %v; want %+v", client, got, err, charged)
+		}
+		if k := msg.Metadata.Get(middleware.MetadataKey); k != client+"/pay-1" {
+			t.Errorf("client %q: idempotency key %q, want %q", client, k, client+"/pay-1")
+		}
+	}
+}
+
 func TestDecodeRejectsMalformedEvents(t *testing.T) {
 	t.Parallel()
 	const valid = `"payment_id":"pay-1","customer_id":"cus-1","amount_cents":100,"currency":"EUR"`
@@ -58,6 +93,9 @@ func TestDecodeRejectsMalformedEvents(t *testing.T) {
 		{"long currency", `{"payment_id":"p","customer_id":"c","amount_cents":1,"currency":"EURO"}`, "currency"},
 		{"malformed requested_at", `{"payment_id":"p","customer_id":"c","amount_cents":1,"currency":"EUR","requested_at":"yesterday"}`, "requested_at"},
 		{"currency as number", `{"payment_id":"p","customer_id":"c","amount_cents":1,"currency":978}`, "currency"},
+		{"client as number", `{"client":7,"payment_id":"p","customer_id":"c","amount_cents":1,"currency":"EUR"}`, "client"},
+		{"client with a control character", `{"client":"a\u0000b","payment_id":"p","customer_id":"c","amount_cents":1,"currency":"EUR"}`, "client"},
+		{"client too long", `{"client":"` + strings.Repeat("c", handlers.MaxClientLength+1) + `","payment_id":"p","customer_id":"c","amount_cents":1,"currency":"EUR"}`, "client"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,14 +5,27 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/google/uuid"
 
+	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/problem"
 )
 
-// errNoPayment answers a payment id that names no payment.
+// errNoPayment answers a payment id that names none of the caller's
+// payments: the same answer whether or not another client has one.
 var errNoPayment = problem.New(problem.NotFound, "no payment has this id")
+
+// client is who sends r: the identity authentication put in its context
+// ([middleware.ClientFromContext]), "" for the anonymous client. A
+// payment belongs to the client that created it, and its id is that
+// client's own: another client's request for the same id reads, creates
+// or counts only its own payment, so it can neither see the first one
+// nor learn that it exists.
+func client(r *http.Request) string {
+	c, _ := middleware.ClientFromContext(r.Context())
+	return c
+}
 
 // acceptedResponse is the body of 202 Accepted.
 type acceptedResponse struct {
@@ -21,15 +34,20 @@ type acceptedResponse struct {
 }
 
 // CreatePayment serves [RouteCreatePayment]. It validates the body, records
-// the payment in the [Ledger] and publishes [PaymentRequested] on
+// the payment in the [Ledger] as the caller's and publishes
+// [PaymentRequested], with the caller as its client, on
 // [TopicPaymentRequested], then answers 202 Accepted with
 // {"payment_id", "status": "accepted"} and a Location.
 //
+// Payment ids are per client: an id another client uses is a fresh id for
+// this one, answered as any fresh id is (not 409, which would tell that
+// the other payment exists).
+//
 // Errors are problem details, written by [problem.Write]: 400 naming the
-// invalid fields, 409 when the payment id is used by a payment with other
-// details, 413 for a body over [MaxRequestBody], 415 for a Content-Type
-// other than JSON, 500 when the ledger fails and 503 with Retry-After when
-// publishing fails. Sending the same payment again is safe: it is published
+// invalid fields, 409 when the caller already used the payment id for a
+// payment with other details, 413 for a body over [MaxRequestBody], 415
+// for a Content-Type other than JSON, 500 when the ledger fails and 503
+// with Retry-After when publishing fails. Sending the same payment again is safe: it is published
 // again, and the idempotent receiver charges it once.
 func (h *HTTP) CreatePayment(w http.ResponseWriter, r *http.Request) {
 	p, err := decodePayment(w, r)
@@ -37,6 +55,7 @@ func (h *HTTP) CreatePayment(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, err)
 		return
 	}
+	p.Client = client(r)
 	ctx := r.Context()
 	acceptedAt, err := h.ledger.RecordPayment(ctx, p)
 	if err != nil {
@@ -50,6 +69,7 @@ func (h *HTTP) CreatePayment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg, err := PaymentRequested{
+		Client:      p.Client,
 		PaymentID:   p.ID,
 		CustomerID:  p.CustomerID,
 		AmountCents: p.AmountCents,
@@ -66,7 +86,7 @@ func (h *HTTP) CreatePayment(w http.ResponseWriter, r *http.Request) {
 	if !idPattern.MatchString(correlationID) {
 		correlationID = uuid.NewString()
 	}
-	middleware.SetCorrelationID(correlationID, msg)
+	wmmw.SetCorrelationID(correlationID, msg)
 	// The request's context travels with the message: a publisher that
 	// writes in the request's transaction (an outbox) finds it there.
 	msg.SetContext(ctx)
@@ -82,16 +102,17 @@ func (h *HTTP) CreatePayment(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, acceptedResponse{PaymentID: p.ID, Status: StatusAccepted})
 }
 
-// GetPayment serves [RouteGetPayment]: 200 with the [PaymentState] as
-// {"payment_id", "status", "charges", "notifications", "receipts"}, 404 when no payment
-// has the id, 500 when the ledger fails.
+// GetPayment serves [RouteGetPayment]: 200 with the state of the caller's
+// payment as {"payment_id", "status", "charges", "notifications",
+// "receipts"}, 404 when the caller has no payment of the id (whether or
+// not another client has one), 500 when the ledger fails.
 func (h *HTTP) GetPayment(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !ValidPaymentID(id) {
 		problem.Write(w, errNoPayment)
 		return
 	}
-	state, err := h.ledger.Payment(r.Context(), id)
+	state, err := h.ledger.Payment(r.Context(), client(r), id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		problem.Write(w, errNoPayment)
@@ -103,10 +124,12 @@ func (h *HTTP) GetPayment(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// LedgerSummary serves [RouteLedgerSummary]: 200 with the [Summary] as
-// {"payments", "charges", "notifications", "receipts"}, 500 when the ledger fails.
+// LedgerSummary serves [RouteLedgerSummary]: 200 with the [Summary] of the
+// caller's payments as {"payments", "charges", "notifications",
+// "receipts"}, 500 when the ledger fails. Other clients' payments are
+// counted in theirs only.
 func (h *HTTP) LedgerSummary(w http.ResponseWriter, r *http.Request) {
-	s, err := h.ledger.Summary(r.Context())
+	s, err := h.ledger.Summary(r.Context(), client(r))
 	if err != nil {
 		h.logger.ErrorContext(r.Context(), "summarising ledger", "err", err)
 		problem.Write(w, problem.New(problem.Internal, "the ledger could not be read"))

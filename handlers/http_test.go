@@ -215,7 +215,7 @@ func TestCreatePaymentPublishesPaymentRequested(t *testing.T) {
 	if got := wmmw.MessageCorrelationID(msg); got != "corr-42" {
 		t.Errorf("correlation id = %q, want corr-42", got)
 	}
-	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusAccepted})
+	ledgertest.AssertState(t, ledger, "", handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusAccepted})
 
 	// Sending the same payment again publishes the same payload, so the
 	// receiver sees a duplicate, not a key reused for another payload.

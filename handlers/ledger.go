@@ -13,6 +13,10 @@ import (
 // receipt) that only the idempotent receiver in front of the handlers keeps
 // from happening twice.
 //
+// A payment belongs to the API client that created it ([Payment].Client),
+// and payment ids are the client's own: one client's payment id never
+// names, reads or counts another client's payment, even under the same id.
+//
 // Implementations are safe for concurrent use. Each method is atomic: a
 // side effect's row and the status change it causes are written together or
 // not at all. The implementations are in packages named after what they
@@ -23,13 +27,14 @@ type Ledger interface {
 	// RecordPayment records p with status accepted and returns when it was
 	// first accepted. Recording the same payment again changes nothing and
 	// returns the same time, so a re-sent request yields the same event
-	// payload; recording a payment id already used with a different
-	// customer, amount or currency returns ErrConflict.
+	// payload; recording a payment id that p's client already used with a
+	// different customer, amount or currency returns ErrConflict. Another
+	// client's payment of the same id is another payment.
 	RecordPayment(ctx context.Context, p Payment) (acceptedAt time.Time, err error)
 
-	// AppendCharge adds one charge row for p and moves its status to
-	// charged unless it is further. A payment not yet recorded is recorded
-	// from p.
+	// AppendCharge adds one charge row for p (the payment of p.Client
+	// with id p.ID) and moves its status to charged unless it is further.
+	// A payment not yet recorded is recorded from p.
 	AppendCharge(ctx context.Context, p Payment, chargeID string) error
 
 	// AppendNotification adds one notification row for p and moves its
@@ -41,28 +46,45 @@ type Ledger interface {
 	// recorded is recorded from p, as charged.
 	AppendReceipt(ctx context.Context, p Payment, chargeID string) error
 
-	// Payment returns the state of the payment id, or ErrNotFound.
-	Payment(ctx context.Context, id string) (PaymentState, error)
+	// Payment returns the state of client's payment id, or ErrNotFound,
+	// also when only another client has a payment of that id.
+	Payment(ctx context.Context, client, id string) (PaymentState, error)
 
-	// Summary counts what the ledger holds.
-	Summary(ctx context.Context) (Summary, error)
+	// Summary counts what the ledger holds of client's payments.
+	Summary(ctx context.Context, client string) (Summary, error)
 }
 
 // Ledger errors.
 var (
-	// ErrNotFound: no payment has the requested id.
+	// ErrNotFound: the client has no payment of the requested id.
 	ErrNotFound = errors.New("payment not found")
-	// ErrConflict: the payment id is already used by a payment with other
-	// details.
+	// ErrConflict: the client already used the payment id for a payment
+	// with other details.
 	ErrConflict = errors.New("payment id already used with different details")
 )
 
-// Payment is what a payment is: who pays how much.
+// Payment is what a payment is: whose it is, who pays how much.
 type Payment struct {
+	// Client is the API client that owns the payment: the identity that
+	// authentication put in the context of the request that created it
+	// (API_KEYS' client), or the client field of an event a producer
+	// published; empty for the anonymous client.
+	Client      string
 	ID          string
 	CustomerID  string
 	AmountCents int64
 	Currency    string
+}
+
+// IdempotencyKey is the payment's key across clients, which its events
+// carry as their idempotency key (and, on Kafka, their message key): the
+// id of an anonymous payment, else the client, a slash and the id. An id
+// holds no slash, so no two payments share a key.
+func (p Payment) IdempotencyKey() string {
+	if p.Client == "" {
+		return p.ID
+	}
+	return p.Client + "/" + p.ID
 }
 
 // Status is how far a payment has come. It only moves forward.
@@ -85,7 +107,7 @@ type PaymentState struct {
 	Receipts      int64  `json:"receipts"`
 }
 
-// Summary counts the whole ledger.
+// Summary counts one client's payments in the ledger.
 type Summary struct {
 	// Payments is the number of distinct payments charged at least once.
 	Payments int64 `json:"payments"`

@@ -34,9 +34,10 @@ func NewMessageHandlers(ledger Ledger, logger *slog.Logger) *MessageHandlers {
 
 // ChargePayment is the ChargePaymentHandler: it decodes a PaymentRequested,
 // charges it (one charge row with a new charge id) and returns one
-// PaymentCharged for TopicPaymentCharged, with a new UUID, the payment id as
-// its idempotency key and the correlation id of msg. A malformed message
-// yields an error matching ErrMalformed.
+// PaymentCharged for TopicPaymentCharged, of the same client, with a new
+// UUID, the payment's [Payment.IdempotencyKey] as its idempotency key and
+// the correlation id of msg. A malformed message yields an error matching
+// ErrMalformed.
 func (h *MessageHandlers) ChargePayment(msg *message.Message) ([]*message.Message, error) {
 	req, err := DecodePaymentRequested(msg.Payload)
 	if err != nil {
@@ -48,6 +49,7 @@ func (h *MessageHandlers) ChargePayment(msg *message.Message) ([]*message.Messag
 		return nil, fmt.Errorf("charging payment %q: %w", req.PaymentID, err)
 	}
 	out, err := PaymentCharged{
+		Client:      req.Client,
 		PaymentID:   req.PaymentID,
 		CustomerID:  req.CustomerID,
 		AmountCents: req.AmountCents,

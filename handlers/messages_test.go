@@ -61,7 +61,7 @@ func TestChargePayment(t *testing.T) {
 	if got := wmmw.MessageCorrelationID(msg); got != "corr-1" {
 		t.Errorf("correlation id = %q, want corr-1", got)
 	}
-	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 1})
+	ledgertest.AssertState(t, ledger, "", handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 1})
 
 	// Without the idempotent receiver, a redelivery charges again: the
 	// handler is naive on purpose, with a new charge id each time.
@@ -76,7 +76,7 @@ func TestChargePayment(t *testing.T) {
 	if second.ChargeID == charged.ChargeID {
 		t.Errorf("charge id %q repeated", second.ChargeID)
 	}
-	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 2})
+	ledgertest.AssertState(t, ledger, "", handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 2})
 }
 
 // paymentChargedMessage is the PaymentCharged of payment pay-1.
@@ -99,7 +99,7 @@ func TestNotifyCustomer(t *testing.T) {
 	if err := h.NotifyCustomer(paymentChargedMessage(t)); err != nil {
 		t.Fatal(err)
 	}
-	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusNotified, Notifications: 1})
+	ledgertest.AssertState(t, ledger, "", handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusNotified, Notifications: 1})
 }
 
 func TestIssueReceipt(t *testing.T) {
@@ -110,14 +110,14 @@ func TestIssueReceipt(t *testing.T) {
 	if err := h.IssueReceipt(msg); err != nil {
 		t.Fatal(err)
 	}
-	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusCharged, Receipts: 1})
+	ledgertest.AssertState(t, ledger, "", handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusCharged, Receipts: 1})
 
 	// Naive on purpose: without the idempotent receiver, a redelivery
 	// issues a second receipt.
 	if err := h.IssueReceipt(msg); err != nil {
 		t.Fatal(err)
 	}
-	ledgertest.AssertState(t, ledger, handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusCharged, Receipts: 2})
+	ledgertest.AssertState(t, ledger, "", handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusCharged, Receipts: 2})
 }
 
 func TestMessageHandlersRejectMalformedMessages(t *testing.T) {
@@ -137,7 +137,7 @@ func TestMessageHandlersRejectMalformedMessages(t *testing.T) {
 	}
 	assertMalformed(t, h.NotifyCustomer(msg), "amount_cents")
 	assertMalformed(t, h.IssueReceipt(msg), "amount_cents")
-	ledgertest.AssertSummary(t, ledger, handlers.Summary{})
+	ledgertest.AssertSummary(t, ledger, "", handlers.Summary{})
 }
 
 func TestMessageHandlersReturnLedgerErrorsAsRetryable(t *testing.T) {
@@ -189,9 +189,41 @@ func (failingLedger) AppendNotification(context.Context, handlers.Payment, strin
 func (failingLedger) AppendReceipt(context.Context, handlers.Payment, string) error {
 	return errLedgerDown
 }
-func (failingLedger) Payment(context.Context, string) (handlers.PaymentState, error) {
+func (failingLedger) Payment(context.Context, string, string) (handlers.PaymentState, error) {
 	return handlers.PaymentState{}, errLedgerDown
 }
-func (failingLedger) Summary(context.Context) (handlers.Summary, error) {
+func (failingLedger) Summary(context.Context, string) (handlers.Summary, error) {
 	return handlers.Summary{}, errLedgerDown
+}
+
+// The handlers act on the payment of the event's client, and carry the
+// client on: another client's payment of the same id is untouched.
+func TestMessageHandlersKeepTheClient(t *testing.T) {
+	t.Parallel()
+	ledger := memory.NewLedger()
+	h := handlers.NewMessageHandlers(ledger, nil)
+	other := handlers.Payment{Client: "client-b", ID: "pay-1", CustomerID: "cus-b", AmountCents: 5, Currency: "USD"}
+	ledgertest.MustRecord(t, ledger, other)
+
+	req := handlers.PaymentRequested{Client: "client-a", PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1250, Currency: "EUR", RequestedAt: time.Now().UTC()}
+	out, err := h.ChargePayment(paymentRequestedMessage(t, req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	charged, err := handlers.DecodePaymentCharged(out[0].Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if charged.Client != "client-a" || out[0].Metadata.Get(middleware.MetadataKey) != "client-a/pay-1" {
+		t.Errorf("PaymentCharged of client %q, key %q; want client-a, client-a/pay-1", charged.Client, out[0].Metadata.Get(middleware.MetadataKey))
+	}
+	if err := h.NotifyCustomer(out[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.IssueReceipt(out[0]); err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.AssertState(t, ledger, "client-a", handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusNotified, Charges: 1, Notifications: 1, Receipts: 1})
+	ledgertest.AssertState(t, ledger, "client-b", handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusAccepted})
+	ledgertest.AssertNotFound(t, ledger, "", "pay-1")
 }

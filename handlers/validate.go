@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/onceflow/onceflow/problem"
@@ -13,6 +14,9 @@ import (
 
 // MaxCustomerIDLength bounds customer_id, in bytes.
 const MaxCustomerIDLength = 256
+
+// MaxClientLength bounds an event's client, in bytes.
+const MaxClientLength = 256
 
 var (
 	// idPattern is what a payment id, and a correlation id taken from a
@@ -55,8 +59,13 @@ func (fe fieldErrors) err() error {
 }
 
 // validatePayment checks the fields every payment carries, in the order
-// payment_id, customer_id, amount_cents, currency.
+// client, payment_id, customer_id, amount_cents, currency. The client is
+// empty (anonymous) or printable UTF-8, as an API_KEYS client is.
 func validatePayment(fe *fieldErrors, p Payment) {
+	if p.Client != "" && (len(p.Client) > MaxClientLength || !utf8.ValidString(p.Client) ||
+		strings.ContainsFunc(p.Client, unicode.IsControl)) {
+		fe.add("client", "must be printable UTF-8 of at most "+strconv.Itoa(MaxClientLength)+" bytes")
+	}
 	if !ValidPaymentID(p.ID) {
 		fe.add("payment_id", "must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'")
 	}

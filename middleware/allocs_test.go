@@ -67,7 +67,7 @@ func TestHTTPAllocationBudget(t *testing.T) {
 			next++
 		})
 	}
-	added := perRequest(r.HTTP()(paymentsHandler)) - perRequest(paymentsHandler)
+	added := perRequest(r.HTTP(WithAnonymous())(paymentsHandler)) - perRequest(paymentsHandler)
 	if added > httpAllocBudget {
 		t.Fatalf("the HTTP face adds %.1f allocations per request, budget %d", added, httpAllocBudget)
 	}

@@ -128,15 +128,17 @@ func bearerToken(h http.Header) (string, bool) {
 type clientKey struct{}
 
 // ContextWithClient returns ctx carrying client as the caller's identity.
-// [Authenticate] sets it; another authentication scheme (mTLS, JWT) can set
-// it instead, outside the HTTP face.
+// [Authenticate] sets it; another authentication scheme (mTLS, JWT) sets
+// it instead, outside the HTTP face, which refuses a request without one.
+// An empty client is no identity.
 func ContextWithClient(ctx context.Context, client string) context.Context {
 	return context.WithValue(ctx, clientKey{}, client)
 }
 
 // ClientFromContext returns the caller's identity, if authentication set
-// one. Without it, [Receiver.HTTP] treats every caller as one anonymous
-// client.
+// one. Without it (or with an empty one), [Receiver.HTTP] refuses the
+// request with 403, unless [WithAnonymous] makes every such caller one
+// anonymous client.
 func ClientFromContext(ctx context.Context) (string, bool) {
 	c, ok := ctx.Value(clientKey{}).(string)
 	return c, ok

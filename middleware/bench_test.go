@@ -324,7 +324,7 @@ func BenchmarkHTTP(b *testing.B) {
 			var h http.Handler = paymentsHandler
 			if name != "none" {
 				r, _ := newBenchReceiver(b)
-				h = r.HTTP(WithClientQuota(math.MaxInt32, time.Second))(paymentsHandler)
+				h = r.HTTP(WithAnonymous(), WithClientQuota(math.MaxInt32, time.Second))(paymentsHandler)
 			}
 			mux := paymentsMux(h)
 			b.ReportAllocs()

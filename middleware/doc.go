@@ -17,7 +17,9 @@
 // the timeout.
 // Receiver.HTTP is the net/http face: Idempotency-Key middleware that scopes
 // keys by client, method and route, stores the response, and replays it on
-// a retry. Authenticate resolves the client identity from a bearer API key.
+// a retry. Authenticate resolves the client identity from a bearer API key;
+// a request without one is refused (403) unless WithAnonymous says that
+// every caller is one anonymous client.
 //
 // Every call of Execute ends in exactly one Outcome, reported to the
 // Observer; NewPrometheusObserver exports them as metrics. With a

@@ -52,20 +52,29 @@ var (
 	errStoreUnavailable   = problem.New(problem.Unavailable, "the idempotency store is unavailable: retry the request")
 	errStoreFull          = problem.New(problem.Unavailable, "the idempotency store is full: retry the request later")
 	errUnreadableResponse = problem.New(problem.Internal, "the stored response to this Idempotency-Key cannot be read")
+	errNoClient           = problem.New(problem.Forbidden, "this request carries no client identity: Idempotency-Key records are kept per client")
 )
 
 // HTTP is the net/http face of the receiver: Idempotency-Key middleware for
 // unsafe methods (POST, PATCH), after the IETF httpapi draft. It runs the
 // handler at most once per key and replays its response to retries.
 //
-// The record key is the client identity ([ClientFromContext]; without one,
-// every caller is the same anonymous client), the method, the route pattern
-// ([http.Request.Pattern], set by [http.ServeMux]) and the idempotency key,
-// in scope [HTTPScope]: one client can never replay or block another's
-// response. (Outside a ServeMux the pattern is empty, and a key is one per
-// client and method.) The fingerprint is the SHA-256 of the method, path,
-// query and body.
+// The record key is the client identity ([ClientFromContext]), the method,
+// the route pattern ([http.Request.Pattern], set by [http.ServeMux]) and
+// the idempotency key, in scope [HTTPScope]: one client can never replay
+// or block another's response. (Outside a ServeMux the pattern is empty,
+// and a key is one per client and method.) The fingerprint is the SHA-256
+// of the method, path, query and body.
 //
+//   - No client identity in the request's context (which [Authenticate]
+//     or [ContextWithClient] sets outside the face; an empty one is none):
+//     403, before anything else, and a warning logged the first time,
+//     unless [WithAnonymous] says that every such caller is one anonymous
+//     client. Fail closed: without an identity, one caller's retry could
+//     be answered with another caller's response. 403, not 401: the face
+//     does not know the service's authentication scheme, which a 401's
+//     WWW-Authenticate must name, and where no authentication runs no
+//     credentials would help.
 //   - No key: 400 (unless [WithOptionalKey]). The header is an sf-string
 //     ("abc-123") or a bare key (abc-123), which name the same key, of 1 to
 //     [MaxIdempotencyKeyLength] printable ASCII characters; anything else,
@@ -112,6 +121,16 @@ func (r *Receiver) HTTP(opts ...HTTPOption) func(http.Handler) http.Handler {
 }
 
 func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request, next http.Handler, o *httpOptions) {
+	client, _ := ClientFromContext(req.Context())
+	if client == "" && !o.anonymous {
+		o.unidentified.Do(func() {
+			r.cfg.Logger.WarnContext(req.Context(), "request without a client identity refused (403): "+
+				"set one outside the HTTP face (middleware.Authenticate or ContextWithClient), or pass WithAnonymous",
+				"scope", HTTPScope, "method", req.Method, "pattern", req.Pattern)
+		})
+		o.problem(w, errNoClient)
+		return
+	}
 	key, err := idempotencyKey(req.Header)
 	switch {
 	case err != nil:
@@ -124,7 +143,6 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request, next http
 		o.problem(w, errMissingKey)
 		return
 	}
-	client, _ := ClientFromContext(req.Context())
 	var allowance *rate.Limiter
 	if o.quota != nil {
 		allowance = o.quota.of(client)

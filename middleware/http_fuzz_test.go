@@ -35,7 +35,11 @@ func FuzzHTTPIdempotency(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key, auth string, body, retryBody []byte, statusIdx uint8, size uint16, withAuth bool) {
 		status := fuzzStatuses[int(statusIdx)%len(fuzzStatuses)]
 		r, _ := newReceiver(t, Config{})
-		var h http.Handler = r.HTTP(WithMaxRequestBody(1<<10), WithMaxStoredResponse(64))(
+		opts := []HTTPOption{WithMaxRequestBody(1 << 10), WithMaxStoredResponse(64)}
+		if !withAuth {
+			opts = append(opts, WithAnonymous())
+		}
+		var h http.Handler = r.HTTP(opts...)(
 			http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 				w.Header().Set("X-Handler", "1")
 				w.WriteHeader(status)

@@ -11,8 +11,9 @@ import (
 )
 
 // httpFixture serves "POST /things/{id}" and "POST /other" through the HTTP
-// face (behind Authenticate when it has keys) on a memory store that can be
-// made to fail.
+// face on a memory store that can be made to fail: behind Authenticate
+// when it has keys, otherwise with WithAnonymous, every caller one
+// anonymous client.
 type httpFixture struct {
 	t     *testing.T
 	mux   *http.ServeMux
@@ -43,6 +44,9 @@ func newHTTPFixture(t *testing.T, cfg Config, keys map[string]string,
 	r, f.rec = newReceiver(t, cfg)
 	if handler == nil {
 		handler = thingHandler
+	}
+	if keys == nil {
+		opts = append([]HTTPOption{WithAnonymous()}, opts...)
 	}
 	var h http.Handler = r.HTTP(opts...)(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		handler(w, req, f.runs.Add(1))

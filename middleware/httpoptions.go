@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"sync"
 	"time"
 
 	"github.com/onceflow/onceflow/problem"
@@ -19,10 +20,14 @@ type httpOptions struct {
 	maxStored    int64
 	maxRequest   int64
 	keyOptional  bool
+	anonymous    bool
 	problem      problem.Writer
 	quotaRecords int
 	quotaWindow  time.Duration
 	quota        *quota // built from the two above once every option is applied
+	// unidentified logs the first request refused for want of a client
+	// identity.
+	unidentified sync.Once
 }
 
 // WithMaxStoredResponse bounds the body of a stored response, in bytes. A
@@ -53,6 +58,16 @@ func WithMaxRequestBody(n int64) HTTPOption {
 // handler, unguarded. By default the key is required: 400.
 func WithOptionalKey() HTTPOption {
 	return func(o *httpOptions) { o.keyOptional = true }
+}
+
+// WithAnonymous lets requests without a client identity (see
+// [ClientFromContext]) through, as one anonymous client: every such caller
+// shares one namespace of Idempotency-Keys, so one may be replayed
+// another's response, or block it with 409. Use it only where every caller
+// is trusted (development, a single-tenant internal API). By default such
+// a request gets 403 and reaches no handler and no record.
+func WithAnonymous() HTTPOption {
+	return func(o *httpOptions) { o.anonymous = true }
 }
 
 // WithProblemWriter sets how error responses are written, so that they

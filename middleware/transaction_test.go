@@ -184,7 +184,7 @@ func TestTransactionModeDuplicateWaitsForTheFirst(t *testing.T) {
 // and its retry runs the handler again.
 func TestTransactionModeHTTPCommitFailureIsNotAnswered(t *testing.T) {
 	r, _, count := newTxReceiver(t, true)
-	h := r.HTTP()(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	h := r.HTTP(WithAnonymous())(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if err := effect(req.Context()); err != nil {
 			t.Error(err)
 		}

@@ -40,6 +40,9 @@ const (
 	// TooManyRequests: the client is over its quota; a retry after the
 	// wait succeeds (429 with Retry-After).
 	TooManyRequests
+	// Forbidden: the server understood the request and refuses it;
+	// other credentials would not change that (403).
+	Forbidden
 )
 
 // RetryAfter is the Retry-After, in seconds, of the kinds that carry one,
@@ -64,6 +67,7 @@ var kinds = map[Kind]struct {
 	Unavailable:          {http.StatusServiceUnavailable, true},
 	Cancelled:            {http.StatusServiceUnavailable, false},
 	TooManyRequests:      {http.StatusTooManyRequests, true},
+	Forbidden:            {http.StatusForbidden, false},
 }
 
 // Status returns the HTTP status of k; an unknown Kind is [Internal].

@@ -53,6 +53,7 @@ func TestWriteKinds(t *testing.T) {
 		{problem.Unavailable, 503, "1"},
 		{problem.Cancelled, 503, ""},
 		{problem.TooManyRequests, 429, "1"},
+		{problem.Forbidden, 403, ""},
 		{problem.Kind(99), 500, ""},
 	} {
 		w := httptest.NewRecorder()

@@ -8,6 +8,7 @@ package apptest
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,11 +28,12 @@ type Service struct {
 
 // Start runs the domain d in a service configured by environ (KEY=value
 // settings; HTTP_ADDR defaults to a free loopback port, LOG_LEVEL to warn,
-// RETRY_INTERVAL to 10ms) until the test ends, and returns once /readyz
+// RETRY_INTERVAL to 10ms, and unless environ sets API_KEYS,
+// ALLOW_ANONYMOUS to true) until the test ends, and returns once /readyz
 // answers 200. Its log goes to t.Log.
 func Start(t testing.TB, d domain.Domain, environ ...string) *Service {
 	t.Helper()
-	environ = append([]string{"HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=warn", "RETRY_INTERVAL=10ms"}, environ...)
+	environ = append(defaults(environ), environ...)
 	cfg, err := app.LoadConfig(environ)
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +46,15 @@ func Start(t testing.TB, d domain.Domain, environ ...string) *Service {
 	s := &Service{App: a, URL: "http://" + a.Addr(), stop: testenv.Run(t, a)}
 	testenv.WaitFor(t, 20*time.Second, "the service ready", func() bool { return s.Get(t, "/readyz", nil) == http.StatusOK })
 	return s
+}
+
+// defaults are the settings Start puts before environ.
+func defaults(environ []string) []string {
+	defaults := []string{"HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=warn", "RETRY_INTERVAL=10ms"}
+	if !slices.ContainsFunc(environ, func(kv string) bool { return strings.HasPrefix(kv, "API_KEYS=") }) {
+		defaults = append(defaults, "ALLOW_ANONYMOUS=true")
+	}
+	return defaults
 }
 
 // Stop stops the service gracefully, as SIGTERM would, and returns what Run

@@ -17,7 +17,7 @@ import (
 func TestKeys(t *testing.T) {
 	t.Parallel()
 	addr := testenv.ClosedAddr(t)
-	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn", "ADMIN_API_KEY=adm1n", "USER=alice"}
+	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn", "ALLOW_ANONYMOUS=true", "ADMIN_API_KEY=adm1n", "USER=alice"}
 	serve(t, environ, addr)
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/payments",
 		strings.NewReader(`{"payment_id":"pay-cli-1","customer_id":"c-1","amount_cents":100,"currency":"EUR"}`))

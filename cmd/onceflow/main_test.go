@@ -12,11 +12,12 @@ import (
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
-// The README's tour, run as a user would: serve on a free port, publish
-// three payments with one duplicate each, and read one charge per payment.
+// The README's tour, run as a user would: serve on a free port as make run
+// does (ALLOW_ANONYMOUS=true), publish three payments with one duplicate
+// each, and read one charge per payment.
 func TestTour(t *testing.T) {
 	addr := testenv.ClosedAddr(t)
-	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn"}
+	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn", "ALLOW_ANONYMOUS=true"}
 	serve(t, environ, addr)
 	if err := run(context.Background(), []string{"healthcheck"}, environ, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 		t.Errorf("healthcheck of a ready service: %v", err)
@@ -67,6 +68,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"frobnicate"}, nil, `unknown command "frobnicate": use serve, load, publish, keys, migrate, healthcheck`},
 		{[]string{"healthcheck"}, []string{"HTTP_ADDR=" + testenv.ClosedAddr(t)}, "/readyz: "},
 		{[]string{"serve"}, []string{"STORE=mongo"}, `STORE="mongo" is not allowed`},
+		{[]string{"serve"}, []string{"HTTP_ADDR=" + testenv.ClosedAddr(t)}, "API_KEYS is unset: set it (key:client pairs) to require an API key, or set ALLOW_ANONYMOUS=true"},
 		{[]string{"publish", "--count", "0"}, nil, "--count must be at least 1"},
 		{[]string{"load", "--rate", "fast"}, nil, `invalid value "fast" for flag -rate`},
 		{[]string{"load", "--dup-ratio", "1.5"}, nil, "--dup-ratio=1.5 is not allowed: use a fraction from 0 up to, not including, 1"},

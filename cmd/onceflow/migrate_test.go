@@ -15,7 +15,7 @@ import (
 func TestMigrate(t *testing.T) {
 	t.Parallel()
 	addr := testenv.ClosedAddr(t)
-	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn", "STORE=postgres",
+	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn", "ALLOW_ANONYMOUS=true", "STORE=postgres",
 		"DATABASE_URL=" + testenv.PostgresSchema(t), "MIGRATE_ON_START=false"}
 	migrate := func(action string) string {
 		t.Helper()
@@ -33,7 +33,7 @@ func TestMigrate(t *testing.T) {
 		t.Fatalf("status of an empty schema:\n%s", out)
 	}
 	if out := migrate("up"); !strings.Contains(out, "records: OK") || !strings.Contains(out, "up 00001_idempotency_records.sql") ||
-		!strings.Contains(out, "payments: OK") || !strings.Contains(out, "up 00002_receipts.sql") {
+		!strings.Contains(out, "payments: OK") || !strings.Contains(out, "up 00003_payment_owner.sql") {
 		t.Fatalf("up:\n%s", out)
 	}
 	if out := migrate("up"); !strings.Contains(out, "no pending migrations") {
@@ -45,7 +45,7 @@ func TestMigrate(t *testing.T) {
 	}
 
 	// The domain's latest migration is undone first: it came last.
-	if out := migrate("down"); !strings.HasPrefix(out, "payments: OK") || !strings.Contains(out, " down 00002_receipts.sql") {
+	if out := migrate("down"); !strings.HasPrefix(out, "payments: OK") || !strings.Contains(out, " down 00003_payment_owner.sql") {
 		t.Fatalf("down:\n%s", out)
 	}
 	if out := migrate("status"); strings.Count(out, "pending") != 1 || !strings.Contains(out, "applied") {

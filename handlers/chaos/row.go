@@ -43,9 +43,10 @@ type Setup struct {
 
 // RowDefaults are the settings every instance runs with unless Setup.Env
 // overrides them: a short handler timeout and lease, so that a killed
-// instance's claims are taken over within seconds.
+// instance's claims are taken over within seconds; and an API without
+// keys, which the HTTP rows call as one anonymous client.
 var RowDefaults = []string{"HANDLER_TIMEOUT=2s", "DEDUP_LEASE=4s", "RETRY_INTERVAL=50ms",
-	"DATABASE_MAX_CONNS=8", "SHUTDOWN_TIMEOUT=10s", "LOG_LEVEL=info"}
+	"DATABASE_MAX_CONNS=8", "SHUTDOWN_TIMEOUT=10s", "LOG_LEVEL=info", "ALLOW_ANONYMOUS=true"}
 
 // Row is one scenario x transport x mode: its own topic prefix, service
 // name and PostgreSQL schema (the ledger, the postgres store and the sql

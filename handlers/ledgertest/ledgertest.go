@@ -25,8 +25,8 @@ func Run(t *testing.T, newLedger func(t *testing.T) handlers.Ledger) {
 		t.Parallel()
 		l := newLedger(t)
 		MustRecord(t, l, p)
-		AssertState(t, l, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusAccepted})
-		AssertSummary(t, l, handlers.Summary{})
+		AssertState(t, l, "", handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusAccepted})
+		AssertSummary(t, l, "", handlers.Summary{})
 	})
 
 	t.Run("recording again is a no-op, with other details a conflict", func(t *testing.T) {
@@ -42,16 +42,14 @@ func Run(t *testing.T, newLedger func(t *testing.T) handlers.Ledger) {
 		if _, err := l.RecordPayment(ctx, other); !errors.Is(err, handlers.ErrConflict) {
 			t.Errorf("RecordPayment with another amount: err = %v, want ErrConflict", err)
 		}
-		AssertState(t, l, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: 1})
+		AssertState(t, l, "", handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: 1})
 	})
 
 	t.Run("unknown payment is not found", func(t *testing.T) {
 		t.Parallel()
 		l := newLedger(t)
 		MustRecord(t, l, p)
-		if _, err := l.Payment(ctx, "pay-2"); !errors.Is(err, handlers.ErrNotFound) {
-			t.Errorf("Payment(pay-2): err = %v, want ErrNotFound", err)
-		}
+		AssertNotFound(t, l, "", "pay-2")
 	})
 
 	t.Run("every charge appends a row", func(t *testing.T) {
@@ -81,7 +79,7 @@ func Run(t *testing.T, newLedger func(t *testing.T) handlers.Ledger) {
 		Must(t, l.AppendCharge(ctx, p, "ch-2"))
 		Must(t, l.AppendReceipt(ctx, p, "ch-2"))
 		MustRecord(t, l, p)
-		AssertState(t, l, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusNotified, Charges: 2, Notifications: 1, Receipts: 1})
+		AssertState(t, l, "", handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusNotified, Charges: 2, Notifications: 1, Receipts: 1})
 	})
 
 	t.Run("side effects of an unrecorded payment record it", func(t *testing.T) {
@@ -92,9 +90,9 @@ func Run(t *testing.T, newLedger func(t *testing.T) handlers.Ledger) {
 		Must(t, l.AppendCharge(ctx, p, "ch-1"))
 		Must(t, l.AppendNotification(ctx, q, "ch-2"))
 		Must(t, l.AppendReceipt(ctx, r, "ch-3"))
-		AssertState(t, l, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: 1})
-		AssertState(t, l, handlers.PaymentState{PaymentID: q.ID, Status: handlers.StatusNotified, Notifications: 1})
-		AssertState(t, l, handlers.PaymentState{PaymentID: r.ID, Status: handlers.StatusCharged, Receipts: 1})
+		AssertState(t, l, "", handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: 1})
+		AssertState(t, l, "", handlers.PaymentState{PaymentID: q.ID, Status: handlers.StatusNotified, Notifications: 1})
+		AssertState(t, l, "", handlers.PaymentState{PaymentID: r.ID, Status: handlers.StatusCharged, Receipts: 1})
 		// The recorded details are those of the first side effect.
 		if _, err := l.RecordPayment(ctx, p); err != nil {
 			t.Errorf("RecordPayment after AppendCharge: %v", err)
@@ -115,7 +113,64 @@ func Run(t *testing.T, newLedger func(t *testing.T) handlers.Ledger) {
 		Must(t, l.AppendNotification(ctx, p, "ch-1"))
 		Must(t, l.AppendReceipt(ctx, p, "ch-1"))
 		Must(t, l.AppendReceipt(ctx, r, "ch-4"))
-		AssertSummary(t, l, handlers.Summary{Payments: 2, Charges: 3, Notifications: 1, Receipts: 2})
+		AssertSummary(t, l, "", handlers.Summary{Payments: 2, Charges: 3, Notifications: 1, Receipts: 2})
+	})
+
+	t.Run("payment ids are per client", func(t *testing.T) {
+		t.Parallel()
+		l := newLedger(t)
+		a := handlers.Payment{Client: "client-a", ID: p.ID, CustomerID: "cus-a", AmountCents: 100, Currency: "EUR"}
+		b := handlers.Payment{Client: "client-b", ID: p.ID, CustomerID: "cus-b", AmountCents: 200, Currency: "USD"}
+		MustRecord(t, l, a)
+		AssertNotFound(t, l, b.Client, p.ID) // not even a sign that a's exists
+		AssertNotFound(t, l, "", p.ID)
+		MustRecord(t, l, b) // other details, yet no conflict: another payment
+		Must(t, l.AppendCharge(ctx, a, "ch-a"))
+		AssertState(t, l, a.Client, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: 1})
+		AssertState(t, l, b.Client, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusAccepted})
+		other := a
+		other.AmountCents++
+		if _, err := l.RecordPayment(ctx, other); !errors.Is(err, handlers.ErrConflict) {
+			t.Errorf("RecordPayment of client-a's id with another amount: err = %v, want ErrConflict", err)
+		}
+		MustRecord(t, l, p)
+		AssertState(t, l, "", handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusAccepted})
+	})
+
+	t.Run("side effects reach their client's payment only", func(t *testing.T) {
+		t.Parallel()
+		l := newLedger(t)
+		a := handlers.Payment{Client: "client-a", ID: p.ID, CustomerID: "cus-a", AmountCents: 100, Currency: "EUR"}
+		b := handlers.Payment{Client: "client-b", ID: p.ID, CustomerID: "cus-b", AmountCents: 200, Currency: "USD"}
+		Must(t, l.AppendCharge(ctx, a, "ch-a"))
+		Must(t, l.AppendNotification(ctx, a, "ch-a"))
+		Must(t, l.AppendReceipt(ctx, b, "ch-b"))
+		Must(t, l.AppendReceipt(ctx, b, "ch-b"))
+		AssertState(t, l, a.Client, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusNotified, Charges: 1, Notifications: 1})
+		AssertState(t, l, b.Client, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Receipts: 2})
+		AssertNotFound(t, l, "", p.ID)
+		// Each was recorded with its own details.
+		MustRecord(t, l, a)
+		MustRecord(t, l, b)
+	})
+
+	t.Run("summary counts the client's payments only", func(t *testing.T) {
+		t.Parallel()
+		l := newLedger(t)
+		a1 := handlers.Payment{Client: "client-a", ID: "pay-1", CustomerID: "cus-a", AmountCents: 100, Currency: "EUR"}
+		a2 := handlers.Payment{Client: "client-a", ID: "pay-2", CustomerID: "cus-a", AmountCents: 100, Currency: "EUR"}
+		b1 := handlers.Payment{Client: "client-b", ID: "pay-1", CustomerID: "cus-b", AmountCents: 100, Currency: "EUR"}
+		Must(t, l.AppendCharge(ctx, a1, "ch-1"))
+		Must(t, l.AppendCharge(ctx, a1, "ch-2"))
+		Must(t, l.AppendCharge(ctx, a2, "ch-3"))
+		Must(t, l.AppendReceipt(ctx, a2, "ch-3"))
+		Must(t, l.AppendCharge(ctx, b1, "ch-4"))
+		Must(t, l.AppendNotification(ctx, b1, "ch-4"))
+		Must(t, l.AppendReceipt(ctx, p, "ch-5"))
+		AssertSummary(t, l, "client-a", handlers.Summary{Payments: 2, Charges: 3, Receipts: 1})
+		AssertSummary(t, l, "client-b", handlers.Summary{Payments: 1, Charges: 1, Notifications: 1})
+		AssertSummary(t, l, "", handlers.Summary{Receipts: 1})
+		AssertSummary(t, l, "client-c", handlers.Summary{})
 	})
 
 	t.Run("concurrent charges all append", func(t *testing.T) {
@@ -133,8 +188,8 @@ func Run(t *testing.T, newLedger func(t *testing.T) handlers.Ledger) {
 		for err := range errs {
 			Must(t, err)
 		}
-		AssertState(t, l, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: n})
-		AssertSummary(t, l, handlers.Summary{Payments: 1, Charges: n})
+		AssertState(t, l, "", handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: n})
+		AssertSummary(t, l, "", handlers.Summary{Payments: 1, Charges: n})
 	})
 
 	t.Run("cancelled context changes nothing", func(t *testing.T) {
@@ -150,15 +205,15 @@ func Run(t *testing.T, newLedger func(t *testing.T) handlers.Ledger) {
 			"AppendReceipt":      l.AppendReceipt(cancelled, p, "ch-1"),
 		}
 		_, calls["RecordPayment"] = l.RecordPayment(cancelled, q)
-		_, calls["Payment"] = l.Payment(cancelled, p.ID)
-		_, calls["Summary"] = l.Summary(cancelled)
+		_, calls["Payment"] = l.Payment(cancelled, p.Client, p.ID)
+		_, calls["Summary"] = l.Summary(cancelled, p.Client)
 		for name, err := range calls {
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("%s: err = %v, want context.Canceled", name, err)
 			}
 		}
-		AssertState(t, l, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusAccepted})
-		AssertSummary(t, l, handlers.Summary{})
+		AssertState(t, l, "", handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusAccepted})
+		AssertSummary(t, l, "", handlers.Summary{})
 	})
 }
 
@@ -185,8 +240,8 @@ func appendsRows(t *testing.T, l handlers.Ledger, p handlers.Payment, appendOnce
 	for n := int64(1); n <= 2; n++ {
 		Must(t, appendOnce(l))
 		state, summary := rows(n)
-		AssertState(t, l, state)
-		AssertSummary(t, l, summary)
+		AssertState(t, l, p.Client, state)
+		AssertSummary(t, l, p.Client, summary)
 	}
 }
 
@@ -198,26 +253,35 @@ func Must(t *testing.T, err error) {
 	}
 }
 
-// AssertState checks that l holds want for payment want.PaymentID.
-func AssertState(t *testing.T, l handlers.Ledger, want handlers.PaymentState) {
+// AssertState checks that l holds want for client's payment
+// want.PaymentID.
+func AssertState(t *testing.T, l handlers.Ledger, client string, want handlers.PaymentState) {
 	t.Helper()
-	got, err := l.Payment(context.Background(), want.PaymentID)
+	got, err := l.Payment(context.Background(), client, want.PaymentID)
 	if err != nil {
-		t.Fatalf("Payment(%q): %v", want.PaymentID, err)
+		t.Fatalf("Payment(%q, %q): %v", client, want.PaymentID, err)
 	}
 	if got != want {
-		t.Errorf("Payment(%q) = %+v, want %+v", want.PaymentID, got, want)
+		t.Errorf("Payment(%q, %q) = %+v, want %+v", client, want.PaymentID, got, want)
 	}
 }
 
-// AssertSummary checks that l summarises to want.
-func AssertSummary(t *testing.T, l handlers.Ledger, want handlers.Summary) {
+// AssertSummary checks that l summarises client's payments to want.
+func AssertSummary(t *testing.T, l handlers.Ledger, client string, want handlers.Summary) {
 	t.Helper()
-	got, err := l.Summary(context.Background())
+	got, err := l.Summary(context.Background(), client)
 	if err != nil {
-		t.Fatalf("Summary: %v", err)
+		t.Fatalf("Summary(%q): %v", client, err)
 	}
 	if got != want {
-		t.Errorf("Summary = %+v, want %+v", got, want)
+		t.Errorf("Summary(%q) = %+v, want %+v", client, got, want)
+	}
+}
+
+// AssertNotFound checks that client has no payment id in l.
+func AssertNotFound(t *testing.T, l handlers.Ledger, client, id string) {
+	t.Helper()
+	if got, err := l.Payment(context.Background(), client, id); !errors.Is(err, handlers.ErrNotFound) {
+		t.Errorf("Payment(%q, %q) = %+v, %v; want ErrNotFound", client, id, got, err)
 	}
 }

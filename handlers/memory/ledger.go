@@ -16,12 +16,14 @@ import (
 // safe for concurrent use.
 type Ledger struct {
 	mu       sync.Mutex
-	payments map[string]*payment
-	charged  int64 // payments with at least one charge
-	charges  int64
-	notified int64 // notification rows
-	receipts int64
+	payments map[paymentKey]*payment
+	// summaries counts each client's payments: Payments those with at
+	// least one charge, the rest rows.
+	summaries map[string]*handlers.Summary
 }
+
+// paymentKey names a payment: ids are per client.
+type paymentKey struct{ client, id string }
 
 type payment struct {
 	handlers.Payment
@@ -36,7 +38,7 @@ var _ handlers.Ledger = (*Ledger)(nil)
 
 // NewLedger returns an empty Ledger.
 func NewLedger() *Ledger {
-	return &Ledger{payments: make(map[string]*payment)}
+	return &Ledger{payments: make(map[paymentKey]*payment), summaries: make(map[string]*handlers.Summary)}
 }
 
 // RecordPayment implements [handlers.Ledger].
@@ -46,73 +48,81 @@ func (l *Ledger) RecordPayment(ctx context.Context, p handlers.Payment) (time.Ti
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if old, ok := l.payments[p.ID]; ok {
+	k := paymentKey{p.Client, p.ID}
+	if old, ok := l.payments[k]; ok {
 		if old.Payment != p {
 			return time.Time{}, fmt.Errorf("recording payment %q: %w", p.ID, handlers.ErrConflict)
 		}
 		return old.acceptedAt, nil
 	}
 	now := time.Now().UTC()
-	l.payments[p.ID] = &payment{Payment: p, status: handlers.StatusAccepted, acceptedAt: now}
+	l.payments[k] = &payment{Payment: p, status: handlers.StatusAccepted, acceptedAt: now}
 	return now, nil
 }
 
 // AppendCharge implements [handlers.Ledger].
 func (l *Ledger) AppendCharge(ctx context.Context, p handlers.Payment, chargeID string) error {
-	return l.append(ctx, "charge", p, func(mp *payment) {
+	return l.append(ctx, "charge", p, func(mp *payment, s *handlers.Summary) {
 		if mp.status == handlers.StatusAccepted {
 			mp.status = handlers.StatusCharged
 		}
 		if mp.charges == 0 {
-			l.charged++
+			s.Payments++
 		}
 		mp.charges++
-		l.charges++
+		s.Charges++
 	})
 }
 
 // AppendNotification implements [handlers.Ledger].
 func (l *Ledger) AppendNotification(ctx context.Context, p handlers.Payment, chargeID string) error {
-	return l.append(ctx, "notification", p, func(mp *payment) {
+	return l.append(ctx, "notification", p, func(mp *payment, s *handlers.Summary) {
 		mp.status = handlers.StatusNotified
 		mp.notifications++
-		l.notified++
+		s.Notifications++
 	})
 }
 
 // AppendReceipt implements [handlers.Ledger].
 func (l *Ledger) AppendReceipt(ctx context.Context, p handlers.Payment, chargeID string) error {
-	return l.append(ctx, "receipt", p, func(mp *payment) {
+	return l.append(ctx, "receipt", p, func(mp *payment, s *handlers.Summary) {
 		mp.receipts++
-		l.receipts++
+		s.Receipts++
 	})
 }
 
 // append adds the side effect what to the record of p under l.mu: it
-// records p as charged if absent, then calls add.
-func (l *Ledger) append(ctx context.Context, what string, p handlers.Payment, add func(*payment)) error {
+// records p as charged if absent, then calls add with the record and its
+// client's summary.
+func (l *Ledger) append(ctx context.Context, what string, p handlers.Payment, add func(*payment, *handlers.Summary)) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("appending %s for payment %q: %w", what, p.ID, err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	mp, ok := l.payments[p.ID]
+	k := paymentKey{p.Client, p.ID}
+	mp, ok := l.payments[k]
 	if !ok {
-		mp = &payment{Payment: p, status: handlers.StatusCharged}
-		l.payments[p.ID] = mp
+		mp = &payment{Payment: p, status: handlers.StatusCharged, acceptedAt: time.Now().UTC()}
+		l.payments[k] = mp
 	}
-	add(mp)
+	s, ok := l.summaries[p.Client]
+	if !ok {
+		s = new(handlers.Summary)
+		l.summaries[p.Client] = s
+	}
+	add(mp, s)
 	return nil
 }
 
 // Payment implements [handlers.Ledger].
-func (l *Ledger) Payment(ctx context.Context, id string) (handlers.PaymentState, error) {
+func (l *Ledger) Payment(ctx context.Context, client, id string) (handlers.PaymentState, error) {
 	if err := ctx.Err(); err != nil {
 		return handlers.PaymentState{}, fmt.Errorf("reading payment %q: %w", id, err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	mp, ok := l.payments[id]
+	mp, ok := l.payments[paymentKey{client, id}]
 	if !ok {
 		return handlers.PaymentState{}, fmt.Errorf("reading payment %q: %w", id, handlers.ErrNotFound)
 	}
@@ -121,11 +131,14 @@ func (l *Ledger) Payment(ctx context.Context, id string) (handlers.PaymentState,
 }
 
 // Summary implements [handlers.Ledger].
-func (l *Ledger) Summary(ctx context.Context) (handlers.Summary, error) {
+func (l *Ledger) Summary(ctx context.Context, client string) (handlers.Summary, error) {
 	if err := ctx.Err(); err != nil {
 		return handlers.Summary{}, fmt.Errorf("summarising ledger: %w", err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return handlers.Summary{Payments: l.charged, Charges: l.charges, Notifications: l.notified, Receipts: l.receipts}, nil
+	if s, ok := l.summaries[client]; ok {
+		return *s, nil
+	}
+	return handlers.Summary{}, nil
 }

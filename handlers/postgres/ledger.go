@@ -1,6 +1,7 @@
 // Package postgres keeps the payments ledger, a [handlers.Ledger], in
 // PostgreSQL with pgx: the tables of its own migrations ([Migrations],
-// 00001_ledger.sql and 00002_receipts.sql). Its writes can join the
+// 00001_ledger.sql, 00002_receipts.sql and 00003_payment_owner.sql, which
+// keys each payment by its client and id). Its writes can join the
 // transaction of a [storepg.Unit], so that a handler's side effect commits
 // or rolls back with its idempotency record (DEDUP_MODE=transaction).
 package postgres
@@ -67,22 +68,22 @@ func (l *Ledger) conn(ctx context.Context) storepg.Querier {
 	return l.db
 }
 
-// recordPaymentSQL inserts the payment or, when its id exists, returns the
-// existing details (the no-op update makes RETURNING see the existing row,
-// even one committed by a concurrent transaction).
+// recordPaymentSQL inserts the payment or, when its client has one of its
+// id, returns the existing details (the no-op update makes RETURNING see
+// the existing row, even one committed by a concurrent transaction).
 const recordPaymentSQL = `
-INSERT INTO payments (payment_id, customer_id, amount_cents, currency, status)
-VALUES ($1, $2, $3, $4, 'accepted')
-ON CONFLICT (payment_id) DO UPDATE SET payment_id = EXCLUDED.payment_id
+INSERT INTO payments (client, payment_id, customer_id, amount_cents, currency, status)
+VALUES ($1, $2, $3, $4, $5, 'accepted')
+ON CONFLICT (client, payment_id) DO UPDATE SET payment_id = EXCLUDED.payment_id
 RETURNING customer_id, amount_cents, currency, created_at`
 
 // RecordPayment implements [handlers.Ledger].
 func (l *Ledger) RecordPayment(ctx context.Context, p handlers.Payment) (time.Time, error) {
 	var (
-		got        = handlers.Payment{ID: p.ID}
+		got        = handlers.Payment{Client: p.Client, ID: p.ID}
 		acceptedAt time.Time
 	)
-	err := l.conn(ctx).QueryRow(ctx, recordPaymentSQL, p.ID, p.CustomerID, p.AmountCents, p.Currency).
+	err := l.conn(ctx).QueryRow(ctx, recordPaymentSQL, p.Client, p.ID, p.CustomerID, p.AmountCents, p.Currency).
 		Scan(&got.CustomerID, &got.AmountCents, &got.Currency, &acceptedAt)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("recording payment %q: %w", p.ID, err)
@@ -93,17 +94,20 @@ func (l *Ledger) RecordPayment(ctx context.Context, p handlers.Payment) (time.Ti
 	return acceptedAt.UTC(), nil
 }
 
+// The append statements' parameters are the payment's client, id,
+// customer, amount and currency, then the charge id.
+
 // appendChargeSQL records the payment if absent, advances an accepted one
 // to charged, and adds the charge row, in one statement.
 const appendChargeSQL = `
 WITH payment AS (
-    INSERT INTO payments (payment_id, customer_id, amount_cents, currency, status)
-    VALUES ($1, $2, $3, $4, 'charged')
-    ON CONFLICT (payment_id) DO UPDATE SET status = 'charged', updated_at = now()
+    INSERT INTO payments (client, payment_id, customer_id, amount_cents, currency, status)
+    VALUES ($1, $2, $3, $4, $5, 'charged')
+    ON CONFLICT (client, payment_id) DO UPDATE SET status = 'charged', updated_at = now()
     WHERE payments.status = 'accepted'
 )
-INSERT INTO charges (payment_id, amount_cents, currency, charge_id)
-VALUES ($1, $3, $4, $5)`
+INSERT INTO charges (client, payment_id, amount_cents, currency, charge_id)
+VALUES ($1, $2, $4, $5, $6)`
 
 // AppendCharge implements [handlers.Ledger].
 func (l *Ledger) AppendCharge(ctx context.Context, p handlers.Payment, chargeID string) error {
@@ -114,13 +118,13 @@ func (l *Ledger) AppendCharge(ctx context.Context, p handlers.Payment, chargeID 
 // notified, and adds the notification row, in one statement.
 const appendNotificationSQL = `
 WITH payment AS (
-    INSERT INTO payments (payment_id, customer_id, amount_cents, currency, status)
-    VALUES ($1, $2, $3, $4, 'notified')
-    ON CONFLICT (payment_id) DO UPDATE SET status = 'notified', updated_at = now()
+    INSERT INTO payments (client, payment_id, customer_id, amount_cents, currency, status)
+    VALUES ($1, $2, $3, $4, $5, 'notified')
+    ON CONFLICT (client, payment_id) DO UPDATE SET status = 'notified', updated_at = now()
     WHERE payments.status <> 'notified'
 )
-INSERT INTO notifications (payment_id, customer_id, charge_id)
-VALUES ($1, $2, $5)`
+INSERT INTO notifications (client, payment_id, customer_id, charge_id)
+VALUES ($1, $2, $3, $6)`
 
 // AppendNotification implements [handlers.Ledger].
 func (l *Ledger) AppendNotification(ctx context.Context, p handlers.Payment, chargeID string) error {
@@ -135,23 +139,22 @@ func (l *Ledger) AppendNotification(ctx context.Context, p handlers.Payment, cha
 // conflicts with the newer row fails to serialise on every retry.
 const appendReceiptSQL = `
 WITH payment AS (
-    INSERT INTO payments (payment_id, customer_id, amount_cents, currency, status)
-    SELECT $1, $2, $3, $4, 'charged'
-    WHERE NOT EXISTS (SELECT FROM payments WHERE payment_id = $1)
-    ON CONFLICT (payment_id) DO NOTHING
+    INSERT INTO payments (client, payment_id, customer_id, amount_cents, currency, status)
+    SELECT $1, $2, $3, $4, $5, 'charged'
+    WHERE NOT EXISTS (SELECT FROM payments WHERE client = $1 AND payment_id = $2)
+    ON CONFLICT (client, payment_id) DO NOTHING
 )
-INSERT INTO receipts (payment_id, customer_id, amount_cents, currency, charge_id)
-VALUES ($1, $2, $3, $4, $5)`
+INSERT INTO receipts (client, payment_id, customer_id, amount_cents, currency, charge_id)
+VALUES ($1, $2, $3, $4, $5, $6)`
 
 // AppendReceipt implements [handlers.Ledger].
 func (l *Ledger) AppendReceipt(ctx context.Context, p handlers.Payment, chargeID string) error {
 	return l.append(ctx, "receipt", appendReceiptSQL, p, chargeID)
 }
 
-// append runs one of the append statements, whose parameters are the
-// payment's id, customer, amount and currency, then chargeID.
+// append runs one of the append statements.
 func (l *Ledger) append(ctx context.Context, what, sql string, p handlers.Payment, chargeID string) error {
-	_, err := l.conn(ctx).Exec(ctx, sql, p.ID, p.CustomerID, p.AmountCents, p.Currency, chargeID)
+	_, err := l.conn(ctx).Exec(ctx, sql, p.Client, p.ID, p.CustomerID, p.AmountCents, p.Currency, chargeID)
 	if err != nil {
 		return fmt.Errorf("appending %s for payment %q: %w", what, p.ID, err)
 	}
@@ -160,16 +163,16 @@ func (l *Ledger) append(ctx context.Context, what, sql string, p handlers.Paymen
 
 const paymentSQL = `
 SELECT p.status,
-       (SELECT count(*) FROM charges c WHERE c.payment_id = p.payment_id),
-       (SELECT count(*) FROM notifications n WHERE n.payment_id = p.payment_id),
-       (SELECT count(*) FROM receipts r WHERE r.payment_id = p.payment_id)
+       (SELECT count(*) FROM charges c WHERE c.client = p.client AND c.payment_id = p.payment_id),
+       (SELECT count(*) FROM notifications n WHERE n.client = p.client AND n.payment_id = p.payment_id),
+       (SELECT count(*) FROM receipts r WHERE r.client = p.client AND r.payment_id = p.payment_id)
 FROM payments p
-WHERE p.payment_id = $1`
+WHERE p.client = $1 AND p.payment_id = $2`
 
 // Payment implements [handlers.Ledger].
-func (l *Ledger) Payment(ctx context.Context, id string) (handlers.PaymentState, error) {
+func (l *Ledger) Payment(ctx context.Context, client, id string) (handlers.PaymentState, error) {
 	s := handlers.PaymentState{PaymentID: id}
-	err := l.conn(ctx).QueryRow(ctx, paymentSQL, id).Scan(&s.Status, &s.Charges, &s.Notifications, &s.Receipts)
+	err := l.conn(ctx).QueryRow(ctx, paymentSQL, client, id).Scan(&s.Status, &s.Charges, &s.Notifications, &s.Receipts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return handlers.PaymentState{}, fmt.Errorf("reading payment %q: %w", id, handlers.ErrNotFound)
 	}
@@ -180,15 +183,15 @@ func (l *Ledger) Payment(ctx context.Context, id string) (handlers.PaymentState,
 }
 
 const summarySQL = `
-SELECT (SELECT count(DISTINCT payment_id) FROM charges),
-       (SELECT count(*) FROM charges),
-       (SELECT count(*) FROM notifications),
-       (SELECT count(*) FROM receipts)`
+SELECT (SELECT count(DISTINCT payment_id) FROM charges WHERE client = $1),
+       (SELECT count(*) FROM charges WHERE client = $1),
+       (SELECT count(*) FROM notifications WHERE client = $1),
+       (SELECT count(*) FROM receipts WHERE client = $1)`
 
 // Summary implements [handlers.Ledger].
-func (l *Ledger) Summary(ctx context.Context) (handlers.Summary, error) {
+func (l *Ledger) Summary(ctx context.Context, client string) (handlers.Summary, error) {
 	var s handlers.Summary
-	if err := l.conn(ctx).QueryRow(ctx, summarySQL).Scan(&s.Payments, &s.Charges, &s.Notifications, &s.Receipts); err != nil {
+	if err := l.conn(ctx).QueryRow(ctx, summarySQL, client).Scan(&s.Payments, &s.Charges, &s.Notifications, &s.Receipts); err != nil {
 		return handlers.Summary{}, fmt.Errorf("summarising ledger: %w", err)
 	}
 	return s, nil

@@ -81,22 +81,80 @@ func TestLedgerJoinsTransaction(t *testing.T) {
 			ledgertest.Must(t, inTx.AppendNotification(txCtx, p, "ch-1"))
 			ledgertest.Must(t, inTx.AppendReceipt(txCtx, p, "ch-1"))
 
-			got, err := inTx.Summary(txCtx)
+			got, err := inTx.Summary(txCtx, p.Client)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if want := (handlers.Summary{Payments: 1, Charges: 1, Notifications: 1, Receipts: 1}); got != want {
 				t.Errorf("Summary in transaction = %+v, want %+v", got, want)
 			}
-			ledgertest.AssertSummary(t, l, handlers.Summary{}) // not visible outside yet
+			ledgertest.AssertSummary(t, l, p.Client, handlers.Summary{}) // not visible outside yet
 
 			if err := tx.Rollback(ctx); err != nil {
 				t.Fatal(err)
 			}
-			ledgertest.AssertSummary(t, l, handlers.Summary{})
-			if _, err := l.Payment(ctx, p.ID); err == nil {
+			ledgertest.AssertSummary(t, l, p.Client, handlers.Summary{})
+			if _, err := l.Payment(ctx, p.Client, p.ID); err == nil {
 				t.Error("payment found after its transaction rolled back")
 			}
 		})
+	}
+}
+
+// TestPaymentOwnerMigration upgrades a ledger that has payments from
+// before they had an owner: they become the anonymous client's, whole,
+// and a client's payment of the same id is another one. Down refuses,
+// changing nothing, while two clients share an id, and succeeds once they
+// do not.
+func TestPaymentOwnerMigration(t *testing.T) {
+	t.Parallel()
+	pool := testenv.MigratedPostgres(t)
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	ctx := t.Context()
+	provider, err := migrations.NewProvider(ctx, db, migrations.Of("payments", postgres.Migrations()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.UpTo(ctx, 2); err != nil {
+		t.Fatalf("migrating the ledger to version 2: %v", err)
+	}
+	for _, stmt := range []string{
+		`INSERT INTO payments (payment_id, customer_id, amount_cents, currency, status) VALUES ('pay-old', 'cus-1', 100, 'EUR', 'charged')`,
+		`INSERT INTO charges (payment_id, amount_cents, currency, charge_id) VALUES ('pay-old', 100, 'EUR', 'ch-1')`,
+		`INSERT INTO receipts (payment_id, customer_id, amount_cents, currency, charge_id) VALUES ('pay-old', 'cus-1', 100, 'EUR', 'ch-1')`,
+	} {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		t.Fatalf("migrating the ledger up: %v", err)
+	}
+
+	l := postgres.NewLedger(pool)
+	ledgertest.AssertState(t, l, "", handlers.PaymentState{PaymentID: "pay-old", Status: handlers.StatusCharged, Charges: 1, Receipts: 1})
+	ledgertest.AssertSummary(t, l, "", handlers.Summary{Payments: 1, Charges: 1, Receipts: 1})
+	ledgertest.AssertNotFound(t, l, "client-a", "pay-old")
+	a := handlers.Payment{Client: "client-a", ID: "pay-old", CustomerID: "cus-a", AmountCents: 7, Currency: "USD"}
+	ledgertest.Must(t, l.AppendCharge(ctx, a, "ch-a"))
+	ledgertest.AssertState(t, l, a.Client, handlers.PaymentState{PaymentID: "pay-old", Status: handlers.StatusCharged, Charges: 1})
+
+	if _, err := provider.Down(ctx); err == nil {
+		t.Fatal("down succeeded while two clients have payments of one id")
+	}
+	ledgertest.AssertState(t, l, a.Client, handlers.PaymentState{PaymentID: "pay-old", Status: handlers.StatusCharged, Charges: 1})
+	if _, err := pool.Exec(ctx, `DELETE FROM charges WHERE client = 'client-a'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM payments WHERE client = 'client-a'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.Down(ctx); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	var charges int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM charges WHERE payment_id = 'pay-old'`).Scan(&charges); err != nil || charges != 1 {
+		t.Fatalf("after down: %d charges of pay-old, %v; want 1", charges, err)
 	}
 }

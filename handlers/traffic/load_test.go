@@ -166,3 +166,24 @@ func TestLoadRejectsBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// Against a service with API_KEYS, load straight to the broker publishes
+// payments of the client PUBLISH_API_KEY names, whose summary the check
+// reads: the payments are that client's, not the anonymous client's.
+func TestLoadToBrokerWithAPIKey(t *testing.T) {
+	env, _, _ := amqpAppEnv(t)
+	env = append(env, "API_KEYS=s3cret-key:load")
+	a := startApp(t, env...)
+	loadEnv := append(slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, "TRANSPORT=")
+	}), "HTTP_ADDR="+a.Addr(), "PUBLISH_API_KEY=s3cret-key")
+	opts := traffic.LoadOptions{
+		Transport: "amqp", Duration: 20 * time.Second, Count: 20, Concurrency: 4, DupRatio: 0.5,
+		Check: true, CheckTimeout: 10 * time.Second,
+	}
+	var out bytes.Buffer
+	res, err := traffic.Load(context.Background(), cmdEnv(loadEnv), opts, &out)
+	if err != nil || res.Unique != 10 || res.Ledger == nil || !res.Ledger.OK() {
+		t.Errorf("Load: %v, %d unique, ledger %+v; want 10 payments of client load charged once\n%s", err, res.Unique, res.Ledger, out.String())
+	}
+}

@@ -30,11 +30,13 @@ func publishToBroker(ctx context.Context, cfg domain.Settings, opts PublishOptio
 }
 
 // producer publishes PaymentRequested events straight to the broker
-// TRANSPORT names, as another team's producer would. Its publish is safe
+// TRANSPORT names, as another team's producer would, as payments of the
+// client PUBLISH_API_KEY names (see [domain.Settings]). Its publish is safe
 // for concurrent use.
 type producer struct {
 	domain.Producer
 	topic       string
+	client      string
 	requestedAt time.Time
 }
 
@@ -48,7 +50,7 @@ func openProducer(ctx context.Context, cfg domain.Settings, topic string) (*prod
 	if err != nil {
 		return nil, err
 	}
-	return &producer{Producer: p, topic: topic, requestedAt: time.Now().UTC()}, nil
+	return &producer{Producer: p, topic: topic, client: cfg.Client, requestedAt: time.Now().UTC()}, nil
 }
 
 // publish sends one copy of pay: a new message (its own UUID) whose payload
@@ -56,7 +58,7 @@ func openProducer(ctx context.Context, cfg domain.Settings, topic string) (*prod
 // producer's, not the copy's.
 func (p *producer) publish(ctx context.Context, pay handlers.Payment) error {
 	msg, err := handlers.PaymentRequested{
-		PaymentID: pay.ID, CustomerID: pay.CustomerID, AmountCents: pay.AmountCents,
+		Client: p.client, PaymentID: pay.ID, CustomerID: pay.CustomerID, AmountCents: pay.AmountCents,
 		Currency: pay.Currency, RequestedAt: p.requestedAt,
 	}.Message()
 	if err != nil {

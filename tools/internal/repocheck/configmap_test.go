@@ -11,7 +11,9 @@ import (
 
 // TestConfigMapsMirrorEnvFiles: each deploy/<transport>.env has a
 // ConfigMap deploy/k8s/configmap-<transport>.yaml with the same keys and
-// values, and back; each is a configuration the service accepts.
+// values, and back; each is a configuration the service accepts, and none
+// opens the API to anonymous callers (ALLOW_ANONYMOUS is for development:
+// compose sets it beside them).
 func TestConfigMapsMirrorEnvFiles(t *testing.T) {
 	t.Parallel()
 	envs, err := filepath.Glob(filepath.Join(root, "deploy", "*.env"))
@@ -37,6 +39,9 @@ func TestConfigMapsMirrorEnvFiles(t *testing.T) {
 		}
 		if !maps.Equal(cm.Data, want) {
 			t.Errorf("configmap-%s.yaml data %v\ndiffers from deploy/%s.env %v", transport, cm.Data, transport, want)
+		}
+		if _, ok := want["ALLOW_ANONYMOUS"]; ok {
+			t.Errorf("deploy/%s.env sets ALLOW_ANONYMOUS: the env files and ConfigMaps are for production, which requires API_KEYS", transport)
 		}
 		if want["TRANSPORT"] != transport {
 			t.Errorf("deploy/%s.env: TRANSPORT=%s", transport, want["TRANSPORT"])

@@ -39,6 +39,17 @@ type (
 			Name          string `yaml:"name"`
 			ContainerPort int    `yaml:"containerPort"`
 		} `yaml:"ports"`
+		Env []struct {
+			Name      string `yaml:"name"`
+			Value     string `yaml:"value"`
+			ValueFrom *struct {
+				SecretKeyRef *struct {
+					Name     string `yaml:"name"`
+					Key      string `yaml:"key"`
+					Optional bool   `yaml:"optional"`
+				} `yaml:"secretKeyRef"`
+			} `yaml:"valueFrom"`
+		} `yaml:"env"`
 		EnvFrom []struct {
 			ConfigMapRef *struct{ Name string } `yaml:"configMapRef"`
 		} `yaml:"envFrom"`
@@ -105,7 +116,8 @@ var distrolessUsers = map[string]int{"root": 0, "nonroot": 65532, "nobody": 6553
 // TestDeployment checks deploy/k8s/deployment.yaml against the Dockerfile
 // and the service's defaults: two replicas, the image's entrypoint and
 // command, its user, non-root and a read-only root filesystem, resource
-// requests, and probes on the port HTTP_ADDR defaults to.
+// requests, probes on the port HTTP_ADDR defaults to, and API_KEYS from a
+// Secret the pod cannot start without.
 func TestDeployment(t *testing.T) {
 	t.Parallel()
 	var d deployment
@@ -185,6 +197,23 @@ func TestDeployment(t *testing.T) {
 		t.Errorf("PodDisruptionBudget %+v: want it to select %v and keep 1 to %d pods", budget.Spec, labels, d.Spec.Replicas-1)
 	}
 
+	// The service refuses to start without API_KEYS (or ALLOW_ANONYMOUS,
+	// for development only): the pod takes them from a required Secret.
+	fromSecret := false
+	for _, e := range c.Env {
+		if e.Name == "API_KEYS" {
+			ref := e.ValueFrom
+			fromSecret = e.Value == "" && ref != nil && ref.SecretKeyRef != nil && ref.SecretKeyRef.Name != "" &&
+				ref.SecretKeyRef.Key != "" && !ref.SecretKeyRef.Optional
+		}
+		if e.Name == "ALLOW_ANONYMOUS" {
+			t.Errorf("env sets ALLOW_ANONYMOUS: the manifests are for production, which requires API_KEYS")
+		}
+	}
+	if !fromSecret {
+		t.Errorf("env: want API_KEYS from a required secretKeyRef, the service refuses to start without it")
+	}
+
 	// The ConfigMap it reads exists.
 	var cm configMap
 	if len(c.EnvFrom) == 0 || c.EnvFrom[0].ConfigMapRef == nil {
@@ -198,10 +227,11 @@ func TestDeployment(t *testing.T) {
 }
 
 // probesAnswer runs the service as `make run` does (in-process transport,
-// memory store) on a loopback port and requires 200 from each path.
+// memory store, ALLOW_ANONYMOUS=true) on a loopback port and requires 200
+// from each path.
 func probesAnswer(t *testing.T, paths ...string) {
 	t.Helper()
-	cfg, err := app.LoadConfig([]string{"HTTP_ADDR=127.0.0.1:0"})
+	cfg, err := app.LoadConfig([]string{"HTTP_ADDR=127.0.0.1:0", "ALLOW_ANONYMOUS=true"})
 	if err != nil {
 		t.Fatal(err)
 	}
