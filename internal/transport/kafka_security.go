@@ -42,9 +42,9 @@ func (s KafkaSASL) validate() error {
 		}
 		return nil
 	case !slices.Contains(SASLMechanisms, s.Mechanism):
-		return fmt.Errorf("Kafka SASL mechanism %q is not supported: use one of %s", s.Mechanism, strings.Join(SASLMechanisms, ", "))
+		return fmt.Errorf("SASL mechanism %q is not supported by the Kafka transport: use one of %s", s.Mechanism, strings.Join(SASLMechanisms, ", "))
 	case s.User == "" || s.Password == "":
-		return fmt.Errorf("Kafka SASL %s needs a user and a password", s.Mechanism)
+		return fmt.Errorf("the Kafka transport's SASL %s needs a user and a password", s.Mechanism)
 	}
 	return nil
 }
