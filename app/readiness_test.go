@@ -20,14 +20,14 @@ import (
 func TestReadinessFollowsTheBroker(t *testing.T) {
 	env, url, _ := amqpAppEnv(t)
 	proxy := startSwitchProxy(t, amqpHostPort(t, url))
-	env = append(env, "AMQP_URL="+strings.Replace(url, amqpHostPort(t, url), proxy.addr, 1))
+	env = append(env, "AMQP_URL="+strings.Replace(url, amqpHostPort(t, url), proxy.Addr(), 1))
 	a := startApp(t, env...)
 
 	var body struct{ Checks map[string]string }
 	if code := a.get(t, "/readyz", &body); code != http.StatusOK || body.Checks["broker"] != "ok" {
 		t.Fatalf("before the outage: /readyz %d %v, want 200 with broker ok", code, body.Checks)
 	}
-	proxy.cutFirst()
+	proxy.cutAll()
 	waitFor(t, "/readyz not ready during the outage", func() bool {
 		return a.get(t, "/readyz", &body) == http.StatusServiceUnavailable && body.Checks["broker"] == "unreachable"
 	})
