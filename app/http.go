@@ -17,10 +17,6 @@ import (
 	"github.com/onceflow/onceflow/middleware"
 )
 
-// readinessTimeout bounds each check behind /readyz: the store and the
-// broker.
-const readinessTimeout = 2 * time.Second
-
 // httpParts is what newHTTPServer serves.
 type httpParts struct {
 	cfg Config
@@ -86,34 +82,9 @@ func newHTTPServer(p httpParts) (*http.Server, error) {
 		writeStatus(w, http.StatusOK, "ok", nil)
 	})
 	// /readyz: the router is consuming, the store answers and the broker
-	// can be reached.
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		checks := map[string]string{"router": "ok", "store": "ok"}
-		status := http.StatusOK
-		if !router.IsRunning() || router.IsClosed() {
-			checks["router"], status = "not running", http.StatusServiceUnavailable
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), readinessTimeout)
-		defer cancel()
-		if err := store.ping(ctx); err != nil {
-			logger.Warn("readiness: store unreachable", "err", err)
-			checks["store"], status = "unreachable", http.StatusServiceUnavailable
-		}
-		if broker != nil {
-			checks["broker"] = "ok"
-			ctx, cancel := context.WithTimeout(r.Context(), readinessTimeout)
-			defer cancel()
-			if err := broker(ctx); err != nil {
-				logger.Warn("readiness: broker unreachable", "err", err)
-				checks["broker"], status = "unreachable", http.StatusServiceUnavailable
-			}
-		}
-		verdict := "ready"
-		if status != http.StatusOK {
-			verdict = "not ready"
-		}
-		writeStatus(w, status, verdict, checks)
-	})
+	// can be reached; checked at most once a second (see readiness).
+	running := func() bool { return router.IsRunning() && !router.IsClosed() }
+	mux.Handle("GET /readyz", newReadiness(running, store.ping, broker, logger))
 	return &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
