@@ -17,7 +17,7 @@ import (
 // status and the decoded record or problem.
 func (r *running) adminCall(t *testing.T, method, path, apiKey string) (int, admin.Record, problem.Details) {
 	t.Helper()
-	req, err := http.NewRequest(method, r.base+path, nil)
+	req, err := http.NewRequest(method, r.ops+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

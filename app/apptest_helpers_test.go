@@ -23,6 +23,9 @@ import (
 type running struct {
 	*App
 	base string
+	// ops is the base URL of /metrics and the probes: base, or the
+	// internal server's when INTERNAL_ADDR is set.
+	ops  string
 	stop func() error // cancels Run and returns its error
 }
 
@@ -62,7 +65,11 @@ func startDomain(t *testing.T, d domain.Domain, sm seams, logger *slog.Logger, e
 		t.Fatal(err)
 	}
 	r := &running{App: a, base: "http://" + a.Addr(), stop: testenv.Run(t, a)}
-	waitFor(t, "app ready", func() bool { return r.get(t, "/readyz", nil) == http.StatusOK })
+	r.ops = r.base
+	if addr := a.InternalAddr(); addr != "" {
+		r.ops = "http://" + addr
+	}
+	waitFor(t, "app ready", func() bool { return testenv.GetJSON(t, r.ops+"/readyz", nil) == http.StatusOK })
 	return r
 }
 

@@ -108,8 +108,15 @@ type Config struct {
 	// when a topic is idle.
 	SQLPollInterval time.Duration `env:"SQL_POLL_INTERVAL" envDefault:"100ms"`
 
-	// HTTPAddr is where the API, /metrics and the health checks listen.
+	// HTTPAddr is where the API listens, and /metrics, /healthz, /readyz
+	// and the key admin (/admin/) too unless INTERNAL_ADDR is set.
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
+	// InternalAddr, when set, is where /metrics, /healthz, /readyz and the
+	// key admin (/admin/) listen instead of HTTP_ADDR, which then serves
+	// the API only: a port for the cluster's probes, Prometheus and
+	// operators that the public network never reaches (the Kubernetes
+	// manifests use :9090). Unset, everything is on HTTP_ADDR.
+	InternalAddr string `env:"INTERNAL_ADDR"`
 	// TopicPrefix is prepended to every topic and consumer group on the
 	// broker, so that several environments (or test runs) can share one
 	// broker without seeing each other's messages. Handlers never see it.
@@ -284,6 +291,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.otlpTracesURL(); err != nil {
 		return err
+	}
+	if c.InternalAddr != "" && c.InternalAddr == c.HTTPAddr && !strings.HasSuffix(c.HTTPAddr, ":0") {
+		return fmt.Errorf("INTERNAL_ADDR=%q must differ from HTTP_ADDR: leave it unset to serve everything on HTTP_ADDR", c.InternalAddr)
 	}
 	return c.validateAddresses()
 }

@@ -33,6 +33,7 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"DEDUP_ON_IN_PROGRESS=block"}, `DEDUP_ON_IN_PROGRESS="block" is not allowed: use one of reject, wait`},
 		{[]string{"DEDUP_ON_STORE_ERROR=ignore"}, `DEDUP_ON_STORE_ERROR="ignore" is not allowed: use one of fail-closed, fail-open`},
 		{[]string{"LOG_FORMAT=xml"}, `LOG_FORMAT="xml" is not allowed: use one of auto, text, json`},
+		{[]string{"INTERNAL_ADDR=:8080"}, `INTERNAL_ADDR=":8080" must differ from HTTP_ADDR`},
 		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=localhost:4318"}, `OTEL_EXPORTER_OTLP_ENDPOINT="localhost:4318" is not allowed: use an http:// or https:// URL`},
 		{[]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=grpc://c:4317"}, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="grpc://c:4317" is not allowed: use an http:// or https:// URL`},
 		{[]string{"DEDUP_LEASE=soon"}, `DEDUP_LEASE: unable to parse duration: time: invalid duration "soon"`},
