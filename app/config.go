@@ -52,6 +52,15 @@ type Config struct {
 	RedisURL string `env:"REDIS_URL" secret:"url"`
 	// RedisAddrs, comma separated, selects a Redis Cluster instead.
 	RedisAddrs []string `env:"REDIS_ADDRS" envSeparator:","`
+	// RedisKeyPrefix is prepended to the key of every record the redis
+	// store keeps. Unset, it is TOPIC_PREFIX + SERVICE_NAME + ":idem:"
+	// (onceflow:idem: with the defaults), so that services and
+	// environments sharing a Redis keep their records apart as they keep
+	// their topics apart, and one never answers another's keys as
+	// duplicates. Records written under another prefix are not seen:
+	// set it to that prefix to keep them (before this setting, always
+	// onceflow:idem:). It may not hold "{", a Redis Cluster hash tag.
+	RedisKeyPrefix string `env:"REDIS_KEY_PREFIX"`
 	// RedisRequireDurable refuses to start when the Redis store's settings
 	// let it forget records (no append-only file, or an eviction policy
 	// other than noeviction). Otherwise that is one warning at start-up.
@@ -269,6 +278,9 @@ func (c Config) Validate() error {
 	if c.Store != "redis" && c.RedisRequireDurable {
 		return fmt.Errorf("REDIS_REQUIRE_DURABLE=true applies to STORE=redis only (STORE=%q)", c.Store)
 	}
+	if p := c.redisKeyPrefix(); c.Store == "redis" && strings.Contains(p, "{") {
+		return fmt.Errorf("REDIS_KEY_PREFIX=%q may not hold \"{\": on a Redis Cluster it would put every record in one slot (unset, it is TOPIC_PREFIX + SERVICE_NAME + \":idem:\")", p)
+	}
 	if c.Store != "redis" && c.RedisWaitReplicas > 0 {
 		return fmt.Errorf("REDIS_WAIT_REPLICAS=%d applies to STORE=redis only (STORE=%q)", c.RedisWaitReplicas, c.Store)
 	}
@@ -354,6 +366,15 @@ func (c Config) LogValue() slog.Value {
 		attrs = append(attrs, s.logAttr(s.value(cv)))
 	}
 	return slog.GroupValue(attrs...)
+}
+
+// redisKeyPrefix is REDIS_KEY_PREFIX, or else TOPIC_PREFIX + SERVICE_NAME
+// + ":idem:".
+func (c Config) redisKeyPrefix() string {
+	if c.RedisKeyPrefix != "" {
+		return c.RedisKeyPrefix
+	}
+	return c.TopicPrefix + c.ServiceName + ":idem:"
 }
 
 // retryMaxInterval is the ceiling of the in-process retry backoff; the sql
