@@ -10,6 +10,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/onceflow/onceflow/admin"
 	"github.com/onceflow/onceflow/internal/transport"
 )
 
@@ -175,7 +176,10 @@ type Config struct {
 	PublishAPIKey string `env:"PUBLISH_API_KEY" secret:"true"`
 	// AdminAPIKey, when set, serves the key admin under /admin/keys (see
 	// `onceflow keys`), behind "Authorization: Bearer <key>"; unset, those
-	// routes do not exist.
+	// routes do not exist. It must be at least 16 characters long and may
+	// not be a key of API_KEYS: it opens every client's records. Refused
+	// attempts are logged and counted
+	// (onceflow_admin_auth_failures_total).
 	AdminAPIKey string `env:"ADMIN_API_KEY" secret:"true"`
 	// IdempotencyMaxBody bounds, in bytes, the response body stored for an
 	// Idempotency-Key: a larger response is served but not stored, and its
@@ -298,7 +302,7 @@ func (c Config) Validate() error {
 	if c.IdempotencyMaxBody < 1 {
 		return fmt.Errorf("IDEMPOTENCY_MAX_BODY=%d must be at least 1 (bytes)", c.IdempotencyMaxBody)
 	}
-	if _, err := c.apiKeys(); err != nil {
+	if err := c.validateAdminAPIKey(); err != nil {
 		return err
 	}
 	if _, err := c.otlpTracesURL(); err != nil {
@@ -308,6 +312,26 @@ func (c Config) Validate() error {
 		return fmt.Errorf("INTERNAL_ADDR=%q must differ from HTTP_ADDR: leave it unset to serve everything on HTTP_ADDR", c.InternalAddr)
 	}
 	return c.validateAddresses()
+}
+
+// validateAdminAPIKey refuses an ADMIN_API_KEY that is short or that a
+// client holds (and a malformed API_KEYS). Its errors never show a key.
+func (c Config) validateAdminAPIKey() error {
+	keys, err := c.apiKeys()
+	switch {
+	case err != nil:
+		return err
+	case c.AdminAPIKey == "":
+		return nil
+	case len(c.AdminAPIKey) < admin.MinAPIKeyLen:
+		return fmt.Errorf("ADMIN_API_KEY is %d characters long: use at least %d (it opens every client's records)", len(c.AdminAPIKey), admin.MinAPIKeyLen)
+	}
+	if keys != nil {
+		if client, ok := keys.Client(c.AdminAPIKey); ok {
+			return fmt.Errorf("ADMIN_API_KEY is also the API_KEYS key of client %q: give the key admin a key of its own", client)
+		}
+	}
+	return nil
 }
 
 // validateAddresses requires the address of every backend the chosen
