@@ -188,6 +188,12 @@ type Config struct {
 	// the replay) and store-error policy (fail-closed: 503).
 	IdempotencyMaxBody int64 `env:"IDEMPOTENCY_MAX_BODY" envDefault:"1048576"`
 
+	// MaxMessageBytes is the largest message payload, in bytes, a handler
+	// is given: a larger one goes to the poison topic at once, with reason
+	// payload_too_large, before it is retried or claimed. It is above the
+	// default limits of Kafka and NATS (1 MB), and bounds what RabbitMQ,
+	// Redis Streams and PostgreSQL would take. 0: no limit.
+	MaxMessageBytes int `env:"MAX_MESSAGE_BYTES" envDefault:"4194304"`
 	// HandlerTimeout cancels a handler's context after this long.
 	HandlerTimeout time.Duration `env:"HANDLER_TIMEOUT" envDefault:"10s"`
 	// RetryMax is how often a failing message is retried in process before
@@ -266,6 +272,9 @@ func (c Config) Validate() error {
 	}
 	if c.DedupCacheSize < 0 {
 		return fmt.Errorf("DEDUP_CACHE_SIZE=%d must be zero (no cache) or more", c.DedupCacheSize)
+	}
+	if c.MaxMessageBytes < 0 {
+		return fmt.Errorf("MAX_MESSAGE_BYTES=%d must be 0 (no limit) or more", c.MaxMessageBytes)
 	}
 	if c.RetryMax < 0 {
 		return fmt.Errorf("RETRY_MAX=%d must be zero or more", c.RetryMax)

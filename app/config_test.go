@@ -35,6 +35,7 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"LOG_FORMAT=xml"}, `LOG_FORMAT="xml" is not allowed: use one of auto, text, json`},
 		{[]string{"INTERNAL_ADDR=:8080"}, `INTERNAL_ADDR=":8080" must differ from HTTP_ADDR`},
 		{[]string{"ADMIN_API_KEY=adm1n"}, `ADMIN_API_KEY is 5 characters long: use at least 16`},
+		{[]string{"MAX_MESSAGE_BYTES=-1"}, `MAX_MESSAGE_BYTES=-1 must be 0 (no limit) or more`},
 		{[]string{"ADMIN_API_KEY=key-of-client-a-0123", "API_KEYS=key-of-client-a-0123:client-a"},
 			`ADMIN_API_KEY is also the API_KEYS key of client "client-a"`},
 		{[]string{"STORE=redis", "REDIS_URL=redis://r:6379/0", "REDIS_KEY_PREFIX={idem}:"}, `REDIS_KEY_PREFIX="{idem}:" may not hold "{"`},
