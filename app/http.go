@@ -45,7 +45,7 @@ type httpParts struct {
 // receiver's HTTP face, which requires an Idempotency-Key. Outermost
 // first:
 //
-//	tracing -> authentication -> routing (sets r.Pattern) -> Idempotency-Key -> handler
+//	authentication -> tracing -> routing (sets r.Pattern) -> Idempotency-Key -> handler
 //
 // Both write their errors with problem.Write, as the handlers do, so every
 // problem the service answers comes from one writer and one table of
@@ -95,15 +95,18 @@ func newAPI(p httpParts) (http.Handler, error) {
 	if p.api.Register != nil {
 		p.api.Register(v1, guard)
 	}
-	var apiHandler http.Handler = v1
+	// A span per request when tracing is on, inside authentication: a
+	// request without a valid key starts no trace (nor continues the
+	// traceparent it sent) and costs no exported span.
+	apiHandler := p.tracing.api(v1, v1)
 	keys, err := cfg.apiKeys()
 	if err != nil {
 		return nil, err
 	}
 	if keys != nil {
-		apiHandler = middleware.Authenticate(keys, nil)(v1)
+		apiHandler = middleware.Authenticate(keys, nil)(apiHandler)
 	}
-	return p.tracing.api(apiHandler, v1), nil // a span per request when tracing is on
+	return apiHandler, nil
 }
 
 // newServer is an HTTP server of h with the service's timeouts, logging
