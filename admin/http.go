@@ -2,7 +2,7 @@ package admin
 
 import (
 	"encoding/json"
-	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,6 +24,11 @@ var errNoRoute = problem.New(problem.NotFound,
 // maxActor bounds the actor's length, in bytes.
 const maxActor = 128
 
+// MinAPIKeyLen is the shortest admin API key [Service.Handler] takes, in
+// bytes: a key an operator could guess, or try every value of, would
+// open every client's records.
+const MinAPIKeyLen = 16
+
 // Routes of the admin API. The record is named by the query: key, and for
 // handler http also route and client (see [Target]); release takes
 // force=true.
@@ -33,15 +38,17 @@ const (
 	RouteEvict   = "POST /admin/keys/{handler}/evict"
 )
 
-// Handler serves the admin API behind apiKey, which must not be empty:
-// every request needs "Authorization: Bearer <apiKey>" (compared in
-// constant time; 401 otherwise) and an [ActorHeader] (400 otherwise).
+// Handler serves the admin API behind apiKey, of at least [MinAPIKeyLen]
+// bytes: every request needs "Authorization: Bearer <apiKey>" (compared
+// in constant time; 401 otherwise) and an [ActorHeader] (400 otherwise).
 // Answers are JSON: the [Record] read, or removed; errors are problem+json.
 // Every request is logged at info (warn when refused) with its actor,
-// remote address, target and outcome; never the API key.
+// remote address, target and outcome; never the API key. A request
+// refused for its API key is logged at warn with its remote address and
+// counted (Config.OnAuthFailure).
 func (s *Service) Handler(apiKey string) (http.Handler, error) {
-	if apiKey == "" {
-		return nil, errors.New("admin: empty API key")
+	if len(apiKey) < MinAPIKeyLen {
+		return nil, fmt.Errorf("admin: the API key must be at least %d bytes long", MinAPIKeyLen)
 	}
 	keys, err := middleware.NewAPIKeys(map[string]string{apiKey: "admin"})
 	if err != nil {
@@ -54,7 +61,23 @@ func (s *Service) Handler(apiKey string) (http.Handler, error) {
 	mux.HandleFunc("/admin/", func(w http.ResponseWriter, _ *http.Request) {
 		problem.Write(w, errNoRoute)
 	})
-	return middleware.Authenticate(keys, nil)(mux), nil
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		refused := func(w http.ResponseWriter, err error) {
+			s.authFailed(r, err)
+			problem.Write(w, err)
+		}
+		middleware.Authenticate(keys, refused)(mux).ServeHTTP(w, r)
+	}), nil
+}
+
+// authFailed logs and counts r, refused for its API key with err.
+func (s *Service) authFailed(r *http.Request, err error) {
+	actor, _ := actorOf(r.Header) // "" unless well-formed: the caller is unknown
+	s.cfg.Logger.WarnContext(r.Context(), "admin authentication refused",
+		"method", r.Method, "remote_addr", r.RemoteAddr, "actor", actor, "err", err)
+	if s.cfg.OnAuthFailure != nil {
+		s.cfg.OnAuthFailure()
+	}
 }
 
 func (s *Service) get(r *http.Request, t Target) (Record, error) { return s.Get(r.Context(), t) }

@@ -25,8 +25,12 @@ type Config struct {
 	// Clients are the API_KEYS clients; nil when API_KEYS is unset, and
 	// every request comes from the anonymous client.
 	Clients []string
-	// Logger receives one line per action, with who asked. Nil discards.
+	// Logger receives one line per action, with who asked, and one per
+	// request refused for its API key. Nil discards.
 	Logger *slog.Logger
+	// OnAuthFailure, when set, is called once for every request refused
+	// for a missing or wrong API key: the service counts them.
+	OnAuthFailure func()
 }
 
 // Service reads and removes records for operators. It is safe for

@@ -17,7 +17,7 @@ import (
 // status and the decoded record or problem.
 func (r *running) adminCall(t *testing.T, method, path, apiKey string) (int, admin.Record, problem.Details) {
 	t.Helper()
-	req, err := http.NewRequest(method, r.base+path, nil)
+	req, err := http.NewRequest(method, r.ops+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestKeysAdminEvictsThroughTheService(t *testing.T) {
 	for _, name := range []string{"postgres"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			a := startApp(t, append(storeEnvs(t)[name](t), "ADMIN_API_KEY=adm1n")...)
+			a := startApp(t, append(storeEnvs(t)[name](t), "ADMIN_API_KEY=adm1n-0123456789ab")...)
 			if !a.cfg.cached() {
 				t.Fatal("the store has no local cache")
 			}
@@ -63,16 +63,16 @@ func TestKeysAdminEvictsThroughTheService(t *testing.T) {
 				t.Fatalf("POST: %d", code)
 			}
 			waitFor(t, "the charge", func() bool {
-				code, rec, _ := a.adminCall(t, "GET", path, "adm1n")
+				code, rec, _ := a.adminCall(t, "GET", path, "adm1n-0123456789ab")
 				return code == http.StatusOK && rec.State == "completed"
 			})
 			if code, _, d := a.adminCall(t, "GET", path, "wrong"); code != http.StatusUnauthorized || d.Status != code {
 				t.Fatalf("a wrong admin key got %d %+v, want 401", code, d)
 			}
-			if code, rec, _ := a.adminCall(t, "POST", "/admin/keys/"+handlers.ChargePaymentHandler+"/evict?key="+id, "adm1n"); code != http.StatusOK || rec.Key != id {
+			if code, rec, _ := a.adminCall(t, "POST", "/admin/keys/"+handlers.ChargePaymentHandler+"/evict?key="+id, "adm1n-0123456789ab"); code != http.StatusOK || rec.Key != id {
 				t.Fatalf("evict: %d %+v", code, rec)
 			}
-			if code, _, d := a.adminCall(t, "GET", path, "adm1n"); code != http.StatusNotFound || d.Status != code {
+			if code, _, d := a.adminCall(t, "GET", path, "adm1n-0123456789ab"); code != http.StatusNotFound || d.Status != code {
 				t.Fatalf("after the evict: %d %+v, want 404", code, d)
 			}
 			before := processed()
@@ -92,5 +92,21 @@ func TestKeysAdminOffByDefault(t *testing.T) {
 	a := startApp(t)
 	if code, _, _ := a.adminCall(t, "GET", "/admin/keys/"+handlers.ChargePaymentHandler+"?key=k", ""); code != http.StatusNotFound {
 		t.Fatalf("GET /admin/keys/... without ADMIN_API_KEY: %d, want 404", code)
+	}
+}
+
+// A request to the key admin with a wrong key is refused and counted on
+// /metrics.
+func TestKeysAdminCountsRefusedKeys(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, "ADMIN_API_KEY=adm1n-0123456789ab")
+	path := "/admin/keys/" + handlers.ChargePaymentHandler + "?key=k"
+	for _, key := range []string{"adm1n", "adm1n-0123456789ab-not"} {
+		if code, _, _ := a.adminCall(t, "GET", path, key); code != http.StatusUnauthorized {
+			t.Fatalf("GET %s with a wrong key: %d, want 401", path, code)
+		}
+	}
+	if n := a.metric(t, "onceflow_admin_auth_failures_total"); n != 2 {
+		t.Errorf("onceflow_admin_auth_failures_total = %v, want 2", n)
 	}
 }

@@ -118,7 +118,7 @@ func TestAMQPFirstConnection(t *testing.T) {
 		env, url, _ := amqpAppEnv(t)
 		const refusals = 3
 		proxy := startFlakyProxy(t, amqpHostPort(t, url), refusals)
-		env = append(env, "AMQP_URL="+strings.Replace(url, amqpHostPort(t, url), proxy.addr, 1), "AMQP_CONNECT_TIMEOUT=20s")
+		env = append(env, "AMQP_URL="+strings.Replace(url, amqpHostPort(t, url), proxy.Addr(), 1), "AMQP_CONNECT_TIMEOUT=20s")
 		a := startApp(t, env...)
 		if n := proxy.refused.Load(); n != refusals {
 			t.Errorf("proxy refused %d connections, want %d", n, refusals)

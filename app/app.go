@@ -26,6 +26,8 @@ type App struct {
 	logger    *slog.Logger
 	listener  net.Listener
 	server    *http.Server
+	ops       *http.Server // INTERNAL_ADDR's /metrics, probes and key admin; nil when unset
+	opsListen net.Listener
 	router    *message.Router
 	transport broker
 	store     idempotencyStore
@@ -59,6 +61,15 @@ type seams struct {
 // Addr is the address the HTTP server listens on.
 func (a *App) Addr() string { return a.listener.Addr().String() }
 
+// InternalAddr is the address the internal HTTP server (INTERNAL_ADDR)
+// listens on; "" when there is none.
+func (a *App) InternalAddr() string {
+	if a.opsListen == nil {
+		return ""
+	}
+	return a.opsListen.Addr().String()
+}
+
 // Run consumes messages and serves HTTP until ctx ends, then shuts down
 // gracefully: it stops taking HTTP requests and waits for those in flight,
 // then closes the router, which waits for in-flight messages (bounded by
@@ -90,9 +101,12 @@ func (a *App) Run(ctx context.Context) error {
 	if a.sweeper != nil {
 		go func() { _ = a.sweeper.Run(routerCtx) }()
 	}
-	serveDone := make(chan error, 1)
+	serveDone := make(chan error, 2)
 	go func() { serveDone <- a.server.Serve(a.listener) }()
-	a.logger.Info("serving", "addr", a.Addr(), "transport", a.cfg.Transport, "store", a.cfg.Store)
+	if a.ops != nil {
+		go func() { serveDone <- a.ops.Serve(a.opsListen) }()
+	}
+	a.logger.Info("serving", "addr", a.Addr(), "internal_addr", a.InternalAddr(), "transport", a.cfg.Transport, "store", a.cfg.Store)
 
 	var errs []error
 	routerStopped := false
@@ -110,6 +124,11 @@ func (a *App) Run(ctx context.Context) error {
 	defer cancel()
 	if err := a.server.Shutdown(shutdownCtx); err != nil {
 		errs = append(errs, fmt.Errorf("shutting down HTTP: %w", err))
+	}
+	if a.ops != nil {
+		if err := a.ops.Shutdown(shutdownCtx); err != nil {
+			errs = append(errs, fmt.Errorf("shutting down the internal HTTP server: %w", err))
+		}
 	}
 	stopRouter()
 	if !routerStopped {
@@ -129,8 +148,10 @@ func (a *App) Close() error {
 		err = errors.Join(err, a.closers[i]())
 	}
 	a.closers = nil
-	if a.listener != nil {
-		_ = a.listener.Close()
+	for _, l := range []net.Listener{a.listener, a.opsListen} {
+		if l != nil {
+			_ = l.Close()
+		}
 	}
 	return err
 }

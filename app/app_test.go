@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -80,6 +81,26 @@ func TestMalformedMessageIsPoisoned(t *testing.T) {
 	})
 	if n := a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "failed"); n < 3 {
 		t.Errorf("charge_payment failed %v times, want each malformed message to fail once", n)
+	}
+}
+
+// A message over MAX_MESSAGE_BYTES is poisoned before any handler or
+// record sees it; the handlers go on with the rest.
+func TestOversizeMessageIsPoisoned(t *testing.T) {
+	a := startApp(t, "MAX_MESSAGE_BYTES=512")
+	big := fmt.Sprintf(`{"payment_id":"pay-big","customer_id":%q,"amount_cents":1,"currency":"EUR"}`, strings.Repeat("c", 512))
+	if err := a.transport.Publisher().Publish(handlers.TopicPaymentRequested, message.NewMessage(uuid.NewString(), []byte(big))); err != nil {
+		t.Fatal(err)
+	}
+	if code := a.post(t, "/v1/payments", paymentBody("pay-small")); code != http.StatusAccepted {
+		t.Fatalf("POST: status %d", code)
+	}
+	waitFor(t, "the oversize message poisoned and the other charged", func() bool {
+		return a.metric(t, "onceflow_poisoned_messages_total", "topic", handlers.TopicPaymentRequested) == 1 &&
+			a.summary(t).Charges == 1
+	})
+	if n := a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler); n != 1 {
+		t.Errorf("charge_payment's receiver saw %v messages, want the small one only", n)
 	}
 }
 

@@ -24,6 +24,9 @@ import (
 type running struct {
 	*App
 	base string
+	// ops is the base URL of /metrics and the probes: base, or the
+	// internal server's when INTERNAL_ADDR is set.
+	ops  string
 	stop func() error // cancels Run and returns its error
 }
 
@@ -62,8 +65,18 @@ func startDomain(t *testing.T, d domain.Domain, sm seams, logger *slog.Logger, e
 	if err != nil {
 		t.Fatal(err)
 	}
+	return run(t, a)
+}
+
+// run runs a until the test ends and returns it once ready.
+func run(t *testing.T, a *App) *running {
+	t.Helper()
 	r := &running{App: a, base: "http://" + a.Addr(), stop: testenv.Run(t, a)}
-	waitFor(t, "app ready", func() bool { return r.get(t, "/readyz", nil) == http.StatusOK })
+	r.ops = r.base
+	if addr := a.InternalAddr(); addr != "" {
+		r.ops = "http://" + addr
+	}
+	waitFor(t, "app ready", func() bool { return testenv.GetJSON(t, r.ops+"/readyz", nil) == http.StatusOK })
 	return r
 }
 

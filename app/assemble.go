@@ -59,7 +59,7 @@ func newApp(ctx context.Context, cfg Config, d domain.Domain, logger *slog.Logge
 		b.openOutbox,    // DEDUP_MODE=transaction: the outbox and its relay
 		b.newReceiver,   // DEDUP_*: the idempotent receiver
 		b.newRouter,     // the routes, each on its own subscriber, and the poison log
-		b.newHTTP,       // the API, /metrics and the probes, listening on HTTP_ADDR
+		b.newHTTP,       // the API on HTTP_ADDR; /metrics, the probes and the admin there or on INTERNAL_ADDR
 	} {
 		if err = step(ctx); err != nil {
 			return nil, err
@@ -253,14 +253,14 @@ func (b *assembly) newRouter(context.Context) error {
 	return err
 }
 
-// newHTTP builds the HTTP server and binds its listener, so that Addr is
-// known before Run.
+// newHTTP builds the HTTP servers and binds their listeners, so that Addr
+// and InternalAddr are known before Run.
 func (b *assembly) newHTTP(context.Context) (err error) {
 	keysAdmin, err := b.adminAPI()
 	if err != nil {
 		return err
 	}
-	b.server, err = newHTTPServer(httpParts{
+	b.server, b.ops, err = newHTTPServers(httpParts{
 		cfg: b.cfg, api: b.parts.HTTP, keysAdmin: keysAdmin, receiver: b.receiver, router: b.router,
 		store: b.store, broker: b.transport.Readiness(), reg: b.reg, tracing: b.tracing, logger: b.logger,
 	})
@@ -269,6 +269,11 @@ func (b *assembly) newHTTP(context.Context) (err error) {
 	}
 	if b.listener, err = net.Listen("tcp", b.cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("HTTP_ADDR=%q: %w", b.cfg.HTTPAddr, err)
+	}
+	if b.ops != nil {
+		if b.opsListen, err = net.Listen("tcp", b.cfg.InternalAddr); err != nil {
+			return fmt.Errorf("INTERNAL_ADDR=%q: %w", b.cfg.InternalAddr, err)
+		}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/onceflow/onceflow/admin"
 	"github.com/onceflow/onceflow/internal/transport"
 )
 
@@ -69,6 +70,15 @@ type Config struct {
 	// sign the certificates of the Redis at REDIS_ADDRS or a rediss://
 	// REDIS_URL, trusted instead of the system's roots.
 	RedisTLSCAFile string `env:"REDIS_TLS_CA_FILE"`
+	// RedisKeyPrefix is prepended to the key of every record the redis
+	// store keeps. Unset, it is TOPIC_PREFIX + SERVICE_NAME + ":idem:"
+	// (onceflow:idem: with the defaults), so that services and
+	// environments sharing a Redis keep their records apart as they keep
+	// their topics apart, and one never answers another's keys as
+	// duplicates. Records written under another prefix are not seen:
+	// set it to that prefix to keep them (before this setting, always
+	// onceflow:idem:). It may not hold "{", a Redis Cluster hash tag.
+	RedisKeyPrefix string `env:"REDIS_KEY_PREFIX"`
 	// RedisRequireDurable refuses to start when the Redis store's settings
 	// let it forget records (no append-only file, or an eviction policy
 	// other than noeviction). Otherwise that is one warning at start-up.
@@ -141,8 +151,15 @@ type Config struct {
 	// when a topic is idle.
 	SQLPollInterval time.Duration `env:"SQL_POLL_INTERVAL" envDefault:"100ms"`
 
-	// HTTPAddr is where the API, /metrics and the health checks listen.
+	// HTTPAddr is where the API listens, and /metrics, /healthz, /readyz
+	// and the key admin (/admin/) too unless INTERNAL_ADDR is set.
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
+	// InternalAddr, when set, is where /metrics, /healthz, /readyz and the
+	// key admin (/admin/) listen instead of HTTP_ADDR, which then serves
+	// the API only: a port for the cluster's probes, Prometheus and
+	// operators that the public network never reaches (the Kubernetes
+	// manifests use :9090). Unset, everything is on HTTP_ADDR.
+	InternalAddr string `env:"INTERNAL_ADDR"`
 	// TopicPrefix is prepended to every topic and consumer group on the
 	// broker, so that several environments (or test runs) can share one
 	// broker without seeing each other's messages. Handlers never see it.
@@ -212,7 +229,10 @@ type Config struct {
 	PublishAPIKey string `env:"PUBLISH_API_KEY" secret:"true"`
 	// AdminAPIKey, when set, serves the key admin under /admin/keys (see
 	// `onceflow keys`), behind "Authorization: Bearer <key>"; unset, those
-	// routes do not exist.
+	// routes do not exist. It must be at least 16 characters long and may
+	// not be a key of API_KEYS: it opens every client's records. Refused
+	// attempts are logged and counted
+	// (onceflow_admin_auth_failures_total).
 	AdminAPIKey string `env:"ADMIN_API_KEY" secret:"true"`
 	// IdempotencyMaxBody bounds, in bytes, the response body stored for an
 	// Idempotency-Key: a larger response is served but not stored, and its
@@ -230,6 +250,12 @@ type Config struct {
 	// IdempotencyClientWindow is the window of IDEMPOTENCY_CLIENT_RECORDS.
 	IdempotencyClientWindow time.Duration `env:"IDEMPOTENCY_CLIENT_WINDOW" envDefault:"1s"`
 
+	// MaxMessageBytes is the largest message payload, in bytes, a handler
+	// is given: a larger one goes to the poison topic at once, with reason
+	// payload_too_large, before it is retried or claimed. It is above the
+	// default limits of Kafka and NATS (1 MB), and bounds what RabbitMQ,
+	// Redis Streams and PostgreSQL would take. 0: no limit.
+	MaxMessageBytes int `env:"MAX_MESSAGE_BYTES" envDefault:"4194304"`
 	// HandlerTimeout cancels a handler's context after this long.
 	HandlerTimeout time.Duration `env:"HANDLER_TIMEOUT" envDefault:"10s"`
 	// RetryMax is how often a failing message is retried in process before
@@ -309,6 +335,9 @@ func (c Config) Validate() error {
 	if c.DedupCacheSize < 0 {
 		return fmt.Errorf("DEDUP_CACHE_SIZE=%d must be zero (no cache) or more", c.DedupCacheSize)
 	}
+	if c.MaxMessageBytes < 0 {
+		return fmt.Errorf("MAX_MESSAGE_BYTES=%d must be 0 (no limit) or more", c.MaxMessageBytes)
+	}
 	if c.RetryMax < 0 {
 		return fmt.Errorf("RETRY_MAX=%d must be zero or more", c.RetryMax)
 	}
@@ -323,6 +352,9 @@ func (c Config) Validate() error {
 	}
 	if c.Store != "redis" && c.RedisRequireDurable {
 		return fmt.Errorf("REDIS_REQUIRE_DURABLE=true applies to STORE=redis only (STORE=%q)", c.Store)
+	}
+	if p := c.redisKeyPrefix(); c.Store == "redis" && strings.Contains(p, "{") {
+		return fmt.Errorf("REDIS_KEY_PREFIX=%q may not hold \"{\": on a Redis Cluster it would put every record in one slot (unset, it is TOPIC_PREFIX + SERVICE_NAME + \":idem:\")", p)
 	}
 	if c.Store != "redis" && c.RedisWaitReplicas > 0 {
 		return fmt.Errorf("REDIS_WAIT_REPLICAS=%d applies to STORE=redis only (STORE=%q)", c.RedisWaitReplicas, c.Store)
@@ -350,7 +382,7 @@ func (c Config) Validate() error {
 	if c.IdempotencyMaxBody < 1 {
 		return fmt.Errorf("IDEMPOTENCY_MAX_BODY=%d must be at least 1 (bytes)", c.IdempotencyMaxBody)
 	}
-	if _, err := c.apiKeys(); err != nil {
+	if err := c.validateAdminAPIKey(); err != nil {
 		return err
 	}
 	if _, err := c.otlpTracesURL(); err != nil {
@@ -359,7 +391,30 @@ func (c Config) Validate() error {
 	if err := c.validateSecurity(); err != nil {
 		return err
 	}
+	if c.InternalAddr != "" && c.InternalAddr == c.HTTPAddr && !strings.HasSuffix(c.HTTPAddr, ":0") {
+		return fmt.Errorf("INTERNAL_ADDR=%q must differ from HTTP_ADDR: leave it unset to serve everything on HTTP_ADDR", c.InternalAddr)
+	}
 	return c.validateAddresses()
+}
+
+// validateAdminAPIKey refuses an ADMIN_API_KEY that is short or that a
+// client holds (and a malformed API_KEYS). Its errors never show a key.
+func (c Config) validateAdminAPIKey() error {
+	keys, err := c.apiKeys()
+	switch {
+	case err != nil:
+		return err
+	case c.AdminAPIKey == "":
+		return nil
+	case len(c.AdminAPIKey) < admin.MinAPIKeyLen:
+		return fmt.Errorf("ADMIN_API_KEY is %d characters long: use at least %d (it opens every client's records)", len(c.AdminAPIKey), admin.MinAPIKeyLen)
+	}
+	if keys != nil {
+		if client, ok := keys.Client(c.AdminAPIKey); ok {
+			return fmt.Errorf("ADMIN_API_KEY is also the API_KEYS key of client %q: give the key admin a key of its own", client)
+		}
+	}
+	return nil
 }
 
 // validateAddresses requires the address of every backend the chosen
@@ -421,6 +476,15 @@ func (c Config) LogValue() slog.Value {
 		}
 	}
 	return slog.GroupValue(attrs...)
+}
+
+// redisKeyPrefix is REDIS_KEY_PREFIX, or else TOPIC_PREFIX + SERVICE_NAME
+// + ":idem:".
+func (c Config) redisKeyPrefix() string {
+	if c.RedisKeyPrefix != "" {
+		return c.RedisKeyPrefix
+	}
+	return c.TopicPrefix + c.ServiceName + ":idem:"
 }
 
 // retryMaxInterval is the ceiling of the in-process retry backoff; the sql

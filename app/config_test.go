@@ -33,6 +33,13 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"DEDUP_ON_IN_PROGRESS=block"}, `DEDUP_ON_IN_PROGRESS="block" is not allowed: use one of reject, wait`},
 		{[]string{"DEDUP_ON_STORE_ERROR=ignore"}, `DEDUP_ON_STORE_ERROR="ignore" is not allowed: use one of fail-closed, fail-open`},
 		{[]string{"LOG_FORMAT=xml"}, `LOG_FORMAT="xml" is not allowed: use one of auto, text, json`},
+		{[]string{"INTERNAL_ADDR=:8080"}, `INTERNAL_ADDR=":8080" must differ from HTTP_ADDR`},
+		{[]string{"ADMIN_API_KEY=adm1n"}, `ADMIN_API_KEY is 5 characters long: use at least 16`},
+		{[]string{"MAX_MESSAGE_BYTES=-1"}, `MAX_MESSAGE_BYTES=-1 must be 0 (no limit) or more`},
+		{[]string{"ADMIN_API_KEY=key-of-client-a-0123", "API_KEYS=key-of-client-a-0123:client-a"},
+			`ADMIN_API_KEY is also the API_KEYS key of client "client-a"`},
+		{[]string{"STORE=redis", "REDIS_URL=redis://r:6379/0", "REDIS_KEY_PREFIX={idem}:"}, `REDIS_KEY_PREFIX="{idem}:" may not hold "{"`},
+		{[]string{"STORE=redis", "REDIS_URL=redis://r:6379/0", "TOPIC_PREFIX={staging}."}, `REDIS_KEY_PREFIX="{staging}.onceflow:idem:" may not hold "{"`},
 		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=localhost:4318"}, `OTEL_EXPORTER_OTLP_ENDPOINT="localhost:4318" is not allowed: use an http:// or https:// URL`},
 		{[]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=grpc://c:4317"}, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="grpc://c:4317" is not allowed: use an http:// or https:// URL`},
 		{[]string{"DEDUP_LEASE=soon"}, `DEDUP_LEASE: unable to parse duration: time: invalid duration "soon"`},
@@ -80,7 +87,7 @@ func TestConfigLogMasksSecrets(t *testing.T) {
 		"STORE=postgres", "DATABASE_URL=postgres://app:s3cret@db:5432/app",
 		"AMQP_URL=amqp://guest:hunter2@mq:5672/",
 		"REDIS_URL=redis://:redispass@cache:6379/0",
-		"ADMIN_API_KEY=adm1n-s3cret",
+		"ADMIN_API_KEY=adm1n-s3cret-0123",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +148,28 @@ func TestDeployEnvFilesValidate(t *testing.T) {
 		}
 		if _, err := LoadConfig(environ); err != nil {
 			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// The Redis records' prefix follows TOPIC_PREFIX and SERVICE_NAME unless
+// REDIS_KEY_PREFIX names one; the defaults keep the one it always was.
+func TestRedisKeyPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, "onceflow:idem:"},
+		{[]string{"SERVICE_NAME=billing"}, "billing:idem:"},
+		{[]string{"TOPIC_PREFIX=staging.", "SERVICE_NAME=billing"}, "staging.billing:idem:"},
+		{[]string{"TOPIC_PREFIX=staging.", "REDIS_KEY_PREFIX=onceflow:idem:"}, "onceflow:idem:"},
+	} {
+		cfg, err := LoadConfig(tc.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.redisKeyPrefix(); got != tc.want {
+			t.Errorf("%v: Redis key prefix %q, want %q", tc.env, got, tc.want)
 		}
 	}
 }

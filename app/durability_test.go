@@ -153,21 +153,3 @@ func messages(t *testing.T, logs string) []string {
 	}
 	return msgs
 }
-
-// run runs a until the test ends.
-func run(t *testing.T, a *App) *running {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		_ = a.Close()
-	})
-	r := &running{App: a, base: "http://" + a.Addr()}
-	waitFor(t, "app ready", func() bool { return r.get(t, "/readyz", nil) == 200 })
-	return r
-}

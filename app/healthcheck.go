@@ -7,15 +7,16 @@ import (
 	"time"
 )
 
-// Healthcheck asks the service running at HTTP_ADDR whether it is ready
-// (GET /readyz) and fails unless it answers 200. It is the container image's
+// Healthcheck asks the service running at INTERNAL_ADDR, or HTTP_ADDR when
+// that is unset, whether it is ready (GET /readyz) and fails unless it
+// answers 200. It is the container image's
 // health check, which has no shell or curl.
 func Healthcheck(ctx context.Context, environ []string) error {
 	cfg, err := LoadConfig(environ)
 	if err != nil {
 		return err
 	}
-	base, err := cfg.ServiceURL()
+	base, err := cfg.InternalURL()
 	if err != nil {
 		return err
 	}

@@ -17,11 +17,7 @@ import (
 	"github.com/onceflow/onceflow/middleware"
 )
 
-// readinessTimeout bounds each check behind /readyz: the store and the
-// broker.
-const readinessTimeout = 2 * time.Second
-
-// httpParts is what newHTTPServer serves.
+// httpParts is what newHTTPServers serves.
 type httpParts struct {
 	cfg Config
 	// api is the domain's API.
@@ -38,26 +34,58 @@ type httpParts struct {
 	logger  *slog.Logger
 }
 
-// newHTTPServer serves the domain's API, /metrics, /healthz and /readyz.
+// newHTTPServers returns the server of the domain's API on HTTP_ADDR and,
+// when INTERNAL_ADDR is set, the internal server of /metrics, /healthz,
+// /readyz and the key admin (/admin/); unset, internal is nil and the
+// public server serves those too, as the routes of its own that the API
+// cannot take.
 //
-// The API (every path the service's own routes do not take) sits behind
-// Authenticate when API_KEYS is set; unset, New has refused to start
-// unless ALLOW_ANONYMOUS=true, and every caller is one anonymous client
-// (the face's WithAnonymous). Its unsafe routes (POST
-// /v1/payments in the example) behind the receiver's HTTP face, which
-// requires an Idempotency-Key and holds each client to
-// IDEMPOTENCY_CLIENT_RECORDS new keys per IDEMPOTENCY_CLIENT_WINDOW.
-// Outermost first:
+// The API (every other path) sits behind Authenticate when API_KEYS is
+// set; unset, New has refused to start unless ALLOW_ANONYMOUS=true, and
+// every caller is one anonymous client (the face's WithAnonymous). Its
+// unsafe routes (POST /v1/payments in the example) sit behind the
+// receiver's HTTP face, which requires an Idempotency-Key and holds each
+// client to IDEMPOTENCY_CLIENT_RECORDS new keys per
+// IDEMPOTENCY_CLIENT_WINDOW. Outermost first:
 //
-//	tracing -> authentication -> routing (sets r.Pattern) -> Idempotency-Key -> handler
+//	authentication -> tracing -> routing (sets r.Pattern) -> Idempotency-Key -> handler
 //
 // Both write their errors with problem.Write, as the handlers do, so every
 // problem the service answers comes from one writer and one table of
 // statuses. The key admin (/admin/keys/..., ADMIN_API_KEY) has its own
 // authentication and exists only when keysAdmin is set. /metrics and the
-// probes stay open.
-func newHTTPServer(p httpParts) (*http.Server, error) {
-	cfg, router, store, broker, reg, logger := p.cfg, p.router, p.store, p.broker, p.reg, p.logger
+// probes are open: INTERNAL_ADDR keeps them off the public port.
+func newHTTPServers(p httpParts) (public, internal *http.Server, err error) {
+	api, err := newAPI(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	ops := http.NewServeMux()
+	if p.keysAdmin != nil {
+		ops.Handle("/admin/", p.keysAdmin)
+	}
+	ops.Handle("GET /metrics", promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{Registry: p.reg}))
+	// /healthz: the process is up and serving.
+	ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeStatus(w, http.StatusOK, "ok", nil)
+	})
+	// /readyz: the router is consuming, the store answers and the broker
+	// can be reached; checked at most once a second (see readiness).
+	router := p.router
+	running := func() bool { return router.IsRunning() && !router.IsClosed() }
+	ops.Handle("GET /readyz", newReadiness(running, p.store.ping, p.broker, p.logger))
+
+	if p.cfg.InternalAddr != "" {
+		return newServer(api, p.logger), newServer(ops, p.logger), nil
+	}
+	ops.Handle("/", api)
+	return newServer(ops, p.logger), nil, nil
+}
+
+// newAPI is the domain's API behind the HTTP face and, with API_KEYS set,
+// authentication.
+func newAPI(p httpParts) (http.Handler, error) {
+	cfg, reg := p.cfg, p.reg
 	opts := []middleware.HTTPOption{
 		middleware.WithMaxStoredResponse(cfg.IdempotencyMaxBody),
 		middleware.WithClientQuota(cfg.IdempotencyClientRecords, cfg.IdempotencyClientWindow),
@@ -80,58 +108,27 @@ func newHTTPServer(p httpParts) (*http.Server, error) {
 	if p.api.Register != nil {
 		p.api.Register(v1, guard)
 	}
-	var apiHandler http.Handler = v1
+	// A span per request when tracing is on, inside authentication: a
+	// request without a valid key starts no trace (nor continues the
+	// traceparent it sent) and costs no exported span.
+	apiHandler := p.tracing.api(v1, v1)
 	if keys != nil {
-		apiHandler = middleware.Authenticate(keys, nil)(v1)
+		apiHandler = middleware.Authenticate(keys, nil)(apiHandler)
 	}
+	return apiHandler, nil
+}
 
-	mux := http.NewServeMux()
-	mux.Handle("/", p.tracing.api(apiHandler, v1)) // a span per request when tracing is on
-	if p.keysAdmin != nil {
-		mux.Handle("/admin/", p.keysAdmin)
-	}
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	// /healthz: the process is up and serving.
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeStatus(w, http.StatusOK, "ok", nil)
-	})
-	// /readyz: the router is consuming, the store answers and the broker
-	// can be reached.
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		checks := map[string]string{"router": "ok", "store": "ok"}
-		status := http.StatusOK
-		if !router.IsRunning() || router.IsClosed() {
-			checks["router"], status = "not running", http.StatusServiceUnavailable
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), readinessTimeout)
-		defer cancel()
-		if err := store.ping(ctx); err != nil {
-			logger.Warn("readiness: store unreachable", "err", err)
-			checks["store"], status = "unreachable", http.StatusServiceUnavailable
-		}
-		if broker != nil {
-			checks["broker"] = "ok"
-			ctx, cancel := context.WithTimeout(r.Context(), readinessTimeout)
-			defer cancel()
-			if err := broker(ctx); err != nil {
-				logger.Warn("readiness: broker unreachable", "err", err)
-				checks["broker"], status = "unreachable", http.StatusServiceUnavailable
-			}
-		}
-		verdict := "ready"
-		if status != http.StatusOK {
-			verdict = "not ready"
-		}
-		writeStatus(w, status, verdict, checks)
-	})
+// newServer is an HTTP server of h with the service's timeouts, logging
+// its errors to logger.
+func newServer(h http.Handler, logger *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           mux,
+		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}, nil
+	}
 }
 
 func writeStatus(w http.ResponseWriter, code int, status string, checks map[string]string) {

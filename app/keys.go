@@ -20,7 +20,8 @@ type KeysOptions struct {
 	Force bool
 	// Actor is who acts, logged by the service. Required.
 	Actor string
-	// ServiceURL is the running service (default from HTTP_ADDR).
+	// ServiceURL is the running service's key admin (default from
+	// INTERNAL_ADDR, else HTTP_ADDR).
 	ServiceURL string
 }
 
@@ -39,7 +40,7 @@ func Keys(ctx context.Context, environ []string, opts KeysOptions, out io.Writer
 		return errors.New("--actor is required (default $USER): the service logs who acts")
 	}
 	if opts.ServiceURL == "" {
-		if opts.ServiceURL, err = cfg.ServiceURL(); err != nil {
+		if opts.ServiceURL, err = cfg.InternalURL(); err != nil {
 			return err
 		}
 	}

@@ -13,14 +13,20 @@ import (
 // being handled (see logContext).
 type correlationKey struct{}
 
+// maxCorrelationID bounds, in bytes, a correlation id the log repeats: a
+// UUID is 36. The id comes from whoever published the message, and each
+// line logged about it would carry all of it.
+const maxCorrelationID = 128
+
 // logContext is a router middleware that puts the message's correlation id
 // (Watermill's metadata correlation_id) in its context, where the App's
 // logger finds it: every line logged with the context of the delivery
-// carries it (see withContextAttrs).
+// carries it (see withContextAttrs). An id longer than maxCorrelationID
+// is left out.
 func logContext(h message.HandlerFunc) message.HandlerFunc {
 	return func(msg *message.Message) ([]*message.Message, error) {
 		id := wmmw.MessageCorrelationID(msg)
-		if id == "" {
+		if id == "" || len(id) > maxCorrelationID {
 			return h(msg)
 		}
 		outer := msg.Context()

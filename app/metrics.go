@@ -30,6 +30,7 @@ import (
 //	onceflow_dedup_cache_lookups_total{result}              cache.go
 //	onceflow_store_batch_calls{op}                          batchmetrics.go
 //	onceflow_store_durability{setting,state}                durability.go
+//	onceflow_admin_auth_failures_total                      admin.go, with ADMIN_API_KEY
 
 // receiverMetrics is the receiver's observer, its series for every route
 // and for the HTTP face exported at zero from the start: the handler

@@ -27,7 +27,7 @@ type scrape struct {
 
 func (r *running) scrape(t *testing.T) scrape {
 	t.Helper()
-	text, families := testenv.Scrape(t, r.base+"/metrics")
+	text, families := testenv.Scrape(t, r.ops+"/metrics")
 	return scrape{text: text, families: families}
 }
 

@@ -19,7 +19,7 @@ import (
 func TestOutboxDeliversAfterBrokerOutage(t *testing.T) {
 	env, url, _ := amqpAppEnv(t)
 	proxy := startSwitchProxy(t, amqpHostPort(t, url))
-	env = append(env, "AMQP_URL="+strings.Replace(url, amqpHostPort(t, url), proxy.addr, 1),
+	env = append(env, "AMQP_URL="+strings.Replace(url, amqpHostPort(t, url), proxy.Addr(), 1),
 		"STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t), "DEDUP_MODE=transaction")
 	a := startApp(t, env...)
 

@@ -71,10 +71,24 @@ func (p *Producer) Close() error {
 
 // ServiceURL is the base URL at which a client on this host reaches the
 // service listening on HTTP_ADDR: ":8080" is http://127.0.0.1:8080.
-func (c Config) ServiceURL() (string, error) {
-	host, port, err := net.SplitHostPort(c.HTTPAddr)
+func (c Config) ServiceURL() (string, error) { return localURL("HTTP_ADDR", c.HTTPAddr) }
+
+// InternalURL is the base URL at which a client on this host reaches the
+// service's /readyz, /metrics and key admin: INTERNAL_ADDR's when it is
+// set, else HTTP_ADDR's.
+func (c Config) InternalURL() (string, error) {
+	if c.InternalAddr == "" {
+		return c.ServiceURL()
+	}
+	return localURL("INTERNAL_ADDR", c.InternalAddr)
+}
+
+// localURL is the base URL of the listening address addr, the value of
+// the variable name, from this host.
+func localURL(name, addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", fmt.Errorf("HTTP_ADDR=%q: %w", c.HTTPAddr, err)
+		return "", fmt.Errorf("%s=%q: %w", name, addr, err)
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"

@@ -73,6 +73,7 @@ func newRouter(p routerParts) (*message.Router, error) {
 		PoisonPublisher:  publisher,
 		PoisonTopic:      PoisonTopic,
 		Permanent:        p.permanent,
+		MaxPayload:       cfg.MaxMessageBytes,
 		Retries:          retries,
 		RetryInterval:    cfg.RetryInterval,
 		RetryMaxInterval: cfg.retryMaxInterval(),

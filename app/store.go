@@ -34,6 +34,7 @@ func newStore(cfg Config, pool *pgxpool.Pool, rdb redis.UniversalClient, observe
 	case "redis":
 		return idempotencyStore{
 			Store: redisstore.New(rdb, redisstore.Config{
+				KeyPrefix:    cfg.redisKeyPrefix(),
 				WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout, BatchSize: redisBatch, BatchObserver: observe,
 			}),
 			ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },

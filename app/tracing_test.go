@@ -125,3 +125,36 @@ func handlingLines(t *testing.T, logs *testenv.Buffer, names ...string) []logLin
 	}
 	return lines
 }
+
+// A request refused for its API key starts no span: whoever has no key
+// cannot fill the trace backend, nor continue a trace of their choosing.
+// An authenticated one is traced as before.
+func TestUnauthenticatedRequestsAreNotTraced(t *testing.T) {
+	t.Parallel()
+	spans := tracetest.NewInMemoryExporter()
+	const key = "key-of-client-a-0123456789"
+	a := startAppWith(t, seams{spans: spans}, "API_KEYS="+key+":client-a")
+	traceparent := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, auth := range []string{"", "Bearer wrong-key-0123456789"} {
+		header := []string{"traceparent", traceparent}
+		if auth != "" {
+			header = append(header, "Authorization", auth)
+		}
+		if code := a.post(t, "/v1/payments", paymentBody("pay-untraced"), header...); code != http.StatusUnauthorized {
+			t.Fatalf("POST with Authorization %q: %d, want 401", auth, code)
+		}
+	}
+	if code := a.post(t, "/v1/payments", paymentBody("pay-traced"), "Authorization", "Bearer "+key); code != http.StatusAccepted {
+		t.Fatalf("POST with the key: %d, want 202", code)
+	}
+	waitFor(t, "the authenticated request's span", func() bool { return spantest.New(spans.GetSpans()).Has("POST /v1/payments") })
+	got := spantest.New(spans.GetSpans())
+	if n := len(got.All("POST /v1/payments")); n != 1 {
+		t.Errorf("%d spans of POST /v1/payments, want 1: the refused requests' none", n)
+	}
+	for _, s := range spans.GetSpans() {
+		if s.SpanContext.TraceID().String() == "4bf92f3577b34da6a3ce929d0e0e4736" {
+			t.Errorf("span %q continues the refused requests' traceparent", s.Name)
+		}
+	}
+}

@@ -25,7 +25,8 @@ type Route struct {
 	// Name names the handler: it scopes the handler's idempotency keys
 	// (renaming a route makes every message it processed look new), and
 	// names its consumer group and its metric label. Lower-case letters,
-	// digits and underscores, starting with a letter.
+	// digits and underscores, starting with a letter; not "http", the
+	// scope of the HTTP face's records ([middleware.HTTPScope]).
 	Name string
 	// Consumes is the topic the handler reads.
 	Consumes string
@@ -61,7 +62,7 @@ type Routes []Route
 var routeName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 
 // Validate reports every route that cannot be wired: a name that is
-// missing, malformed or used twice, a missing topic, a route with neither
+// missing, malformed, reserved or used twice, a missing topic, a route with neither
 // or both of Handle and Consume, a Handle without Produces, or a negative
 // Timeout.
 func (rs Routes) Validate() error {
@@ -72,6 +73,10 @@ func (rs Routes) Validate() error {
 		switch {
 		case !routeName.MatchString(r.Name):
 			errs = append(errs, fmt.Errorf("%s: the name must be 1 to 63 lower-case letters, digits or underscores, starting with a letter", what))
+		case r.Name == middleware.HTTPScope:
+			// Its records would share the HTTP face's scope: a producer's
+			// idempotency_key could name an HTTP client's record.
+			errs = append(errs, fmt.Errorf("%s: the name is the scope of the HTTP face's records", what))
 		case seen[r.Name]:
 			errs = append(errs, fmt.Errorf("%s: the name is already used by another route", what))
 		}

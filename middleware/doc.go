@@ -13,8 +13,8 @@
 // the handler's produced messages, and replays them on duplicates. Install
 // puts it on a [message.Router] with the middlewares its guarantees depend
 // on, in their order: the poison queue for errors a redelivery cannot fix
-// (Permanent, PermanentErrors), the retries, KeepContext, OutliveClose and
-// the timeout.
+// (Permanent, PermanentErrors), a payload limit (MaxPayload), the retries,
+// KeepContext, OutliveClose and the timeout.
 // Receiver.HTTP is the net/http face: Idempotency-Key middleware that scopes
 // keys by client, method and route, stores the response, and replays it on
 // a retry. Authenticate resolves the client identity from a bearer API key;

@@ -24,6 +24,10 @@ var (
 	// ErrUnreadableResult means a stored result could not be decoded, so a
 	// duplicate cannot be answered. Redelivery cannot fix it: see Permanent.
 	ErrUnreadableResult = errors.New("unreadable stored result")
+
+	// ErrPayloadTooLarge means a message's payload exceeds the limit of
+	// [MaxPayload]. Redelivery cannot fix it: see Permanent.
+	ErrPayloadTooLarge = errors.New("payload_too_large: message payload over the limit")
 )
 
 // errNotStored, wrapped in the error of the function passed to Execute,
@@ -33,13 +37,14 @@ var errNotStored = errors.New("result not stored")
 
 // Permanent reports whether err is one that redelivering the same message
 // can never fix: a fingerprint mismatch, a missing key, an unreadable stored
-// result. Use it to skip retries and to route such messages to a poison
+// result, a payload over the limit. Use it to skip retries and to route such messages to a poison
 // queue, for example with watermill's Retry.ShouldRetry and
 // PoisonQueueWithFilter.
 func Permanent(err error) bool {
 	return errors.Is(err, ErrFingerprintMismatch) ||
 		errors.Is(err, ErrNoKey) ||
-		errors.Is(err, ErrUnreadableResult)
+		errors.Is(err, ErrUnreadableResult) ||
+		errors.Is(err, ErrPayloadTooLarge)
 }
 
 // PermanentErrors returns a classifier reporting whether an error is one

@@ -56,6 +56,14 @@ type RouterConfig struct {
 	// topic during an outage. Default: the receiver's own only.
 	Permanent func(error) bool
 
+	// MaxPayload, when positive, is the largest payload, in bytes, a
+	// handler is given: a larger message goes to PoisonTopic at once, its
+	// reason wrapping [ErrPayloadTooLarge], before any retry or record
+	// (see [MaxPayload]). Handlers that read PoisonTopic itself get every
+	// message: a poisoned message is as large as it came, and refusing it
+	// there would poison it again, forever. Zero: no limit.
+	MaxPayload int
+
 	// Retries is how often a failed attempt is retried in process, with
 	// exponential backoff, before the message is nacked. Default
 	// DefaultRetries; NoRetries for none.
@@ -109,6 +117,7 @@ type HandlerConfig struct {
 //	Outer...      once per delivery;
 //	poison queue  parks the permanent failures (RouterConfig.Permanent) on
 //	              PoisonTopic and acks them;
+//	MaxPayload    refuses a payload over RouterConfig.MaxPayload, when set;
 //	KeepContext   hands the poison queue the message with its own context;
 //	retry         retries the other failures with exponential backoff, each
 //	              attempt on the delivery's context (ResetContextOnRetry),
@@ -150,11 +159,14 @@ func (c RouterConfig) middlewares() ([]message.HandlerMiddleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	chain := make([]message.HandlerMiddleware, 0, len(c.Outer)+len(c.Inner)+7)
+	chain := make([]message.HandlerMiddleware, 0, len(c.Outer)+len(c.Inner)+8)
 	chain = append(chain, wmmw.Recoverer)
 	chain = append(chain, c.Outer...)
+	chain = append(chain, poison)
+	if c.MaxPayload > 0 {
+		chain = append(chain, c.maxPayload)
+	}
 	chain = append(chain,
-		poison,
 		KeepContext,
 		wmmw.Retry{
 			MaxRetries:          max(c.Retries, 0),
@@ -169,6 +181,18 @@ func (c RouterConfig) middlewares() ([]message.HandlerMiddleware, error) {
 		c.perHandler,
 	)
 	return chain, nil
+}
+
+// maxPayload is MaxPayload(c.MaxPayload) around h, but for the messages
+// of c.PoisonTopic.
+func (c RouterConfig) maxPayload(h message.HandlerFunc) message.HandlerFunc {
+	limited := MaxPayload(c.MaxPayload)(h)
+	return func(msg *message.Message) ([]*message.Message, error) {
+		if message.SubscribeTopicFromCtx(msg.Context()) == c.PoisonTopic {
+			return h(msg)
+		}
+		return limited(msg)
+	}
 }
 
 // perHandler is the timeout, the receiver and Inner around h, with the
@@ -231,6 +255,9 @@ func (c RouterConfig) validate() error {
 	}
 	if c.PoisonPublisher == nil {
 		errs = append(errs, errors.New("missing poison publisher"))
+	}
+	if c.MaxPayload < 0 {
+		errs = append(errs, fmt.Errorf("max payload %d must be zero (no limit) or more", c.MaxPayload))
 	}
 	if c.Retries < NoRetries {
 		errs = append(errs, fmt.Errorf("retries %d must be NoRetries (-1) or more", c.Retries))

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -90,6 +91,14 @@ type binaryPart struct {
 func PayloadFingerprint(msg *message.Message) []byte {
 	sum := sha256.Sum256(msg.Payload)
 	return sum[:]
+}
+
+// sameFingerprint reports whether a and b, a stored fingerprint and a
+// message's or request's, are equal, in a time that depends on their
+// lengths only: how much of a stored fingerprint a caller's matches is not
+// told by how long the answer takes.
+func sameFingerprint(a, b []byte) bool {
+	return subtle.ConstantTimeCompare(a, b) == 1
 }
 
 func hexSHA256(b []byte) string {

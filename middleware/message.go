@@ -50,7 +50,9 @@ func WithFingerprint(f FingerprintFunc) MessageOption {
 // that runs the handler at most once per idempotency key and handler.
 //
 // The scope is the handler name ([message.HandlerNameFromCtx]), so two
-// handlers on one topic each process a message once. The handler runs with
+// handlers on one topic each process a message once. A handler named
+// [HTTPScope] would share the HTTP face's records: its messages fail with
+// [ErrNoKey], which is Permanent. The handler runs with
 // the fencing token in msg.Context() (see TokenFromContext); the context is
 // cancelled if the lease is lost.
 //
@@ -105,6 +107,10 @@ func (m *messageHandler) handle(msg *message.Message) ([]*message.Message, error
 	outer := msg.Context()
 	defer msg.SetContext(outer) // middlewares outside retry with it
 	scope := message.HandlerNameFromCtx(outer)
+	if scope == HTTPScope {
+		// Its keys would name the HTTP face's records.
+		return nil, fmt.Errorf("message %s: handler %q: %w: the name is the HTTP face's scope", msg.UUID, scope, ErrNoKey)
+	}
 	var produced []*message.Message
 	res, err := r.Execute(outer, scope, key, o.fingerprint(msg),
 		func(ctx context.Context) ([]byte, error) {

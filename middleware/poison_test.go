@@ -142,3 +142,26 @@ func TestMessageOptions(t *testing.T) {
 		})
 	}
 }
+
+// A handler named as the HTTP face's scope never runs: its keys would name
+// the HTTP face's records, so its messages go to the poison topic.
+func TestHandlerNamedHTTPIsRefused(t *testing.T) {
+	r, rec := newReceiver(t, Config{})
+	ps := newPubSub(t, true)
+	poisoned := collect(t, ps, "poison")
+	router := newRouter(t)
+	var effects atomic.Int32
+	router.AddConsumerHandler(HTTPScope, "in", ps, func(*message.Message) error { effects.Add(1); return nil })
+	router.AddMiddleware(poisonAndRetry(t, ps)...)
+	router.AddMiddleware(r.Middleware())
+	run(t, router)
+
+	publish(t, ps, "in", keyed("msg-1", "payment-1", "p-1"))
+	got := receive(t, poisoned, 1)[0]
+	if reason := got.Metadata.Get(wmmw.ReasonForPoisonedKey); !strings.Contains(reason, "HTTP face's scope") {
+		t.Errorf("poisoned with reason %q, want it to name the HTTP face's scope", reason)
+	}
+	if effects.Load() != 0 || rec.total() != 0 {
+		t.Errorf("effects=%d outcomes=%d, want the handler never run and no record", effects.Load(), rec.total())
+	}
+}

@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -122,7 +121,7 @@ func (r *Receiver) resolve(ctx context.Context, scope, k string, fingerprint []b
 	case stores.Completed:
 		return r.completed(scope, k, fingerprint, claim.Record)
 	case stores.InProgress:
-		if !bytes.Equal(claim.Record.Fingerprint, fingerprint) {
+		if !sameFingerprint(claim.Record.Fingerprint, fingerprint) {
 			return r.mismatch(scope, k)
 		}
 		if mayWait && r.cfg.OnInProgress == Wait {
@@ -135,7 +134,7 @@ func (r *Receiver) resolve(ctx context.Context, scope, k string, fingerprint []b
 
 // completed answers a key whose record is completed.
 func (r *Receiver) completed(scope, k string, fingerprint []byte, rec stores.Record) (Result, error) {
-	if !bytes.Equal(rec.Fingerprint, fingerprint) {
+	if !sameFingerprint(rec.Fingerprint, fingerprint) {
 		return r.mismatch(scope, k)
 	}
 	return r.outcome(scope, OutcomeDuplicate, rec.Result), nil

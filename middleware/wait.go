@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -32,7 +31,7 @@ func (r *Receiver) wait(ctx context.Context, scope, k string, fingerprint []byte
 	claim, err := retry.DoValue(ctx, backoff, func(ctx context.Context) (stores.Claim, error) {
 		started = time.Now()
 		c, err := r.claim(ctx, r.cfg.Store, k, fingerprint)
-		if err == nil && c.Status == stores.InProgress && bytes.Equal(c.Record.Fingerprint, fingerprint) {
+		if err == nil && c.Status == stores.InProgress && sameFingerprint(c.Record.Fingerprint, fingerprint) {
 			return c, retry.RetryableError(errStillInProgress)
 		}
 		return c, err

@@ -30,6 +30,15 @@ func StorageKey(key string) (string, error) {
 		!strings.ContainsRune(key, 0) && !strings.HasPrefix(key, hashedKeyPrefix) {
 		return key, nil
 	}
+	return HashedKey(key), nil
+}
+
+// HashedKey is the form StorageKey gives a key it does not keep as it is:
+// "sha256:" followed by the hex SHA-256 of key. A store whose backend
+// gives some kept keys a meaning of their own (a Redis Cluster hash tag)
+// stores those under HashedKey too: no key StorageKey keeps starts with
+// "sha256:", so the two never collide.
+func HashedKey(key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return hashedKeyPrefix + hex.EncodeToString(sum[:]), nil
+	return hashedKeyPrefix + hex.EncodeToString(sum[:])
 }

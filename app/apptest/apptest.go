@@ -22,8 +22,11 @@ import (
 type Service struct {
 	*app.App
 	// URL is the base URL of its HTTP server, http://127.0.0.1:<port>.
-	URL  string
-	stop func() error
+	URL string
+	// InternalURL is the base URL of its /metrics and probes: the internal
+	// server's when environ sets INTERNAL_ADDR, else URL.
+	InternalURL string
+	stop        func() error
 }
 
 // Start runs the domain d in a service configured by environ (KEY=value
@@ -44,7 +47,13 @@ func Start(t testing.TB, d domain.Domain, environ ...string) *Service {
 		t.Fatal(err)
 	}
 	s := &Service{App: a, URL: "http://" + a.Addr(), stop: testenv.Run(t, a)}
-	testenv.WaitFor(t, 20*time.Second, "the service ready", func() bool { return s.Get(t, "/readyz", nil) == http.StatusOK })
+	s.InternalURL = s.URL
+	if addr := a.InternalAddr(); addr != "" {
+		s.InternalURL = "http://" + addr
+	}
+	testenv.WaitFor(t, 20*time.Second, "the service ready", func() bool {
+		return testenv.GetJSON(t, s.InternalURL+"/readyz", nil) == http.StatusOK
+	})
 	return s
 }
 
@@ -61,7 +70,7 @@ func defaults(environ []string) []string {
 // and Close returned. Calling it again returns the same.
 func (s *Service) Stop() error { return s.stop() }
 
-// Get fetches path, decoding a JSON body into v when v is not nil, and
+// Get fetches path from URL, decoding a JSON body into v when v is not nil, and
 // returns the status.
 func (s *Service) Get(t testing.TB, path string, v any) int {
 	t.Helper()
@@ -74,7 +83,7 @@ func (s *Service) Get(t testing.TB, path string, v any) int {
 // "scope", "charge_payment", "outcome", "duplicate").
 func (s *Service) Metric(t testing.TB, name string, labels ...string) float64 {
 	t.Helper()
-	_, families := testenv.Scrape(t, s.URL+"/metrics")
+	_, families := testenv.Scrape(t, s.InternalURL+"/metrics")
 	return testenv.MetricSum(families[name], labels...)
 }
 

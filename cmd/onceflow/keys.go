@@ -25,7 +25,7 @@ func keys(ctx context.Context, args, environ []string, stdout, stderr io.Writer)
 	fs.StringVar(&opts.Target.Route, "route", "", `handler http: the route, such as "POST /v1/payments" (default: the only one)`)
 	fs.BoolVar(&opts.Force, "force", false, "release: free a key whose owner still holds its lease (the owner may still be running)")
 	fs.StringVar(&opts.Actor, "actor", env.ToMap(environ)["USER"], "who acts, for the service's log (default $USER)")
-	fs.StringVar(&opts.ServiceURL, "service-url", "", "the running service (default from HTTP_ADDR, http://127.0.0.1:8080)")
+	fs.StringVar(&opts.ServiceURL, "service-url", "", "the running service's key admin (default from INTERNAL_ADDR, else HTTP_ADDR: http://127.0.0.1:8080)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}

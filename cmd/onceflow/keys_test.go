@@ -17,7 +17,7 @@ import (
 func TestKeys(t *testing.T) {
 	t.Parallel()
 	addr := testenv.ClosedAddr(t)
-	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn", "ALLOW_ANONYMOUS=true", "ADMIN_API_KEY=adm1n", "USER=alice"}
+	environ := []string{"HTTP_ADDR=" + addr, "LOG_LEVEL=warn", "ALLOW_ANONYMOUS=true", "ADMIN_API_KEY=adm1n-0123456789ab", "USER=alice"}
 	serve(t, environ, addr)
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/payments",
 		strings.NewReader(`{"payment_id":"pay-cli-1","customer_id":"c-1","amount_cents":100,"currency":"EUR"}`))
@@ -65,7 +65,7 @@ func TestKeys(t *testing.T) {
 		{[]string{"purge", "--handler", "charge_payment", "--key", "k"}, nil, `unknown keys action "purge"`},
 		{[]string{"get", "--handler", "charge_payment", "--key", "k", "--actor", ""}, nil, "--actor is required"},
 		{[]string{"get", "--handler", "charge_payment", "--key", "k"}, []string{"ADMIN_API_KEY="}, "ADMIN_API_KEY is required"},
-		{[]string{"get", "--handler", "charge_payment", "--key", "k"}, []string{"ADMIN_API_KEY=wrong"}, "401 Unauthorized: the API key is not valid"},
+		{[]string{"get", "--handler", "charge_payment", "--key", "k"}, []string{"ADMIN_API_KEY=wrong-admin-key-0123"}, "401 Unauthorized: the API key is not valid"},
 	} {
 		var out bytes.Buffer
 		err := run(context.Background(), append([]string{"keys"}, tc.args...), append(environ, tc.environ...), &out, &out)

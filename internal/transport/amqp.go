@@ -90,7 +90,7 @@ func newAMQP(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (T
 		}
 		return Transport{}, &URLError{Err: err}
 	}
-	t := &amqpTransport{cfg: cfg, logger: logger}
+	t := &amqpTransport{cfg: cfg, logger: logger, probe: amqpProbe{url: cfg.AMQPURL}}
 	var err error
 	if t.pubConn, err = connectAMQP(ctx, cfg, logger); err != nil {
 		return Transport{}, err
@@ -103,7 +103,7 @@ func newAMQP(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (T
 		_ = t.close()
 		return Transport{}, fmt.Errorf("creating AMQP publisher: %w", err)
 	}
-	return Transport{publisher: t.publisher, subscriber: t.subscriber, close: t.close, ready: amqpAnswers(cfg.AMQPURL)}, nil
+	return Transport{publisher: t.publisher, subscriber: t.subscriber, close: t.close, ready: t.probe.ready}, nil
 }
 
 // amqpTransport owns the connections, the publisher and the subscribers of
@@ -114,6 +114,7 @@ type amqpTransport struct {
 	pubConn, subConn *amqp.ConnectionWrapper
 	publisher        *amqp.Publisher
 	subs             subscribers
+	probe            amqpProbe // the readiness checks' connection
 }
 
 // subscriber returns a new subscriber consuming the handler's queues. Safe
@@ -128,10 +129,10 @@ func (t *amqpTransport) subscriber(handler string) (message.Subscriber, error) {
 }
 
 // close stops every subscriber (a message still unacknowledged is nacked
-// and so requeued), then the publisher, then the connections. Closing
-// twice is harmless.
+// and so requeued), then the publisher, then the connections, the
+// readiness checks' too. Closing twice is harmless.
 func (t *amqpTransport) close() error {
-	err := t.subs.close()
+	err := errors.Join(t.subs.close(), t.probe.close())
 	if t.publisher != nil {
 		err = errors.Join(err, t.publisher.Close())
 	}

@@ -77,11 +77,12 @@ func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (
 		subs.add(s)
 		return s, nil
 	}
+	probe := &kafkaProbe{config: cfg, brokers: cfg.KafkaBrokers}
 	return Transport{
 		publisher:  pub,
 		subscriber: subscriber,
-		close:      func() error { return errors.Join(subs.close(), pub.Close()) },
-		ready:      kafkaAnswers(cfg),
+		close:      func() error { return errors.Join(subs.close(), pub.Close(), probe.close()) },
+		ready:      probe.ready,
 	}, nil
 }
 

@@ -73,9 +73,10 @@ func (t *Transport) Subscriber(handler string) (message.Subscriber, error) {
 	return t.subscriber(handler)
 }
 
-// Readiness returns the check of whether the broker can be reached now,
-// made on a connection of its own within its context; nil for the
-// in-process transport, which has nothing to reach.
+// Readiness returns the check of whether the broker answers now, within
+// its context, on a connection that lasts (see amqpProbe): a check opens a
+// new connection only after the last one failed. Nil for the in-process
+// transport, which has nothing to reach. Safe for concurrent use.
 func (t *Transport) Readiness() func(context.Context) error { return t.ready }
 
 // Close closes the subscribers, then the publisher, then the connections.

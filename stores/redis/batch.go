@@ -72,7 +72,7 @@ func (s *Store) runAll(ctx context.Context, op string, script *redis.Script, req
 	keys := make([]string, len(reqs))
 	args := make([]any, 0, len(reqs)*len(reqs[0].args))
 	for i, r := range reqs {
-		keys[i] = s.prefix + r.key
+		keys[i] = s.redisKey(r.key)
 		args = append(args, r.args...)
 	}
 	reply, err := s.eval(ctx, op, script, keys, args...)
@@ -138,7 +138,7 @@ func (s *Store) evalAll(ctx context.Context, reqs []evalReq, only []int,
 		if only != nil {
 			r = reqs[only[i]]
 		}
-		cmds[i] = eval(ctx, pipe, []string{s.prefix + r.key}, r.args...)
+		cmds[i] = eval(ctx, pipe, []string{s.redisKey(r.key)}, r.args...)
 	}
 	_, _ = pipe.Exec(ctx) // each command holds its own error
 	return cmds

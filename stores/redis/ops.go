@@ -116,7 +116,7 @@ func (s *Store) run(ctx context.Context, op string, script *redis.Script, k stri
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.eval(ctx, op, script, []string{s.prefix + k}, args...)
+	return s.eval(ctx, op, script, []string{s.redisKey(k)}, args...)
 }
 
 // eval runs script on the storage keys, with EVALSHA and, if the server

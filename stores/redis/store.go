@@ -2,8 +2,12 @@
 // Redis Cluster, through go-redis's UniversalClient.
 //
 // Each record is one Redis hash, at Config.KeyPrefix followed by the storage
-// key (see [stores.StorageKey]). Every Store method is one Lua script that
-// touches only that hash (KEYS[1]), so:
+// key (see [stores.StorageKey]), or by its [stores.HashedKey] when it holds
+// a "{": a Redis Cluster places a key by the hash tag between its first "{"
+// and the next "}", and a key is often made of what a client or producer
+// sends, which must not choose the shard its records land on (all of them
+// on one). Every Store method is one Lua script that touches only that hash
+// (KEYS[1]), so:
 //
 //   - each method is atomic and takes one round trip: Redis runs a script to
 //     the end before any other command, so there is no check-then-set window
@@ -40,6 +44,7 @@
 package redisstore
 
 import (
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -149,4 +154,14 @@ func New(client redis.UniversalClient, cfg Config) *Store {
 		}.Or(batch.Config{Workers: DefaultBatchWorkers, Timeout: DefaultBatchTimeout, Linger: DefaultBatchLinger}), cfg.BatchObserver)
 	}
 	return s
+}
+
+// redisKey is the Redis key of the record of storage key k: the prefix,
+// then k, or k's hash when k holds a "{", which on a Cluster would be a
+// hash tag chosen by whoever chose the key.
+func (s *Store) redisKey(k string) string {
+	if strings.IndexByte(k, '{') >= 0 {
+		return s.prefix + stores.HashedKey(k)
+	}
+	return s.prefix + k
 }

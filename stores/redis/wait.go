@@ -31,7 +31,7 @@ func (s *Store) runReplicated(ctx context.Context, op string, script *redis.Scri
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	key := s.prefix + k
+	key := s.redisKey(k)
 	master, err := s.master(ctx, key)
 	if err != nil {
 		return nil, failed(ctx, op, err)

@@ -2,6 +2,7 @@ package repocheck
 
 import (
 	"maps"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,9 +12,12 @@ import (
 
 // TestConfigMapsMirrorEnvFiles: each deploy/<transport>.env has a
 // ConfigMap deploy/k8s/configmap-<transport>.yaml with the same keys and
-// values, and back; each is a configuration the service accepts, and none
-// opens the API to anonymous callers (ALLOW_ANONYMOUS is for development:
-// compose sets it beside them).
+// values, and back, but for credentials: a value that holds a password (a
+// URL's user:password@) is never in a ConfigMap, which anyone who may read
+// the namespace's configuration reads, but in the Secret the Deployment
+// reads after it. With those, each is a configuration the service accepts,
+// and none opens the API to anonymous callers (ALLOW_ANONYMOUS is for
+// development: compose sets it beside them).
 func TestConfigMapsMirrorEnvFiles(t *testing.T) {
 	t.Parallel()
 	envs, err := filepath.Glob(filepath.Join(root, "deploy", "*.env"))
@@ -37,6 +41,20 @@ func TestConfigMapsMirrorEnvFiles(t *testing.T) {
 		if cm.Kind != "ConfigMap" || cm.Metadata.Name != binary+"-"+transport {
 			t.Errorf("configmap-%s.yaml: %s %q, want ConfigMap %q", transport, cm.Kind, cm.Metadata.Name, binary+"-"+transport)
 		}
+		secrets := map[string]string{}
+		for k, v := range want {
+			if u, err := url.Parse(v); err == nil && u.User != nil {
+				if _, ok := u.User.Password(); ok {
+					secrets[k] = v
+					delete(want, k)
+				}
+			}
+		}
+		for k := range secrets {
+			if _, ok := cm.Data[k]; ok {
+				t.Errorf("configmap-%s.yaml: %s holds a password: leave it to the Secret", transport, k)
+			}
+		}
 		if !maps.Equal(cm.Data, want) {
 			t.Errorf("configmap-%s.yaml data %v\ndiffers from deploy/%s.env %v", transport, cm.Data, transport, want)
 		}
@@ -48,6 +66,9 @@ func TestConfigMapsMirrorEnvFiles(t *testing.T) {
 		}
 		var environ []string
 		for k, v := range cm.Data {
+			environ = append(environ, k+"="+v)
+		}
+		for k, v := range secrets {
 			environ = append(environ, k+"="+v)
 		}
 		if _, err := app.LoadConfig(environ); err != nil {

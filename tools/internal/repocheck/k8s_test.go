@@ -21,8 +21,9 @@ import (
 // The parts of the manifests the checks read.
 type (
 	metadata struct {
-		Name   string            `yaml:"name"`
-		Labels map[string]string `yaml:"labels"`
+		Name        string            `yaml:"name"`
+		Labels      map[string]string `yaml:"labels"`
+		Annotations map[string]string `yaml:"annotations"`
 	}
 	probe struct {
 		HTTPGet struct {
@@ -74,7 +75,8 @@ type (
 			Template struct {
 				Metadata metadata `yaml:"metadata"`
 				Spec     struct {
-					SecurityContext struct {
+					AutomountServiceAccountToken *bool `yaml:"automountServiceAccountToken"`
+					SecurityContext              struct {
 						RunAsNonRoot bool `yaml:"runAsNonRoot"`
 						RunAsUser    int  `yaml:"runAsUser"`
 						RunAsGroup   int  `yaml:"runAsGroup"`
@@ -91,6 +93,20 @@ type (
 			Ports    []struct {
 				TargetPort string `yaml:"targetPort"`
 			} `yaml:"ports"`
+		} `yaml:"spec"`
+	}
+	networkPolicy struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			PodSelector struct {
+				MatchLabels map[string]string `yaml:"matchLabels"`
+			} `yaml:"podSelector"`
+			Ingress []struct {
+				From  []map[string]any `yaml:"from"`
+				Ports []struct {
+					Port string `yaml:"port"`
+				} `yaml:"ports"`
+			} `yaml:"ingress"`
 		} `yaml:"spec"`
 	}
 	pdb struct {
@@ -115,9 +131,12 @@ var distrolessUsers = map[string]int{"root": 0, "nonroot": 65532, "nobody": 6553
 
 // TestDeployment checks deploy/k8s/deployment.yaml against the Dockerfile
 // and the service's defaults: two replicas, the image's entrypoint and
-// command, its user, non-root and a read-only root filesystem, resource
-// requests, probes on the port HTTP_ADDR defaults to, and API_KEYS from a
-// Secret the pod cannot start without.
+// command at a pinned tag, its user, non-root, a read-only root filesystem
+// and no service account token, resource requests; API_KEYS from a Secret
+// the pod cannot start without; the API on the port HTTP_ADDR defaults to,
+// the only one the Service exposes; the probes and Prometheus's scrape on
+// the internal port (INTERNAL_ADDR), which the NetworkPolicy keeps from
+// everyone but a selected few.
 func TestDeployment(t *testing.T) {
 	t.Parallel()
 	var d deployment
@@ -131,10 +150,14 @@ func TestDeployment(t *testing.T) {
 	c := spec.Containers[0]
 
 	// The image is the Dockerfile's: named after its entrypoint, which the
-	// container keeps, with its CMD.
+	// container keeps, with its CMD; at a version or digest, not latest.
 	binary := filepath.Base(df.Entrypoint[0])
-	if name, _, _ := strings.Cut(c.Image, ":"); filepath.Base(name) != binary || d.Metadata.Name != binary {
+	name, tag, tagged := strings.Cut(c.Image, ":")
+	if filepath.Base(name) != binary || d.Metadata.Name != binary {
 		t.Errorf("image %q, Deployment %q: want both named %q, the Dockerfile's entrypoint", c.Image, d.Metadata.Name, binary)
+	}
+	if !tagged || tag == "" || tag == "latest" {
+		t.Errorf("image %q: want a pinned version or digest, not latest (which also means no tag)", c.Image)
 	}
 	if c.Command != nil || !slices.Equal(c.Args, df.Cmd) {
 		t.Errorf("command %q args %q: want the entrypoint kept and args %q, the Dockerfile's CMD", c.Command, c.Args, df.Cmd)
@@ -150,17 +173,20 @@ func TestDeployment(t *testing.T) {
 	if csc := c.SecurityContext; !csc.ReadOnlyRootFilesystem || csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation {
 		t.Errorf("container securityContext: want readOnlyRootFilesystem and no privilege escalation")
 	}
+	if a := spec.AutomountServiceAccountToken; a == nil || *a {
+		t.Errorf("automountServiceAccountToken: want false, the service never calls the Kubernetes API")
+	}
 	if c.Resources.Requests["cpu"] == "" || c.Resources.Requests["memory"] == "" {
 		t.Errorf("resources.requests = %v, want cpu and memory", c.Resources.Requests)
 	}
 
-	// The probes reach the port HTTP_ADDR defaults to, which the image
-	// exposes.
-	cfg, err := app.LoadConfig(nil)
-	if err != nil {
-		t.Fatal(err)
+	// The API on the port HTTP_ADDR defaults to, which the image exposes;
+	// the probes and the scrape on INTERNAL_ADDR's.
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
 	}
-	_, port, err := net.SplitHostPort(cfg.HTTPAddr)
+	cfg, err := app.LoadConfig([]string{"INTERNAL_ADDR=" + env["INTERNAL_ADDR"]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,33 +194,65 @@ func TestDeployment(t *testing.T) {
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
+	if got := strconv.Itoa(ports["http"]); got != port(t, cfg.HTTPAddr) || got != df.Expose {
+		t.Errorf("container port http is %s; HTTP_ADDR defaults to %s, the image exposes %s", got, cfg.HTTPAddr, df.Expose)
+	}
+	if cfg.InternalAddr == "" || strconv.Itoa(ports["internal"]) != port(t, cfg.InternalAddr) {
+		t.Fatalf("container port internal is %d, INTERNAL_ADDR %q: want the probes and /metrics on a port of their own",
+			ports["internal"], cfg.InternalAddr)
+	}
 	for name, p := range map[string]probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
-		if got := ports[p.HTTPGet.Port]; strconv.Itoa(got) != port || port != df.Expose {
-			t.Errorf("%s probe port %q is container port %d; HTTP_ADDR defaults to %s, the image exposes %s",
-				name, p.HTTPGet.Port, got, cfg.HTTPAddr, df.Expose)
+		if p.HTTPGet.Port != "internal" {
+			t.Errorf("%s probe on port %q, want internal (INTERNAL_ADDR)", name, p.HTTPGet.Port)
 		}
 	}
 	if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" {
 		t.Errorf("readiness on %q, liveness on %q: want /readyz and /healthz",
 			c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path)
 	}
-	probesAnswer(t, c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path)
+	ann := d.Spec.Template.Metadata.Annotations
+	if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != strconv.Itoa(ports["internal"]) || ann["prometheus.io/path"] != "/metrics" {
+		t.Errorf("pod annotations %v: want Prometheus to scrape /metrics on the internal port %d", ann, ports["internal"])
+	}
+	probesAnswer(t, c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path, "/metrics")
 
-	// Service and PodDisruptionBudget select the Deployment's pods.
+	// Service, PodDisruptionBudget and NetworkPolicy select the
+	// Deployment's pods; the Service exposes the API only.
 	labels := d.Spec.Template.Metadata.Labels
 	if !subset(d.Spec.Selector.MatchLabels, labels) {
 		t.Errorf("selector %v does not select the template's labels %v", d.Spec.Selector.MatchLabels, labels)
 	}
 	var svc service
 	readYAML(t, "deploy/k8s/service.yaml", &svc)
-	if svc.Kind != "Service" || !subset(svc.Spec.Selector, labels) || len(svc.Spec.Ports) != 1 || ports[svc.Spec.Ports[0].TargetPort] == 0 {
-		t.Errorf("Service %+v: want it to select %v and target a named container port of %v", svc.Spec, labels, ports)
+	if svc.Kind != "Service" || !subset(svc.Spec.Selector, labels) || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort != "http" {
+		t.Errorf("Service %+v: want it to select %v and expose the container port http only", svc.Spec, labels)
 	}
 	var budget pdb
 	readYAML(t, "deploy/k8s/pdb.yaml", &budget)
 	if budget.Kind != "PodDisruptionBudget" || !subset(budget.Spec.Selector.MatchLabels, labels) ||
 		budget.Spec.MinAvailable < 1 || budget.Spec.MinAvailable >= d.Spec.Replicas {
 		t.Errorf("PodDisruptionBudget %+v: want it to select %v and keep 1 to %d pods", budget.Spec, labels, d.Spec.Replicas-1)
+	}
+	var np networkPolicy
+	readYAML(t, "deploy/k8s/networkpolicy.yaml", &np)
+	if np.Kind != "NetworkPolicy" || !subset(np.Spec.PodSelector.MatchLabels, labels) {
+		t.Errorf("NetworkPolicy %+v: want it to select %v", np.Spec, labels)
+	}
+	internalAdmitted := false
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			switch {
+			case p.Port == "internal" && len(rule.From) == 0:
+				t.Errorf("NetworkPolicy: the internal port is open to every source, want only selected ones")
+			case p.Port == "internal":
+				internalAdmitted = true
+			case ports[p.Port] == 0:
+				t.Errorf("NetworkPolicy admits port %q, which the container does not name", p.Port)
+			}
+		}
+	}
+	if !internalAdmitted {
+		t.Errorf("NetworkPolicy: nothing may scrape the internal port")
 	}
 
 	// The service refuses to start without API_KEYS (or ALLOW_ANONYMOUS,
@@ -226,12 +284,23 @@ func TestDeployment(t *testing.T) {
 	}
 }
 
+// port is the port of the listening address addr.
+func port(t *testing.T, addr string) string {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // probesAnswer runs the service as `make run` does (in-process transport,
-// memory store, ALLOW_ANONYMOUS=true) on a loopback port and requires 200
-// from each path.
+// memory store, ALLOW_ANONYMOUS=true) with an internal listener, as the
+// Deployment does, both on loopback ports, and requires 200 from each path
+// on the internal one and 404 on the public one.
 func probesAnswer(t *testing.T, paths ...string) {
 	t.Helper()
-	cfg, err := app.LoadConfig([]string{"HTTP_ADDR=127.0.0.1:0", "ALLOW_ANONYMOUS=true"})
+	cfg, err := app.LoadConfig([]string{"HTTP_ADDR=127.0.0.1:0", "INTERNAL_ADDR=127.0.0.1:0", "ALLOW_ANONYMOUS=true"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,15 +320,21 @@ func probesAnswer(t *testing.T, paths ...string) {
 			t.Errorf("Close: %v", err)
 		}
 	}()
+	status := func(url string) int {
+		resp, err := http.Get(url)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
 	for _, path := range paths {
 		testenv.WaitFor(t, 10*time.Second, "200 OK from GET "+path, func() bool {
-			resp, err := http.Get("http://" + a.Addr() + path)
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
+			return status("http://"+a.InternalAddr()+path) == http.StatusOK
 		})
+		if code := status("http://" + a.Addr() + path); code != http.StatusNotFound {
+			t.Errorf("GET %s on the public port: %d, want 404", path, code)
+		}
 	}
 }
 
