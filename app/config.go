@@ -326,29 +326,29 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s=%v must be a positive duration such as 30s", d.name, d.value)
 		}
 	}
-	if c.DatabaseMaxConns < 1 {
-		return fmt.Errorf("DATABASE_MAX_CONNS=%d must be at least 1", c.DatabaseMaxConns)
-	}
-	if c.KafkaPartitions < 1 {
-		return fmt.Errorf("KAFKA_PARTITIONS=%d must be at least 1", c.KafkaPartitions)
-	}
-	if c.DedupCacheSize < 0 {
-		return fmt.Errorf("DEDUP_CACHE_SIZE=%d must be zero (no cache) or more", c.DedupCacheSize)
-	}
-	if c.MaxMessageBytes < 0 {
-		return fmt.Errorf("MAX_MESSAGE_BYTES=%d must be 0 (no limit) or more", c.MaxMessageBytes)
-	}
-	if c.RetryMax < 0 {
-		return fmt.Errorf("RETRY_MAX=%d must be zero or more", c.RetryMax)
-	}
-	if c.RedisWaitReplicas < 0 {
-		return fmt.Errorf("REDIS_WAIT_REPLICAS=%d must be zero (do not wait) or more", c.RedisWaitReplicas)
-	}
-	if c.RedisStreamMaxLen < 0 {
-		return fmt.Errorf("REDIS_STREAM_MAXLEN=%d must be 0 (never trim) or more", c.RedisStreamMaxLen)
-	}
-	if c.StoreBatchSize < 0 {
-		return fmt.Errorf("STORE_BATCH_SIZE=%d must be 0 or more (0 or 1 turns batching off)", c.StoreBatchSize)
+	// Counts and sizes, each with its least value and how its message
+	// names the range.
+	for _, n := range []struct {
+		name       string
+		value, min int64
+		rule       string
+	}{
+		{"DATABASE_MAX_CONNS", int64(c.DatabaseMaxConns), 1, "at least 1"},
+		{"KAFKA_PARTITIONS", int64(c.KafkaPartitions), 1, "at least 1"},
+		{"DEDUP_CACHE_SIZE", int64(c.DedupCacheSize), 0, "zero (no cache) or more"},
+		{"MAX_MESSAGE_BYTES", int64(c.MaxMessageBytes), 0, "0 (no limit) or more"},
+		{"RETRY_MAX", int64(c.RetryMax), 0, "zero or more"},
+		{"REDIS_WAIT_REPLICAS", int64(c.RedisWaitReplicas), 0, "zero (do not wait) or more"},
+		{"REDIS_STREAM_MAXLEN", int64(c.RedisStreamMaxLen), 0, "0 (never trim) or more"},
+		{"STORE_BATCH_SIZE", int64(c.StoreBatchSize), 0, "0 or more (0 or 1 turns batching off)"},
+		{"MEMORY_MAX_RECORDS", int64(c.MemoryMaxRecords), 1, "at least 1"},
+		{"MEMORY_MAX_HTTP_RECORDS", int64(c.MemoryMaxHTTPRecords), 1, "at least 1"},
+		{"IDEMPOTENCY_CLIENT_RECORDS", int64(c.IdempotencyClientRecords), 0, "zero (no quota) or more"},
+		{"IDEMPOTENCY_MAX_BODY", c.IdempotencyMaxBody, 1, "at least 1 (bytes)"},
+	} {
+		if n.value < n.min {
+			return fmt.Errorf("%s=%d must be %s", n.name, n.value, n.rule)
+		}
 	}
 	if c.Store != "redis" && c.RedisRequireDurable {
 		return fmt.Errorf("REDIS_REQUIRE_DURABLE=true applies to STORE=redis only (STORE=%q)", c.Store)
@@ -369,18 +369,6 @@ func (c Config) Validate() error {
 		return errors.New("PG_RECORDS_LAYOUT=partitioned does not support DEDUP_MODE=transaction with TRANSPORT=sql: " +
 			"Watermill SQL consumes in REPEATABLE READ transactions, and the partitioned layout claims under READ COMMITTED only " +
 			"(the claim's snapshot must follow its key's lock); use PG_RECORDS_LAYOUT=rows, DEDUP_MODE=lease or another transport")
-	}
-	if c.MemoryMaxRecords < 1 {
-		return fmt.Errorf("MEMORY_MAX_RECORDS=%d must be at least 1", c.MemoryMaxRecords)
-	}
-	if c.MemoryMaxHTTPRecords < 1 {
-		return fmt.Errorf("MEMORY_MAX_HTTP_RECORDS=%d must be at least 1", c.MemoryMaxHTTPRecords)
-	}
-	if c.IdempotencyClientRecords < 0 {
-		return fmt.Errorf("IDEMPOTENCY_CLIENT_RECORDS=%d must be zero (no quota) or more", c.IdempotencyClientRecords)
-	}
-	if c.IdempotencyMaxBody < 1 {
-		return fmt.Errorf("IDEMPOTENCY_MAX_BODY=%d must be at least 1 (bytes)", c.IdempotencyMaxBody)
 	}
 	if err := c.validateAdminAPIKey(); err != nil {
 		return err
