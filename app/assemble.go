@@ -27,8 +27,9 @@ type assembly struct {
 	api      message.Publisher // the HTTP API's: through the outbox in transaction mode
 	receiver *middleware.Receiver
 	domain   domain.Domain
-	parts    *domain.Parts // what the domain's Open built
-	tracing  tracing       // the zero value when tracing is off
+	parts    *domain.Parts      // what the domain's Open built
+	tracing  tracing            // the zero value when tracing is off
+	signer   *middleware.Signer // MESSAGE_SIGNING_SECRETS'; nil when unset
 }
 
 // newApp builds an App step by step, each on what the steps before it
@@ -144,8 +145,18 @@ func (b *assembly) connectBroker(ctx context.Context) error {
 	}
 	b.transport = t
 	b.closers = append(b.closers, t.Close)
-	b.api = b.tracing.messages.Publisher(t.Publisher())
+	if b.signer, err = b.cfg.signer(); err != nil {
+		return err
+	}
+	b.api = b.publisher(t.Publisher())
 	return nil
+}
+
+// publisher is pub as the service publishes the messages its routes
+// consume: each with a producer span when tracing is on, and signed when
+// MESSAGE_SIGNING_SECRETS is set.
+func (b *assembly) publisher(pub message.Publisher) message.Publisher {
+	return b.signer.Publisher(b.tracing.messages.Publisher(pub))
 }
 
 // openOutbox, in transaction mode, routes the handlers' and the API's
@@ -160,7 +171,7 @@ func (b *assembly) openOutbox(ctx context.Context) error {
 	}
 	direct := b.cfg.Transport == "sql"
 	o := exactlyonce.Outbox{Topics: b.parts.Routes.Outputs(), Publisher: b.transport.Publisher(), TopicPrefix: b.cfg.TopicPrefix,
-		Decorate: b.tracing.messages.Publisher, Logger: b.logger}
+		Decorate: b.publisher, Logger: b.logger}
 	if !direct {
 		o.RelayTopic = b.cfg.TopicPrefix + outboxTopic
 	}
@@ -168,7 +179,7 @@ func (b *assembly) openOutbox(ctx context.Context) error {
 	if direct {
 		return nil
 	}
-	relay, consumers, err := newRelay(ctx, b.cfg, b.pool, b.tracing.messages.Publisher(b.transport.Publisher()), b.logger)
+	relay, consumers, err := newRelay(ctx, b.cfg, b.pool, b.publisher(b.transport.Publisher()), b.logger)
 	if err != nil {
 		return err
 	}
@@ -248,7 +259,7 @@ func (b *assembly) newRouter(context.Context) error {
 	b.router, err = newRouter(routerParts{
 		cfg: b.cfg, transport: b.transport, receiver: b.receiver, outbox: b.outbox,
 		routes: b.parts.Routes, permanent: b.domain.Permanent, poison: poison,
-		metrics: routerMetrics(b.reg), tracing: b.tracing.messages, logger: b.logger,
+		metrics: routerMetrics(b.reg), tracing: b.tracing.messages, signer: b.signer, logger: b.logger,
 	})
 	return err
 }

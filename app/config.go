@@ -256,6 +256,17 @@ type Config struct {
 	// default limits of Kafka and NATS (1 MB), and bounds what RabbitMQ,
 	// Redis Streams and PostgreSQL would take. 0: no limit.
 	MaxMessageBytes int `env:"MAX_MESSAGE_BYTES" envDefault:"4194304"`
+	// MessageSigningSecrets, when set, closes the producer trust boundary:
+	// every message the service publishes (from its API, its handlers, its
+	// outbox, `onceflow publish` and `load`) is signed with the first of
+	// these comma-separated secrets, and a handler takes only messages
+	// signed by one of them; any other goes to the poison topic with
+	// reason bad_signature, before its key is claimed. So a producer
+	// without a secret cannot pre-empt a key. Each secret is at least 32
+	// characters; list a new one second, then first, to rotate. Unset,
+	// whoever may publish to a topic may also take its keys. See
+	// docs/security.md.
+	MessageSigningSecrets string `env:"MESSAGE_SIGNING_SECRETS" secret:"true"`
 	// HandlerTimeout cancels a handler's context after this long.
 	HandlerTimeout time.Duration `env:"HANDLER_TIMEOUT" envDefault:"10s"`
 	// RetryMax is how often a failing message is retried in process before
@@ -371,6 +382,9 @@ func (c Config) Validate() error {
 			"(the claim's snapshot must follow its key's lock); use PG_RECORDS_LAYOUT=rows, DEDUP_MODE=lease or another transport")
 	}
 	if err := c.validateAdminAPIKey(); err != nil {
+		return err
+	}
+	if _, err := c.signer(); err != nil {
 		return err
 	}
 	if _, err := c.otlpTracesURL(); err != nil {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/middleware"
 )
 
 // validateSecurity checks the settings of the backends' TLS and
@@ -51,6 +53,23 @@ func (c Config) validateSecurity() error {
 		errs = append(errs, errors.New("REDIS_TLS_CA_FILE needs REDIS_TLS=true with REDIS_ADDRS"))
 	}
 	return errors.Join(errs...)
+}
+
+// signer is the signer of MESSAGE_SIGNING_SECRETS, or nil when it is
+// unset. Its error never shows a secret.
+func (c Config) signer() (*middleware.Signer, error) {
+	if strings.TrimSpace(c.MessageSigningSecrets) == "" {
+		return nil, nil
+	}
+	var secrets [][]byte
+	for _, secret := range strings.Split(c.MessageSigningSecrets, ",") {
+		secrets = append(secrets, []byte(strings.TrimSpace(secret)))
+	}
+	s, err := middleware.NewSigner(secrets...)
+	if err != nil {
+		return nil, fmt.Errorf("MESSAGE_SIGNING_SECRETS: %w", err)
+	}
+	return s, nil
 }
 
 // tlsConfig is the TLS configuration of a client that verifies servers

@@ -17,12 +17,14 @@ import (
 
 // Producer publishes straight to the broker that TRANSPORT names, as
 // another team's service would: a domain's commands send test traffic with
-// it. Messages go to their topic after TOPIC_PREFIX. Publish is safe for
-// concurrent use.
+// it. Messages go to their topic after TOPIC_PREFIX, signed when
+// MESSAGE_SIGNING_SECRETS is set, as a trusted producer signs them.
+// Publish is safe for concurrent use.
 type Producer struct {
 	cfg  Config
 	pool *pgxpool.Pool // the sql transport's; nil for the others
 	t    *transport.Transport
+	pub  message.Publisher // t's, signing
 }
 
 var _ domain.Producer = (*Producer)(nil)
@@ -31,8 +33,11 @@ var _ domain.Producer = (*Producer)(nil)
 // topics first.
 func OpenProducer(ctx context.Context, cfg Config, topics []string) (*Producer, error) {
 	p := &Producer{cfg: cfg}
+	signer, err := cfg.signer()
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Transport == "sql" {
-		var err error
 		if p.pool, err = openPostgres(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns); err != nil {
 			return nil, err
 		}
@@ -42,13 +47,13 @@ func OpenProducer(ctx context.Context, cfg Config, topics []string) (*Producer, 
 		p.Close()
 		return nil, err
 	}
-	p.t = t
+	p.t, p.pub = t, signer.Publisher(t.Publisher())
 	return p, nil
 }
 
 // Publish publishes msgs to topic.
 func (p *Producer) Publish(topic string, msgs ...*message.Message) error {
-	return p.t.Publisher().Publish(topic, msgs...)
+	return p.pub.Publish(topic, msgs...)
 }
 
 // Topic is topic as the broker names it: after TOPIC_PREFIX.

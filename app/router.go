@@ -35,7 +35,10 @@ type routerParts struct {
 	poison    *poisonLog
 	metrics   metrics.PrometheusMetricsBuilder
 	tracing   *middleware.Tracing // nil when tracing is off
-	logger    *slog.Logger
+	// signer signs the messages the handlers produce and verifies the
+	// messages they consume; nil when MESSAGE_SIGNING_SECRETS is unset.
+	signer *middleware.Signer
+	logger *slog.Logger
 }
 
 // newRouter assembles the Watermill router: the middleware chain shared by
@@ -49,7 +52,10 @@ func newRouter(p routerParts) (*message.Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	publisher := tr.Publisher(t.Publisher()) // tr is nil when tracing is off
+	// The poison topic gets a message as it came, unsigned if it was: a
+	// forged message replayed from there must fail its check again.
+	poisonPublisher := tr.Publisher(t.Publisher()) // tr is nil when tracing is off
+	publisher := p.signer.Publisher(poisonPublisher)
 	var receiverOpts []middleware.MessageOption
 	if p.outbox != nil {
 		receiverOpts = append(receiverOpts, middleware.WithOutbox(p.outbox))
@@ -70,10 +76,11 @@ func newRouter(p routerParts) (*message.Router, error) {
 	err = middleware.Install(router, middleware.RouterConfig{
 		Receiver:         p.receiver,
 		ReceiverOptions:  receiverOpts,
-		PoisonPublisher:  publisher,
+		PoisonPublisher:  poisonPublisher,
 		PoisonTopic:      PoisonTopic,
 		Permanent:        p.permanent,
 		MaxPayload:       cfg.MaxMessageBytes,
+		Signer:           p.signer,
 		Retries:          retries,
 		RetryInterval:    cfg.RetryInterval,
 		RetryMaxInterval: cfg.retryMaxInterval(),

@@ -78,10 +78,11 @@ func TestNoSecretLeaves(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := newSecrets("postgres", "redis", "kafka", "nats", "amqp", "otlp", "admin", "unused")
+			s := newSecrets("postgres", "redis", "kafka", "nats", "amqp", "otlp", "admin", "signing", "unused")
+			s["signing"] += "-of-32-characters-at-least"
 			environ := append(setup(t, s),
 				"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318/?api_key="+s["otlp"],
-				"ADMIN_API_KEY="+s["admin"], "LOG_LEVEL=debug",
+				"ADMIN_API_KEY="+s["admin"], "MESSAGE_SIGNING_SECRETS="+s["signing"], "LOG_LEVEL=debug",
 			)
 			// URLs of backends the service does not open, with secrets too.
 			for _, unused := range []string{

@@ -28,6 +28,11 @@ var (
 	// ErrPayloadTooLarge means a message's payload exceeds the limit of
 	// [MaxPayload]. Redelivery cannot fix it: see Permanent.
 	ErrPayloadTooLarge = errors.New("payload_too_large: message payload over the limit")
+
+	// ErrBadSignature means a message is unsigned, or not signed by a
+	// secret of the [Signer] that checks it. Redelivery cannot fix it: see
+	// Permanent.
+	ErrBadSignature = errors.New("bad_signature: message not signed by a trusted producer")
 )
 
 // errNotStored, wrapped in the error of the function passed to Execute,
@@ -36,15 +41,16 @@ var (
 var errNotStored = errors.New("result not stored")
 
 // Permanent reports whether err is one that redelivering the same message
-// can never fix: a fingerprint mismatch, a missing key, an unreadable stored
-// result, a payload over the limit. Use it to skip retries and to route such messages to a poison
-// queue, for example with watermill's Retry.ShouldRetry and
-// PoisonQueueWithFilter.
+// can never fix: a fingerprint mismatch, a missing key, an unreadable
+// stored result, a payload over the limit, a bad signature. Use it to skip
+// retries and to route such messages to a poison queue, for example with
+// watermill's Retry.ShouldRetry and PoisonQueueWithFilter.
 func Permanent(err error) bool {
 	return errors.Is(err, ErrFingerprintMismatch) ||
 		errors.Is(err, ErrNoKey) ||
 		errors.Is(err, ErrUnreadableResult) ||
-		errors.Is(err, ErrPayloadTooLarge)
+		errors.Is(err, ErrPayloadTooLarge) ||
+		errors.Is(err, ErrBadSignature)
 }
 
 // PermanentErrors returns a classifier reporting whether an error is one

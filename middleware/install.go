@@ -64,6 +64,14 @@ type RouterConfig struct {
 	// there would poison it again, forever. Zero: no limit.
 	MaxPayload int
 
+	// Signer, when set, verifies every message before it is claimed (see
+	// [Signer]): one that is unsigned or not signed by one of its secrets
+	// goes to PoisonTopic at once, its reason wrapping [ErrBadSignature].
+	// As with MaxPayload, the messages of PoisonTopic itself are not
+	// checked. Nil: messages are not verified, and any producer on a topic
+	// may pre-empt its keys (see docs/security.md).
+	Signer *Signer
+
 	// Retries is how often a failed attempt is retried in process, with
 	// exponential backoff, before the message is nacked. Default
 	// DefaultRetries; NoRetries for none.
@@ -118,6 +126,8 @@ type HandlerConfig struct {
 //	poison queue  parks the permanent failures (RouterConfig.Permanent) on
 //	              PoisonTopic and acks them;
 //	MaxPayload    refuses a payload over RouterConfig.MaxPayload, when set;
+//	Signer        refuses a message not signed by RouterConfig.Signer, when
+//	              set;
 //	KeepContext   hands the poison queue the message with its own context;
 //	retry         retries the other failures with exponential backoff, each
 //	              attempt on the delivery's context (ResetContextOnRetry),
@@ -164,7 +174,10 @@ func (c RouterConfig) middlewares() ([]message.HandlerMiddleware, error) {
 	chain = append(chain, c.Outer...)
 	chain = append(chain, poison)
 	if c.MaxPayload > 0 {
-		chain = append(chain, c.maxPayload)
+		chain = append(chain, c.exceptPoison(MaxPayload(c.MaxPayload)))
+	}
+	if c.Signer != nil {
+		chain = append(chain, c.exceptPoison(c.Signer.Middleware))
 	}
 	chain = append(chain,
 		KeepContext,
@@ -183,15 +196,17 @@ func (c RouterConfig) middlewares() ([]message.HandlerMiddleware, error) {
 	return chain, nil
 }
 
-// maxPayload is MaxPayload(c.MaxPayload) around h, but for the messages
-// of c.PoisonTopic.
-func (c RouterConfig) maxPayload(h message.HandlerFunc) message.HandlerFunc {
-	limited := MaxPayload(c.MaxPayload)(h)
-	return func(msg *message.Message) ([]*message.Message, error) {
-		if message.SubscribeTopicFromCtx(msg.Context()) == c.PoisonTopic {
-			return h(msg)
+// exceptPoison is check for every message but those of c.PoisonTopic:
+// refusing a poisoned message would poison it again, forever.
+func (c RouterConfig) exceptPoison(check message.HandlerMiddleware) message.HandlerMiddleware {
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		checked := check(h)
+		return func(msg *message.Message) ([]*message.Message, error) {
+			if message.SubscribeTopicFromCtx(msg.Context()) == c.PoisonTopic {
+				return h(msg)
+			}
+			return checked(msg)
 		}
-		return limited(msg)
 	}
 }
 
