@@ -43,6 +43,9 @@ func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 // key, so the same idempotency key is processed once per scope (a handler
 // name, or "http"). Neither may be empty; scopes should not contain ":".
 //
+// fn's context carries the run's effect keys (see [EffectKey]) whatever
+// happens below, fail-open included.
+//
 //   - The key is free: fn runs with the fencing token in its context (see
 //     [TokenFromContext]) while a heartbeat extends the lease every Lease/3
 //     (at most Lease/12 late). If the lease is lost, fn's context is
@@ -84,6 +87,7 @@ func (r *Receiver) Execute(ctx context.Context, scope, key string, fingerprint [
 		return Result{}, fmt.Errorf("%w: scope %q and key %q must not be empty", ErrNoKey, scope, key)
 	}
 	k := RecordKey(scope, key)
+	ctx = withEffectScope(ctx, k)
 	if debug := r.cfg.Logger.Enabled(ctx, slog.LevelDebug); r.tracer != nil || debug {
 		return r.executeObserved(ctx, scope, k, debug, fingerprint, fn)
 	}
