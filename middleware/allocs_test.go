@@ -44,9 +44,10 @@ func TestReceiverAllocationBudget(t *testing.T) {
 // httpAllocBudget is the most allocations the HTTP face may add to a
 // request with a fresh key on the memory store: the held response and its
 // frozen header, the body read once and handed on, the request's key and
-// fingerprint, the request copy that carries the fencing token, the stored
-// envelope, the store's record, and the response copied out to the client.
-const httpAllocBudget = 22
+// fingerprint, the context that carries the effect key, the request copy
+// that carries the fencing token, the stored envelope, the store's record,
+// and the response copied out to the client.
+const httpAllocBudget = 23
 
 func TestHTTPAllocationBudget(t *testing.T) {
 	r, _ := newBenchReceiver(t)
