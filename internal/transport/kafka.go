@@ -32,7 +32,12 @@ const (
 	kafkaAdminReadTimeout = 4 * time.Second
 )
 
-// newKafka is the Kafka transport (watermill-kafka on sarama). At start-up
+// defaultKafkaInFlight is how many messages each handler's subscriber
+// hands out at once (see [kafkaSubscriber]): 1 keeps one per partition.
+const defaultKafkaInFlight = 1
+
+// newKafka is the Kafka transport (watermill-kafka's publisher and
+// marshaling, and a subscriber of its own, all on sarama). At start-up
 // it creates [Config.Topics], each with TopicPrefix prepended, with
 // KafkaPartitions partitions and the cluster's default replication factor,
 // leaving topics that already exist as they are. An unreachable cluster
@@ -42,10 +47,10 @@ const (
 // (acks=all) and keys it by its metadata [middleware.MetadataKey] (the
 // payment id), so one payment's events keep their order in one partition.
 // Each handler gets its own subscriber in its consumer group (see
-// [Config.ConsumerGroup]); a new group starts from the oldest offset, and
-// an offset is marked only after the router acked its message, so a
-// rebalance or crash redelivers instead of losing (the idempotent receiver
-// absorbs the redelivery).
+// [Config.ConsumerGroup] and [kafkaSubscriber]); a new group starts from
+// the oldest offset, and the offset committed never passes a message the
+// router has not acked, so a rebalance or crash redelivers instead of
+// losing (the idempotent receiver absorbs the redelivery).
 func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (Transport, error) {
 	topics := make([]string, len(cfg.Topics))
 	for i, topic := range cfg.Topics {
@@ -65,14 +70,9 @@ func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (
 	}
 	var subs subscribers
 	subscriber := func(handler string) (message.Subscriber, error) {
-		s, err := kafka.NewSubscriber(kafka.SubscriberConfig{
-			Brokers:               cfg.KafkaBrokers,
-			Unmarshaler:           marshaler,
-			OverwriteSaramaConfig: kafkaSubscriberConfig(cfg),
-			ConsumerGroup:         cfg.ConsumerGroup(handler),
-		}, logger)
+		s, err := newKafkaSubscriber(cfg, handler, defaultKafkaInFlight, logger)
 		if err != nil {
-			return nil, fmt.Errorf("kafka subscriber of %s: %w", handler, err)
+			return nil, err
 		}
 		subs.add(s)
 		return s, nil
