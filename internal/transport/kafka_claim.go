@@ -9,6 +9,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/onceflow/onceflow/middleware"
 )
 
 // kafkaClaims is the [sarama.ConsumerGroupHandler] of one subscription: it
@@ -38,6 +40,24 @@ type kafkaClaims struct {
 	logger watermill.LoggerAdapter
 }
 
+// newKafkaClaims returns the handler of a subscription that hands out
+// its messages on out, at most inFlight at once, while ctx lasts, with the
+// consumer group configuration sc.
+func newKafkaClaims(ctx context.Context, out chan<- *message.Message, inFlight int, sc *sarama.Config, logger watermill.LoggerAdapter) *kafkaClaims {
+	h := &kafkaClaims{
+		ctx: ctx, out: out, unmarshal: kafkaMarshaler(middleware.MetadataKey),
+		window: max(inFlight, 1) * kafkaReadAhead,
+		drain:  sc.Consumer.Group.Rebalance.Timeout * 4 / 5,
+		resend: kafkaResendDelay,
+		commit: !sc.Consumer.Offsets.AutoCommit.Enable,
+		logger: logger,
+	}
+	if inFlight > 1 {
+		h.shared = make(chan struct{}, inFlight)
+	}
+	return h
+}
+
 // Setup does nothing: the partitions are set up in ConsumeClaim.
 func (h *kafkaClaims) Setup(sarama.ConsumerGroupSession) error { return nil }
 
@@ -61,6 +81,7 @@ func (h *kafkaClaims) ConsumeClaim(sess sarama.ConsumerGroupSession, claim saram
 	d := &claimDispatch{
 		h: h, sess: sess, claim: claim, ctx: ctx, slots: slots,
 		lanes:   newPartitionLanes(h.window),
+		out:     map[*laneEntry]*message.Message{},
 		settled: make(chan settlement, h.window),
 		retries: make(chan *laneEntry, h.window),
 		marked:  -1,
@@ -77,8 +98,9 @@ type claimDispatch struct {
 	claim sarama.ConsumerGroupClaim
 	ctx   context.Context // the messages' contexts derive from it
 	lanes *partitionLanes
-	slots chan struct{} // a slot is taken by sending, freed by receiving
-	held  bool          // a slot is taken for the next message to hand out
+	slots chan struct{}                   // a slot is taken by sending, freed by receiving
+	held  bool                            // a slot is taken for the next message to hand out
+	out   map[*laneEntry]*message.Message // handed out, not settled
 
 	settled chan settlement // acks and nacks, from the watchers
 	retries chan *laneEntry // nacked messages due again
@@ -123,6 +145,7 @@ func (d *claimDispatch) run() error {
 		case send <- next:
 			d.held = false
 			e := d.lanes.take()
+			d.out[e] = next
 			go d.watch(e, next)
 		case s := <-d.settled:
 			d.settle(s, true)
@@ -177,6 +200,7 @@ func (d *claimDispatch) watch(e *laneEntry, m *message.Message) {
 // partition's lowest unacked offset; a nack makes a fresh copy of the
 // message due again after the resend pause, when resend is true.
 func (d *claimDispatch) settle(s settlement, resend bool) {
+	delete(d.out, s.e)
 	if s.acked {
 		if d.lanes.ack(s.e) {
 			<-d.slots
@@ -229,6 +253,7 @@ func (d *claimDispatch) wait() {
 		case s := <-d.settled:
 			d.settle(s, false)
 		case <-timeout.C:
+			d.settleArrived()
 			d.h.logger.Info("Kafka partition given up with messages unsettled; they will be redelivered",
 				watermill.LogFields{"topic": d.claim.Topic(), "partition": d.claim.Partition(),
 					"unsettled": d.lanes.inFlight()})
@@ -240,14 +265,17 @@ func (d *claimDispatch) wait() {
 	}
 }
 
-// settleArrived records the verdicts that arrived already.
+// settleArrived records the verdicts given already, whether or not
+// their watchers reported them: an ack that happened before the dispatch
+// ended is marked.
 func (d *claimDispatch) settleArrived() {
-	for {
+	for e, m := range d.out {
 		select {
-		case s := <-d.settled:
-			d.settle(s, false)
+		case <-m.Acked():
+			d.settle(settlement{e: e, acked: true}, false)
+		case <-m.Nacked():
+			d.settle(settlement{e: e}, false)
 		default:
-			return
 		}
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
-
-	"github.com/onceflow/onceflow/middleware"
 )
 
 // Tuning of [kafkaSubscriber].
@@ -126,17 +124,7 @@ func (s *kafkaSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	out := make(chan *message.Message)
-	h := &kafkaClaims{
-		ctx: ctx, out: out, unmarshal: kafkaMarshaler(middleware.MetadataKey),
-		window: s.inFlight * kafkaReadAhead,
-		drain:  s.config.Consumer.Group.Rebalance.Timeout * 4 / 5,
-		resend: kafkaResendDelay,
-		commit: !s.config.Consumer.Offsets.AutoCommit.Enable,
-		logger: s.logger.With(watermill.LogFields{"topic": topic}),
-	}
-	if s.inFlight > 1 {
-		h.shared = make(chan struct{}, s.inFlight)
-	}
+	h := newKafkaClaims(ctx, out, s.inFlight, s.config, s.logger.With(watermill.LogFields{"topic": topic}))
 	go func() {
 		select {
 		case <-s.closing:
