@@ -123,15 +123,15 @@ func kafkaPublisherConfig(cfg Config) *sarama.Config {
 // Consumer group timing. A member that crashes (no LeaveGroup) is declared
 // dead after kafkaSessionTimeout without heartbeats; the coordinator then
 // rebalances, the other members learn of it at their next heartbeat
-// (kafkaHeartbeatInterval), finish their in-flight messages and rejoin, and
-// the coordinator completes the rebalance when all have rejoined or
-// kafkaRebalanceTimeout after it began, dropping the members that have not.
-// So on Kafka the survivors consume a crashed member's partitions within
+// (kafkaHeartbeatInterval), wait for their messages in flight — at most
+// four fifths of kafkaRebalanceTimeout, leaving the rest to the partitions'
+// next owners (see [kafkaSubscriber]) — and rejoin, and the coordinator
+// completes the rebalance when all have rejoined or kafkaRebalanceTimeout
+// after it began, dropping the members that have not. So on Kafka the
+// survivors consume a crashed member's partitions within
 // kafkaSessionTimeout + kafkaHeartbeatInterval + kafkaRebalanceTimeout
-// (36 s) of its last heartbeat, as long as each finishes its in-flight
-// message within kafkaRebalanceTimeout (a member that does not is dropped
-// and rejoins after, which costs another rebalance, not the group's
-// progress). A clean Close sends LeaveGroup: the rebalance starts at once.
+// (36 s) of its last heartbeat. A clean Close sends LeaveGroup: the
+// rebalance starts at once.
 const (
 	// kafkaSessionTimeout is how long a member may go without heartbeats.
 	kafkaSessionTimeout = 10 * time.Second
@@ -139,9 +139,10 @@ const (
 	// is how it learns that a rebalance began.
 	kafkaHeartbeatInterval = time.Second
 	// kafkaRebalanceTimeout is how long a member may take to finish its
-	// in-flight message and rejoin once a rebalance began. It exceeds
-	// the service's default handler timeout (10 s), the length of one
-	// handler attempt.
+	// messages in flight and rejoin once a rebalance began. Four fifths of
+	// it (20 s), the longest a subscriber waits for them, exceed the
+	// service's default handler timeout (10 s), the length of one handler
+	// attempt.
 	kafkaRebalanceTimeout = 25 * time.Second
 	// kafkaGroupReadTimeout bounds the wait for one response on a consumer
 	// group's connections. The coordinator holds a JoinGroup until every
