@@ -40,7 +40,8 @@ func newKafkaSubscriber(cfg Config, handler string, inFlight int, logger watermi
 
 // kafkaSubscriber is a [message.Subscriber] on a sarama consumer group
 // that keeps several messages in flight while keeping each key's order.
-// Messages are decoded as watermill-kafka's marshaler wrote them ([kafkaMarshaler]): UUID, metadata and payload round-trip.
+// It reads messages as watermill-kafka's publisher writes them with
+// [kafkaMarshaler]: UUID, metadata and payload round-trip.
 //
 // Each subscription hands out at most inFlight messages at once across
 // the partitions it owns (with inFlight <= 1, one per partition). Within a
@@ -50,23 +51,26 @@ func newKafkaSubscriber(cfg Config, handler string, inFlight int, logger watermi
 // nacked message is handed out again after [kafkaResendDelay], ahead of
 // its key's later messages.
 //
-// The offset committed for a partition never passes its lowest offset not
-// acked, so a crash, a rebalance or Close redelivers every message not
-// acked, and those acked out of order after it: the idempotent receiver
-// drops those as duplicates. How many a crash redelivers per partition is
-// bounded by inFlight × [kafkaReadAhead].
+// The offset marked for a partition is its lowest offset not acked, so a
+// crash, a rebalance or Close redelivers every message not acked, and
+// those acked out of order after it: the idempotent receiver drops those
+// as duplicates. A rebalance or Close commits what was marked, so the
+// partition's next owner gets again at most max(inFlight, 1) ×
+// [kafkaReadAhead] messages; a crash also repeats what was marked since
+// the last commit (sarama commits every second).
 //
 // When a rebalance takes partitions away, their dispatch hands out nothing
 // more and waits for the messages out to be settled, for at most four
 // fifths of the rebalance timeout (the rest is for committing and
-// rejoining); their verdicts are then marked, and anything still out is
-// left to the next owner. Close and the end of the Subscribe context hand
-// out nothing more and wait for no verdict: what was acked is committed,
-// what is out is redelivered, and the channel closes.
+// rejoining); their acks are then marked, and anything still out is left
+// to the next owner. Close and the end of the Subscribe context hand out
+// nothing more and wait for no verdict: the acks given before are marked
+// and committed, what is out is redelivered, and the channel closes.
 //
 // A message's context carries its partition and offset
-// ([kafkaPositionFromCtx]); it ends when the subscriber stops waiting for
-// its verdict. Safe for concurrent use.
+// ([kafkaPositionFromCtx]); it ends when its partition's dispatch ends (a
+// rebalance, Close, the end of the Subscribe context). Safe for
+// concurrent use.
 type kafkaSubscriber struct {
 	brokers  []string
 	group    string
@@ -183,20 +187,4 @@ func (s *kafkaSubscriber) Close() error {
 	s.mu.Unlock()
 	s.running.Wait()
 	return nil
-}
-
-// kafkaPositionKey is the context key of a message's [kafkaPosition].
-type kafkaPositionKey struct{}
-
-// kafkaPosition is where a message was read.
-type kafkaPosition struct {
-	Partition int32
-	Offset    int64
-}
-
-// kafkaPositionFromCtx returns the partition and offset of the message
-// whose context is ctx, as [kafkaSubscriber] sets them.
-func kafkaPositionFromCtx(ctx context.Context) (kafkaPosition, bool) {
-	p, ok := ctx.Value(kafkaPositionKey{}).(kafkaPosition)
-	return p, ok
 }
