@@ -32,7 +32,12 @@ const (
 	kafkaAdminReadTimeout = 4 * time.Second
 )
 
-// newKafka is the Kafka transport (watermill-kafka on sarama). At start-up
+// defaultKafkaInFlight is how many messages each handler's subscriber
+// hands out at once (see [kafkaSubscriber]): 1 keeps one per partition.
+const defaultKafkaInFlight = 1
+
+// newKafka is the Kafka transport (watermill-kafka's publisher and
+// marshaling, and a subscriber of its own, all on sarama). At start-up
 // it creates [Config.Topics], each with TopicPrefix prepended, with
 // KafkaPartitions partitions and the cluster's default replication factor,
 // leaving topics that already exist as they are. An unreachable cluster
@@ -42,10 +47,10 @@ const (
 // (acks=all) and keys it by its metadata [middleware.MetadataKey] (the
 // payment id), so one payment's events keep their order in one partition.
 // Each handler gets its own subscriber in its consumer group (see
-// [Config.ConsumerGroup]); a new group starts from the oldest offset, and
-// an offset is marked only after the router acked its message, so a
-// rebalance or crash redelivers instead of losing (the idempotent receiver
-// absorbs the redelivery).
+// [Config.ConsumerGroup] and [kafkaSubscriber]); a new group starts from
+// the oldest offset, and the offset committed never passes a message the
+// router has not acked, so a rebalance or crash redelivers instead of
+// losing (the idempotent receiver absorbs the redelivery).
 func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (Transport, error) {
 	topics := make([]string, len(cfg.Topics))
 	for i, topic := range cfg.Topics {
@@ -65,14 +70,9 @@ func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (
 	}
 	var subs subscribers
 	subscriber := func(handler string) (message.Subscriber, error) {
-		s, err := kafka.NewSubscriber(kafka.SubscriberConfig{
-			Brokers:               cfg.KafkaBrokers,
-			Unmarshaler:           marshaler,
-			OverwriteSaramaConfig: kafkaSubscriberConfig(cfg),
-			ConsumerGroup:         cfg.ConsumerGroup(handler),
-		}, logger)
+		s, err := newKafkaSubscriber(cfg, handler, defaultKafkaInFlight, logger)
 		if err != nil {
-			return nil, fmt.Errorf("kafka subscriber of %s: %w", handler, err)
+			return nil, err
 		}
 		subs.add(s)
 		return s, nil
@@ -123,15 +123,15 @@ func kafkaPublisherConfig(cfg Config) *sarama.Config {
 // Consumer group timing. A member that crashes (no LeaveGroup) is declared
 // dead after kafkaSessionTimeout without heartbeats; the coordinator then
 // rebalances, the other members learn of it at their next heartbeat
-// (kafkaHeartbeatInterval), finish their in-flight messages and rejoin, and
-// the coordinator completes the rebalance when all have rejoined or
-// kafkaRebalanceTimeout after it began, dropping the members that have not.
-// So on Kafka the survivors consume a crashed member's partitions within
+// (kafkaHeartbeatInterval), wait for their messages in flight — at most
+// four fifths of kafkaRebalanceTimeout, leaving the rest to the partitions'
+// next owners (see [kafkaSubscriber]) — and rejoin, and the coordinator
+// completes the rebalance when all have rejoined or kafkaRebalanceTimeout
+// after it began, dropping the members that have not. So on Kafka the
+// survivors consume a crashed member's partitions within
 // kafkaSessionTimeout + kafkaHeartbeatInterval + kafkaRebalanceTimeout
-// (36 s) of its last heartbeat, as long as each finishes its in-flight
-// message within kafkaRebalanceTimeout (a member that does not is dropped
-// and rejoins after, which costs another rebalance, not the group's
-// progress). A clean Close sends LeaveGroup: the rebalance starts at once.
+// (36 s) of its last heartbeat. A clean Close sends LeaveGroup: the
+// rebalance starts at once.
 const (
 	// kafkaSessionTimeout is how long a member may go without heartbeats.
 	kafkaSessionTimeout = 10 * time.Second
@@ -139,9 +139,10 @@ const (
 	// is how it learns that a rebalance began.
 	kafkaHeartbeatInterval = time.Second
 	// kafkaRebalanceTimeout is how long a member may take to finish its
-	// in-flight message and rejoin once a rebalance began. It exceeds
-	// the service's default handler timeout (10 s), the length of one
-	// handler attempt.
+	// messages in flight and rejoin once a rebalance began. Four fifths of
+	// it (20 s), the longest a subscriber waits for them, exceed the
+	// service's default handler timeout (10 s), the length of one handler
+	// attempt.
 	kafkaRebalanceTimeout = 25 * time.Second
 	// kafkaGroupReadTimeout bounds the wait for one response on a consumer
 	// group's connections. The coordinator holds a JoinGroup until every

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
-	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/internal/testenv"
@@ -86,12 +85,7 @@ func kafkaGroupMember(t *testing.T, cfg Config, group, topic string, sub int, di
 	if dial != nil {
 		sc.Net.Proxy.Enable, sc.Net.Proxy.Dialer = true, dial
 	}
-	s, err := kafka.NewSubscriber(kafka.SubscriberConfig{
-		Brokers:               cfg.KafkaBrokers,
-		Unmarshaler:           kafkaMarshaler(keyMetadata),
-		OverwriteSaramaConfig: sc,
-		ConsumerGroup:         group,
-	}, watermill.NopLogger{})
+	s, err := newKafkaGroupSubscriber(cfg.KafkaBrokers, group, sc, defaultKafkaInFlight, watermill.NopLogger{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +104,11 @@ func kafkaGroupMember(t *testing.T, cfg Config, group, topic string, sub int, di
 
 // kafkaDeliveryOf describes m as subscription sub received it.
 func kafkaDeliveryOf(sub int, m *message.Message) kafkaDelivery {
-	p, ok := kafka.MessagePartitionFromCtx(m.Context())
+	p, ok := kafkaPositionFromCtx(m.Context())
 	if !ok {
-		p = -1
+		p.Partition = -1
 	}
-	return kafkaDelivery{sub: sub, partition: p, uuid: m.UUID,
+	return kafkaDelivery{sub: sub, partition: p.Partition, uuid: m.UUID,
 		key: m.Metadata.Get(keyMetadata), seq: string(m.Payload)}
 }
 

@@ -19,7 +19,7 @@ import (
 func TestKafkaTransport(t *testing.T) {
 	prefix, service := testenv.Names()
 	cfg := Config{Kind: Kafka, KafkaBrokers: testenv.Kafka(t), KafkaPartitions: 3, TopicPrefix: prefix, ServiceName: service,
-		Topics: []string{topicRequested, topicCharged, topicPoison}}
+		Topics: []string{topicRequested, topicCharged, topicPoison, "nack", "fanout"}}
 	tr := newTestTransport(t, cfg)
 	const keys, perKey = 8, 5
 
@@ -55,6 +55,10 @@ func TestKafkaTransport(t *testing.T) {
 		late := subscribe(t, tr, "late", topicPoison)
 		checkKafkaDeliveries(t, "late", sent, kafkaReceive(t, len(sent), late))
 	})
+
+	t.Run("a nacked message is redelivered", func(t *testing.T) { checkNackRedelivered(t, tr, "nack") })
+
+	t.Run("close ends every subscription and the publisher", func(t *testing.T) { checkCloseEnds(t, cfg, "fanout") })
 
 	t.Run("one group splits the partitions", func(t *testing.T) {
 		// The second member is another replica: its start-up finds the
