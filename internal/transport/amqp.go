@@ -119,7 +119,7 @@ type amqpTransport struct {
 
 // subscriber returns a new subscriber consuming the handler's queues. Safe
 // for concurrent use.
-func (t *amqpTransport) subscriber(handler string) (message.Subscriber, error) {
+func (t *amqpTransport) subscriber(handler string, inFlight int) (message.Subscriber, error) {
 	s, err := amqp.NewSubscriberWithConnection(amqpConfig(t.cfg.AMQPURL, t.cfg.ConsumerGroup(handler)), t.logger, t.subConn)
 	if err != nil {
 		return nil, fmt.Errorf("creating AMQP subscriber for handler %s: %w", handler, err)

@@ -23,7 +23,7 @@ func newGoChannel(logger watermill.LoggerAdapter) Transport {
 	}, logger)
 	return Transport{
 		publisher:  ps,
-		subscriber: func(string) (message.Subscriber, error) { return ps, nil },
+		subscriber: func(string, int) (message.Subscriber, error) { return ps, nil },
 		close:      ps.Close,
 	}
 }

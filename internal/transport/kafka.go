@@ -64,7 +64,7 @@ func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (
 		return Transport{}, oneLineError{fmt.Errorf("starting the publisher: %w", err)}
 	}
 	var subs subscribers
-	subscriber := func(handler string) (message.Subscriber, error) {
+	subscriber := func(handler string, _ int) (message.Subscriber, error) {
 		s, err := kafka.NewSubscriber(kafka.SubscriberConfig{
 			Brokers:               cfg.KafkaBrokers,
 			Unmarshaler:           marshaler,

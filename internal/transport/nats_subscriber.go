@@ -16,7 +16,7 @@ import (
 
 // subscriber returns a new subscriber consuming as handler, on a
 // connection of its own. Safe for concurrent use.
-func (t *natsTransport) subscriber(handler string) (message.Subscriber, error) {
+func (t *natsTransport) subscriber(handler string, inFlight int) (message.Subscriber, error) {
 	nc, err := t.connect(context.Background(), "subscriber "+handler)
 	if err != nil {
 		return nil, err

@@ -99,7 +99,7 @@ type redisStreamTransport struct {
 
 // subscriber returns a new subscriber consuming as handler, a consumer of
 // the handler's group named after this process. Safe for concurrent use.
-func (t *redisStreamTransport) subscriber(handler string) (message.Subscriber, error) {
+func (t *redisStreamTransport) subscriber(handler string, inFlight int) (message.Subscriber, error) {
 	s := &redisStreamSubscriber{t: t, group: t.cfg.ConsumerGroup(handler), consumer: consumerName()}
 	s.logger = closingLogger{t.logger, &s.closed}
 	t.subs.add(s)

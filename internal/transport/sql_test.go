@@ -35,7 +35,7 @@ type delivery struct{ sub, uuid string }
 // subscribeSQL subscribes handler's subscriber of tr to sqlTestTopic.
 func subscribeSQL(t *testing.T, tr *Transport, handler string) (message.Subscriber, <-chan *message.Message) {
 	t.Helper()
-	sub, err := tr.Subscriber(handler)
+	sub, err := tr.Subscriber(handler, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestSQLTransportRefusesTooLongTopics(t *testing.T) {
 	if err := tr.Publisher().Publish(long, message.NewMessage(watermill.NewUUID(), []byte(`{}`))); err == nil {
 		t.Errorf("publishing to %q (%d bytes) succeeded, want an error", long, len(long))
 	}
-	sub, err := tr.Subscriber("charge")
+	sub, err := tr.Subscriber("charge", 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 	}
 	consume := func() (*routers, error) {
 		return startRouters(ctx, o.Consumers, o.Logger, func(r *message.Router) error {
-			sub, err := tr.Subscriber(benchHandler)
+			sub, err := tr.Subscriber(benchHandler, o.InFlight)
 			if err != nil {
 				return err
 			}

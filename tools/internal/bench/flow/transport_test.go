@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceflow/onceflow/app"
 	"github.com/onceflow/onceflow/internal/redismeter"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
@@ -164,5 +165,17 @@ func TestTransportOptionsRejectIncomplete(t *testing.T) {
 	}
 	if _, err := NewModeBench(ctx, ModeOptions{}); err == nil {
 		t.Error("a mode bench without a PostgreSQL URL was accepted")
+	}
+}
+
+// The bench's subscribers hold as many messages as the service's do by
+// default.
+func TestDefaultInFlightIsTheService(t *testing.T) {
+	cfg, err := app.LoadConfig([]string{"ALLOW_ANONYMOUS=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HandlerConcurrency != DefaultInFlight {
+		t.Errorf("DefaultInFlight = %d, HANDLER_CONCURRENCY defaults to %d", DefaultInFlight, cfg.HandlerConcurrency)
 	}
 }
