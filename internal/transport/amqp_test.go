@@ -54,7 +54,7 @@ func TestAMQPTransport(t *testing.T) {
 		}
 	})
 
-	t.Run("a handler holds its in-flight count at once", func(t *testing.T) { checkInFlight(t, tr, "lanes", 8) })
+	t.Run("a handler holds its in-flight count at once", func(t *testing.T) { checkInFlight(t, tr, "lanes", 8, 9) })
 
 	t.Run("a closed subscriber hands back what it held", func(t *testing.T) { checkCloseHandsBack(t, tr, "handback", 8) })
 

@@ -161,13 +161,15 @@ func outcomes(t *testing.T, done <-chan published, n int) map[string]error {
 func hold(*message.Message) bool { return true }
 
 // checkInFlight subscribes a handler holding n messages in flight to
-// topic and publishes n+1: the subscription must hand out n while none is
-// settled. It then nacks one of them and acks the others, and requires the
-// nacked one back with the last, and every Publish to succeed.
-func checkInFlight(t *testing.T, tr *Transport, topic string, n int) {
+// topic and publishes total messages, more than n (enough for every lane
+// to have one where lanes read ahead): the subscription must hand out n
+// while none is settled. It then nacks one of them and acks the others,
+// and requires the nacked one back with the rest, and every Publish to
+// succeed.
+func checkInFlight(t *testing.T, tr *Transport, topic string, n, total int) {
 	t.Helper()
 	ch := subscribeN(t, tr, "lanes", topic, n)
-	sent, done := publishEach(t, tr, topic, n+1)
+	sent, done := publishEach(t, tr, topic, total)
 	held := receive(t, ch, n, hold)
 	if got := uuids(held); len(got) != n {
 		t.Fatalf("handed out %d distinct messages of %d, want %d at once", len(got), len(held), n)
@@ -181,19 +183,19 @@ func checkInFlight(t *testing.T, tr *Transport, topic string, n int) {
 	for _, m := range held[1:] {
 		m.Ack()
 	}
-	again := uuids(receive(t, ch, 2))
+	again := uuids(receive(t, ch, total-n+1))
 	if !again[held[0].UUID] {
-		t.Errorf("the nacked message %s did not come back; got %v", held[0].UUID, again)
+		t.Errorf("the nacked message %s did not come back", held[0].UUID)
 	}
 	for id := range uuids(held) {
 		delete(sent, id)
 	}
 	for id := range sent {
 		if !again[id] {
-			t.Errorf("the last message %s was not handed out; got %v", id, again)
+			t.Errorf("message %s was not handed out after the first %d", id, n)
 		}
 	}
-	for id, err := range outcomes(t, done, n+1) {
+	for id, err := range outcomes(t, done, total) {
 		if err != nil {
 			t.Errorf("publishing %s: %v", id, err)
 		}
