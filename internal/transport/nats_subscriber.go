@@ -44,13 +44,14 @@ func (t *natsTransport) subscriber(handler string, inFlight int) (message.Subscr
 // subscription's output channel after unsubscribing while nats.go may
 // still be running the message callback that sends to it: a data race,
 // and a "send on closed channel" panic when the select picks the send.
-// Here one goroutine both sends and closes.
+// Here the channel closes only once every lane sending to it has
+// returned.
 type natsSubscriber struct {
-	t       *natsTransport
+	t        *natsTransport
 	handler  string
 	inFlight int
 	nc       *nats.Conn
-	js      nats.JetStreamContext
+	js       nats.JetStreamContext
 
 	closing   chan struct{}
 	closeOnce sync.Once
