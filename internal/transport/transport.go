@@ -75,7 +75,9 @@ func (t *Transport) Publisher() message.Publisher { return t.publisher }
 // router acked it; a nacked one comes back; closing the subscriber hands
 // back what it had not finished. The SQL transport holds one message at a
 // time whatever inFlight is (see newSQL). inFlight must be at least 1.
-// Safe for concurrent use; Close closes every subscriber returned.
+// On the in-process transport, closing a subscriber closes the transport's
+// pub/sub (see inProcessSubscriber.Close). Safe for concurrent use; Close
+// closes every subscriber returned.
 func (t *Transport) Subscriber(handler string, inFlight int) (message.Subscriber, error) {
 	if inFlight < 1 {
 		return nil, fmt.Errorf("subscriber of %s: %d messages in flight, want at least 1", handler, inFlight)
