@@ -41,10 +41,9 @@ import (
 //     subscriber held when it closed.
 //   - Publishing: with publisher confirms, so Publish returns, and the API
 //     answers 202, only once RabbitMQ has taken the message (a persistent
-//     message on a durable queue: once it is on disk). Each Publish uses a
-//     channel of its own: watermill-amqp's channel pool (ChannelPoolSize)
-//     is faster but loses a channel each time one cannot be reopened during
-//     a reconnect, and Publish blocks for good once the pool is empty.
+//     message on a durable queue: once it is on disk), on channels kept
+//     open across publishes and reopened after a connection loss (see
+//     amqpPublisher).
 //
 // queueSuffix is cfg.ConsumerGroup(handler) for a subscriber and "" for
 // the publisher, which needs no queue.
@@ -100,10 +99,7 @@ func newAMQP(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (T
 		_ = t.close()
 		return Transport{}, err
 	}
-	if t.publisher, err = amqp.NewPublisherWithConnection(amqpConfig(cfg.AMQPURL, ""), logger, t.pubConn); err != nil {
-		_ = t.close()
-		return Transport{}, fmt.Errorf("creating AMQP publisher: %w", err)
-	}
+	t.publisher = newAMQPPublisher(t.pubConn, amqpConfig(cfg.AMQPURL, ""))
 	return Transport{publisher: t.publisher, subscriber: t.subscriber, close: t.close, ready: t.probe.ready}, nil
 }
 
@@ -113,7 +109,7 @@ type amqpTransport struct {
 	cfg              Config
 	logger           watermill.LoggerAdapter
 	pubConn, subConn *amqp.ConnectionWrapper
-	publisher        *amqp.Publisher
+	publisher        *amqpPublisher
 	subs             subscribers
 	probe            amqpProbe // the readiness checks' connection
 }
