@@ -100,3 +100,10 @@ func TestGoChannelTransport(t *testing.T) {
 
 	t.Run("close ends every subscription and the publisher", func(t *testing.T) { checkCloseEnds(t, Config{}, "fanout") })
 }
+
+// A subscriber holds at least one message; any transport refuses less.
+func TestSubscriberRefusesNoneInFlight(t *testing.T) {
+	if _, err := newTestTransport(t, Config{}).Subscriber("h", 0); err == nil {
+		t.Error("a subscriber with 0 messages in flight was created")
+	}
+}
