@@ -267,6 +267,15 @@ type Config struct {
 	// whoever may publish to a topic may also take its keys. See
 	// docs/security.md.
 	MessageSigningSecrets string `env:"MESSAGE_SIGNING_SECRETS" secret:"true"`
+	// HandlerConcurrency is how many messages each handler holds in flight
+	// at once, per replica: its subscriber hands out that many and the
+	// router runs them side by side, so one message's record-store round
+	// trips do not hold up the next. Messages in flight complete in any
+	// order (Kafka keeps the order per key); the sql transport holds one
+	// at a time whatever this says. A route may set its own
+	// (domain.Route.Concurrency). See "Concurrency and order" in
+	// docs/brokers.md.
+	HandlerConcurrency int `env:"HANDLER_CONCURRENCY" envDefault:"16"`
 	// HandlerTimeout cancels a handler's context after this long.
 	HandlerTimeout time.Duration `env:"HANDLER_TIMEOUT" envDefault:"10s"`
 	// RetryMax is how often a failing message is retried in process before
@@ -346,6 +355,7 @@ func (c Config) Validate() error {
 	}{
 		{"DATABASE_MAX_CONNS", int64(c.DatabaseMaxConns), 1, "at least 1"},
 		{"KAFKA_PARTITIONS", int64(c.KafkaPartitions), 1, "at least 1"},
+		{"HANDLER_CONCURRENCY", int64(c.HandlerConcurrency), 1, "at least 1"},
 		{"DEDUP_CACHE_SIZE", int64(c.DedupCacheSize), 0, "zero (no cache) or more"},
 		{"MAX_MESSAGE_BYTES", int64(c.MaxMessageBytes), 0, "0 (no limit) or more"},
 		{"RETRY_MAX", int64(c.RetryMax), 0, "zero or more"},

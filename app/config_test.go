@@ -54,6 +54,7 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"REDIS_STREAM_MAXLEN=-1"}, `REDIS_STREAM_MAXLEN=-1 must be 0 (never trim) or more`},
 		{[]string{"NATS_MAX_AGE=0s"}, `NATS_MAX_AGE=0s must be a positive duration`},
 		{[]string{"KAFKA_PARTITIONS=0"}, `KAFKA_PARTITIONS=0 must be at least 1`},
+		{[]string{"HANDLER_CONCURRENCY=0"}, `HANDLER_CONCURRENCY=0 must be at least 1`},
 		{[]string{"STORE=postgres"}, `DATABASE_URL is required when STORE=postgres`},
 		{[]string{"STORE=redis"}, `REDIS_URL or REDIS_ADDRS is required when STORE=redis`},
 		{[]string{"DEDUP_MODE=once"}, `DEDUP_MODE="once" is not allowed: use one of lease, transaction`},

@@ -216,7 +216,7 @@ func makeKnownRun(t *testing.T) (scrape, string) {
 // captureRequested subscribes to the PaymentRequested messages of a
 // (gochannel) and hands on a copy of each, same UUID, metadata and payload.
 func captureRequested(t *testing.T, a *running) (<-chan *message.Message, error) {
-	sub, err := a.transport.Subscriber("known_run_capture")
+	sub, err := a.transport.Subscriber("known_run_capture", 1)
 	if err != nil {
 		return nil, err
 	}

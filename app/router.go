@@ -44,7 +44,8 @@ type routerParts struct {
 // newRouter assembles the Watermill router: the middleware chain shared by
 // every handler (middleware.Install's order, with the service's metrics,
 // correlation ids, traces and log context), then each route with a
-// subscriber of its own and its own settings, and the poison log.
+// subscriber of its own and its own settings (HANDLER_CONCURRENCY messages
+// in flight unless the route sets its Concurrency), and the poison log.
 func newRouter(p routerParts) (*message.Router, error) {
 	cfg, t, tr := p.cfg, p.transport, p.tracing
 	wlog := watermill.NewSlogLogger(p.logger)
@@ -98,7 +99,11 @@ func newRouter(p routerParts) (*message.Router, error) {
 	router.AddSubscriberDecorators(p.metrics.DecorateSubscriber)
 
 	for _, r := range p.routes {
-		sub, err := t.Subscriber(r.Name)
+		inFlight := r.Concurrency
+		if inFlight == 0 {
+			inFlight = cfg.HandlerConcurrency
+		}
+		sub, err := t.Subscriber(r.Name, inFlight)
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +113,7 @@ func newRouter(p routerParts) (*message.Router, error) {
 			router.AddHandler(r.Name, r.Consumes, sub, r.Produces, publisher, r.Handle)
 		}
 	}
-	sub, err := t.Subscriber(poisonLogHandler)
+	sub, err := t.Subscriber(poisonLogHandler, 1) // a log line per message: nothing to gain from more
 	if err != nil {
 		return nil, err
 	}

@@ -1,13 +1,19 @@
 package app
 
 import (
+	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceflow/onceflow/domain"
+	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/stores/memory"
 )
 
 // A route may not take the name of a handler the service registers itself:
@@ -35,5 +41,57 @@ func TestCheckRoutesRefusesATimeoutTheLeaseDoesNotOutlive(t *testing.T) {
 	}
 	if err := checkRoutes(domain.Routes{r}, 2*time.Minute); err != nil {
 		t.Errorf("checkRoutes(timeout 1m, lease 2m) = %v", err)
+	}
+}
+
+// inFlightBroker records the in-flight count each handler's subscriber is
+// asked for.
+type inFlightBroker struct {
+	*transport.Transport
+	asked map[string]int
+}
+
+func (b inFlightBroker) Subscriber(handler string, inFlight int) (message.Subscriber, error) {
+	b.asked[handler] = inFlight
+	return b.Transport.Subscriber(handler, inFlight)
+}
+
+// Each route's subscriber holds the route's Concurrency, else
+// HANDLER_CONCURRENCY; the poison log's holds one.
+func TestRouterSubscribersHoldTheRoutesConcurrency(t *testing.T) {
+	cfg, err := LoadConfig([]string{"HANDLER_CONCURRENCY=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := transport.New(t.Context(), transport.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	store := memory.New(memory.Config{})
+	t.Cleanup(func() { _ = store.Close() })
+	receiver, err := middleware.NewReceiver(middleware.Config{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poison, err := newPoisonLog(prometheus.NewRegistry(), []string{"in"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	consume := func(*message.Message) error { return nil }
+	b := inFlightBroker{tr, map[string]int{}}
+	_, err = newRouter(routerParts{
+		cfg: cfg, transport: b, receiver: receiver, poison: poison,
+		routes: domain.Routes{
+			{Name: "default", Consumes: "in", Consume: consume},
+			{Name: "own", Consumes: "in", Consume: consume, Concurrency: 2},
+		},
+		metrics: routerMetrics(prometheus.NewRegistry()), logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{"default": 5, "own": 2, poisonLogHandler: 1}; !maps.Equal(b.asked, want) {
+		t.Errorf("subscribers asked for %v messages in flight, want %v", b.asked, want)
 	}
 }

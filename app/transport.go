@@ -17,11 +17,12 @@ import (
 
 // broker is what the service needs of a transport ([transport.Transport]):
 // one publisher shared by the API, the handlers and the poison queue; a
-// subscriber per handler; the check behind /readyz (nil when there is no
-// broker to reach); and Close, once the router has stopped.
+// subscriber per handler, holding up to inFlight messages at once; the
+// check behind /readyz (nil when there is no broker to reach); and Close,
+// once the router has stopped.
 type broker interface {
 	Publisher() message.Publisher
-	Subscriber(handler string) (message.Subscriber, error)
+	Subscriber(handler string, inFlight int) (message.Subscriber, error)
 	Readiness() func(context.Context) error
 	Close() error
 }

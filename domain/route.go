@@ -50,6 +50,12 @@ type Route struct {
 	// like it, it must be shorter than DEDUP_LEASE, which the service
 	// checks at start-up.
 	Timeout time.Duration
+	// Concurrency is how many messages the handler holds in flight at
+	// once, per replica; they complete in any order (on Kafka, in order
+	// within a key). Default (0) HANDLER_CONCURRENCY; 1 handles one
+	// message at a time per replica, for a handler whose work must not
+	// overlap.
+	Concurrency int
 }
 
 // Routes is a service's message handlers, the one list the application
@@ -64,7 +70,7 @@ var routeName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 // Validate reports every route that cannot be wired: a name that is
 // missing, malformed, reserved or used twice, a missing topic, a route with neither
 // or both of Handle and Consume, a Handle without Produces, or a negative
-// Timeout.
+// Timeout or Concurrency.
 func (rs Routes) Validate() error {
 	var errs []error
 	seen := map[string]bool{}
@@ -94,6 +100,9 @@ func (rs Routes) Validate() error {
 		}
 		if r.Timeout < 0 {
 			errs = append(errs, fmt.Errorf("%s: Timeout %v is negative: leave it 0 for HANDLER_TIMEOUT", what, r.Timeout))
+		}
+		if r.Concurrency < 0 {
+			errs = append(errs, fmt.Errorf("%s: Concurrency %d is negative: leave it 0 for HANDLER_CONCURRENCY", what, r.Concurrency))
 		}
 	}
 	return errors.Join(errs...)

@@ -36,6 +36,8 @@ func TestRoutesValidate(t *testing.T) {
 		{"producer without output", domain.Routes{{Name: "x", Consumes: "in", Handle: handle}}, "Produces must name"},
 		{"consumer with output", domain.Routes{{Name: "x", Consumes: "in", Produces: "out", Consume: consume}}, "Produces must be empty"},
 		{"negative timeout", domain.Routes{{Name: "x", Consumes: "in", Consume: consume, Timeout: -time.Second}}, "Timeout -1s is negative"},
+		{"negative concurrency", domain.Routes{{Name: "x", Consumes: "in", Consume: consume, Concurrency: -1}}, "Concurrency -1 is negative"},
+		{"own concurrency", domain.Routes{{Name: "x", Consumes: "in", Consume: consume, Concurrency: 4}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.routes.Validate()

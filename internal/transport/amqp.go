@@ -32,18 +32,18 @@ import (
 //     strings, see stringHeaders); header "_watermill_message_uuid" holds
 //     the Watermill UUID; delivery mode persistent. The idempotency key is
 //     header "idempotency_key", or else the UUID.
-//   - Consuming: prefetch 1 per handler and replica. A Watermill AMQP
-//     subscription waits for a message's ack before it takes the next, so
-//     a larger prefetch would only park messages on a busy replica while
-//     another is idle. A nacked message, such as a copy whose original is
-//     still in progress elsewhere, is requeued and delivered again, with
-//     metadata "_watermill_amqp_redelivered" = "true".
+//   - Consuming: each replica of a handler holds its in-flight count of
+//     messages, through as many consumers of the handler's queue, each on
+//     a channel of its own with a prefetch of 1 (see amqpSubscriber). A
+//     nacked message, such as a copy whose original is still in progress
+//     elsewhere, is requeued and delivered again, with metadata
+//     "_watermill_amqp_redelivered" = "true"; so is every message a
+//     subscriber held when it closed.
 //   - Publishing: with publisher confirms, so Publish returns, and the API
 //     answers 202, only once RabbitMQ has taken the message (a persistent
-//     message on a durable queue: once it is on disk). Each Publish uses a
-//     channel of its own: watermill-amqp's channel pool (ChannelPoolSize)
-//     is faster but loses a channel each time one cannot be reopened during
-//     a reconnect, and Publish blocks for good once the pool is empty.
+//     message on a durable queue: once it is on disk), on channels kept
+//     open across publishes and reopened after a connection loss (see
+//     amqpPublisher).
 //
 // queueSuffix is cfg.ConsumerGroup(handler) for a subscriber and "" for
 // the publisher, which needs no queue.
@@ -99,10 +99,7 @@ func newAMQP(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (T
 		_ = t.close()
 		return Transport{}, err
 	}
-	if t.publisher, err = amqp.NewPublisherWithConnection(amqpConfig(cfg.AMQPURL, ""), logger, t.pubConn); err != nil {
-		_ = t.close()
-		return Transport{}, fmt.Errorf("creating AMQP publisher: %w", err)
-	}
+	t.publisher = newAMQPPublisher(t.pubConn, amqpConfig(cfg.AMQPURL, ""))
 	return Transport{publisher: t.publisher, subscriber: t.subscriber, close: t.close, ready: t.probe.ready}, nil
 }
 
@@ -112,20 +109,48 @@ type amqpTransport struct {
 	cfg              Config
 	logger           watermill.LoggerAdapter
 	pubConn, subConn *amqp.ConnectionWrapper
-	publisher        *amqp.Publisher
+	publisher        *amqpPublisher
 	subs             subscribers
 	probe            amqpProbe // the readiness checks' connection
 }
 
-// subscriber returns a new subscriber consuming the handler's queues. Safe
-// for concurrent use.
-func (t *amqpTransport) subscriber(handler string) (message.Subscriber, error) {
+// subscriber returns a new subscriber consuming the handler's queues,
+// inFlight messages at a time. Safe for concurrent use.
+func (t *amqpTransport) subscriber(handler string, inFlight int) (message.Subscriber, error) {
 	s, err := amqp.NewSubscriberWithConnection(amqpConfig(t.cfg.AMQPURL, t.cfg.ConsumerGroup(handler)), t.logger, t.subConn)
 	if err != nil {
 		return nil, fmt.Errorf("creating AMQP subscriber for handler %s: %w", handler, err)
 	}
 	t.subs.add(s)
-	return s, nil
+	return amqpSubscriber{s, inFlight}, nil
+}
+
+// amqpSubscriber holds inFlight messages of a handler's queue at once:
+// each Subscribe subscribes the watermill-amqp subscriber inFlight times
+// and merges the subscriptions (subscribeLanes). Each subscription is a
+// consumer on a channel of its own with a prefetch of 1, so RabbitMQ hands
+// a replica inFlight messages, one per consumer, each sent once the
+// consumer acked the one before, and parks none on a busy replica.
+//
+// watermill-amqp's subscription sends a delivery to its channel and waits
+// for that message's ack or nack before it takes the next: a larger
+// prefetch on one consumer would only park messages behind the one in
+// flight. One consumer with a prefetch of inFlight, dispatching
+// deliveries and acking each by its delivery tag, would take one channel
+// instead of inFlight, but replace the adapter's consuming loop, and with
+// it its reopening of channels after a connection loss, its nack of what it
+// held at Close, and its topology. The cost of consumers is a channel
+// each on the subscribers' connection (RabbitMQ allows 2047 by default)
+// and the topology declared once per consumer when subscribing.
+type amqpSubscriber struct {
+	*amqp.Subscriber
+	inFlight int
+}
+
+func (s amqpSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	return subscribeLanes(ctx, s.inFlight, func(ctx context.Context) (<-chan *message.Message, error) {
+		return s.Subscriber.Subscribe(ctx, topic)
+	})
 }
 
 // close stops every subscriber (a message still unacknowledged is nacked

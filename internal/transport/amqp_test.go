@@ -20,8 +20,9 @@ func TestAMQPTransport(t *testing.T) {
 	cfg := Config{Kind: AMQP, AMQPURL: url, AMQPConnectTimeout: 5 * time.Second, TopicPrefix: prefix, ServiceName: service}
 	queue := cfg.AMQPQueue
 	testenv.DeleteAMQPOnCleanup(t, url,
-		[]string{prefix + "fanout", prefix + "shared", prefix + "nack"},
-		[]string{queue("fanout", "a"), queue("fanout", "b"), queue("shared", "r"), queue("nack", "n")})
+		[]string{prefix + "fanout", prefix + "shared", prefix + "nack", prefix + "lanes", prefix + "handback"},
+		[]string{queue("fanout", "a"), queue("fanout", "b"), queue("shared", "r"), queue("nack", "n"),
+			queue("lanes", "lanes"), queue("handback", "handback")})
 	tr := newTestTransport(t, cfg)
 
 	t.Run("every handler gets every message", func(t *testing.T) {
@@ -52,6 +53,10 @@ func TestAMQPTransport(t *testing.T) {
 			t.Error("the second delivery is not marked as redelivered")
 		}
 	})
+
+	t.Run("a handler holds its in-flight count at once", func(t *testing.T) { checkInFlight(t, tr, "lanes", 8, 9) })
+
+	t.Run("a closed subscriber hands back what it held", func(t *testing.T) { checkCloseHandsBack(t, tr, "handback", 8) })
 
 	t.Run("close ends every subscription and the publisher", func(t *testing.T) { checkCloseEnds(t, cfg, "fanout") })
 }

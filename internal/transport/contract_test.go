@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -113,5 +114,150 @@ func checkCloseEnds(t *testing.T, cfg Config, topic string) {
 	}
 	if err := tr.Close(); err != nil {
 		t.Errorf("second close: %v", err)
+	}
+}
+
+// published is the outcome of one Publish call of publishEach.
+type published struct {
+	uuid string
+	err  error
+}
+
+// publishEach publishes n messages, each in a Publish call of its own on a
+// goroutine of its own, as a service's many publishers do (the in-process
+// transport's Publish returns only once the message was acked). It returns
+// them by UUID, and a channel that receives each call's outcome.
+func publishEach(t *testing.T, tr *Transport, topic string, n int) (map[string]*message.Message, <-chan published) {
+	t.Helper()
+	sent := make(map[string]*message.Message, n)
+	done := make(chan published, n)
+	for i := range n {
+		m := message.NewMessage(watermill.NewUUID(), fmt.Appendf(nil, `{"n":%d}`, i))
+		m.Metadata.Set(keyMetadata, "key-"+m.UUID)
+		sent[m.UUID] = m
+		go func() { done <- published{m.UUID, tr.Publisher().Publish(topic, m)} }()
+	}
+	return sent, done
+}
+
+// outcomes waits for n outcomes of publishEach, failing the test after 10
+// seconds.
+func outcomes(t *testing.T, done <-chan published, n int) map[string]error {
+	t.Helper()
+	got := make(map[string]error, n)
+	timeout := time.After(10 * time.Second)
+	for len(got) < n {
+		select {
+		case p := <-done:
+			got[p.uuid] = p.err
+		case <-timeout:
+			t.Fatalf("%d of %d Publish calls returned within 10s", len(got), n)
+		}
+	}
+	return got
+}
+
+// hold settles nothing: the test settles the messages later.
+func hold(*message.Message) bool { return true }
+
+// checkInFlight subscribes a handler holding n messages in flight to
+// topic and publishes total messages, more than n (enough for every lane
+// to have one where lanes read ahead): the subscription must hand out n
+// while none is settled. It then nacks one of them and acks the others,
+// and requires the nacked one back with the rest, and every Publish to
+// succeed.
+func checkInFlight(t *testing.T, tr *Transport, topic string, n, total int) {
+	t.Helper()
+	ch := subscribeN(t, tr, "lanes", topic, n)
+	sent, done := publishEach(t, tr, topic, total)
+	held := receive(t, ch, n, hold)
+	if got := uuids(held); len(got) != n {
+		t.Fatalf("handed out %d distinct messages of %d, want %d at once", len(got), len(held), n)
+	}
+	for _, m := range held {
+		if _, ok := sent[m.UUID]; !ok {
+			t.Fatalf("handed out %s, not a message that was sent", m.UUID)
+		}
+	}
+	held[0].Nack()
+	for _, m := range held[1:] {
+		m.Ack()
+	}
+	again := uuids(receive(t, ch, total-n+1))
+	if !again[held[0].UUID] {
+		t.Errorf("the nacked message %s did not come back", held[0].UUID)
+	}
+	for id := range uuids(held) {
+		delete(sent, id)
+	}
+	for id := range sent {
+		if !again[id] {
+			t.Errorf("message %s was not handed out after the first %d", id, n)
+		}
+	}
+	for id, err := range outcomes(t, done, total) {
+		if err != nil {
+			t.Errorf("publishing %s: %v", id, err)
+		}
+	}
+}
+
+// checkCloseHandsBack subscribes a handler holding n messages in flight to
+// topic and publishes 3n. It acks the first n handed out, holds the next n
+// and closes the subscriber: a new subscriber of the handler must be
+// handed the other 2n, each once, so that every message was acked once.
+func checkCloseHandsBack(t *testing.T, tr *Transport, topic string, n int) {
+	t.Helper()
+	sub, err := tr.Subscriber("handback", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := sub.Subscribe(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := publishN(t, tr, topic, 3*n)
+	// A lane takes its next message only once the broker has its ack, so
+	// with n held the n acks before them are done.
+	acked := uuids(receive(t, ch, n))
+	receive(t, ch, n, hold)
+	if err := sub.Close(); err != nil {
+		t.Fatalf("closing the subscriber: %v", err)
+	}
+	nackUntilClosed(t, ch)
+	again := subscribeN(t, tr, "handback", topic, n)
+	rest := receive(t, again, 2*n)
+	select {
+	case m := <-again:
+		m.Ack()
+		rest = append(rest, m)
+	case <-time.After(300 * time.Millisecond): // a message acked twice would show now
+	}
+	for _, m := range rest {
+		if _, ok := sent[m.UUID]; !ok || acked[m.UUID] {
+			t.Errorf("the second subscriber got %s: acked before the close, or never sent", m.UUID)
+		}
+	}
+	if got := uuids(rest); len(got) != len(rest) || len(got)+len(acked) != len(sent) {
+		t.Errorf("acked %d before the close and %d (%d distinct) after, want each of the %d once",
+			len(acked), len(rest), len(got), len(sent))
+	}
+}
+
+// nackUntilClosed nacks what ch still hands out until it closes, failing
+// the test if it is open 10 seconds later.
+func nackUntilClosed(t *testing.T, ch <-chan *message.Message) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case m, open := <-ch:
+			if !open {
+				return
+			}
+			m.Nack()
+		case <-timeout:
+			t.Fatal("the subscription still open 10s after its subscriber closed")
+		}
 	}
 }

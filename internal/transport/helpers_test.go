@@ -41,11 +41,18 @@ func newTestTransport(t *testing.T, cfg Config) *Transport {
 	return tr
 }
 
-// subscribe subscribes handler's subscriber of tr to topic until the test
-// ends.
+// subscribe subscribes handler's subscriber of tr, one message in flight,
+// to topic until the test ends.
 func subscribe(t *testing.T, tr *Transport, handler, topic string) <-chan *message.Message {
 	t.Helper()
-	s, err := tr.Subscriber(handler)
+	return subscribeN(t, tr, handler, topic, 1)
+}
+
+// subscribeN subscribes handler's subscriber of tr, inFlight messages in
+// flight, to topic until the test ends.
+func subscribeN(t *testing.T, tr *Transport, handler, topic string, inFlight int) <-chan *message.Message {
+	t.Helper()
+	s, err := tr.Subscriber(handler, inFlight)
 	if err != nil {
 		t.Fatal(err)
 	}

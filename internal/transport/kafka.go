@@ -32,10 +32,6 @@ const (
 	kafkaAdminReadTimeout = 4 * time.Second
 )
 
-// defaultKafkaInFlight is how many messages each handler's subscriber
-// hands out at once (see [kafkaSubscriber]): 1 keeps one per partition.
-const defaultKafkaInFlight = 1
-
 // newKafka is the Kafka transport (watermill-kafka's publisher and
 // marshaling, and a subscriber of its own, all on sarama). At start-up
 // it creates [Config.Topics], each with TopicPrefix prepended, with
@@ -69,8 +65,8 @@ func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (
 		return Transport{}, oneLineError{fmt.Errorf("starting the publisher: %w", err)}
 	}
 	var subs subscribers
-	subscriber := func(handler string) (message.Subscriber, error) {
-		s, err := newKafkaSubscriber(cfg, handler, defaultKafkaInFlight, logger)
+	subscriber := func(handler string, inFlight int) (message.Subscriber, error) {
+		s, err := newKafkaSubscriber(cfg, handler, inFlight, logger)
 		if err != nil {
 			return nil, err
 		}

@@ -85,7 +85,7 @@ func kafkaGroupMember(t *testing.T, cfg Config, group, topic string, sub int, di
 	if dial != nil {
 		sc.Net.Proxy.Enable, sc.Net.Proxy.Dialer = true, dial
 	}
-	s, err := newKafkaGroupSubscriber(cfg.KafkaBrokers, group, sc, defaultKafkaInFlight, watermill.NopLogger{})
+	s, err := newKafkaGroupSubscriber(cfg.KafkaBrokers, group, sc, 1, watermill.NopLogger{})
 	if err != nil {
 		t.Fatal(err)
 	}

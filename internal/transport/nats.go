@@ -26,7 +26,7 @@ const (
 	// natsAckTimeout bounds the wait for the server to confirm an ack or a
 	// nak. Acks are synchronous so that a clean shutdown leaves none
 	// unconfirmed in a buffer; but one sent as the connection dropped is
-	// lost (its message comes back after the ack wait), and the handler
+	// lost (its message comes back after the ack wait), and its lane
 	// takes no next message until the wait ends: it is kept short.
 	natsAckTimeout = time.Second
 	// natsReconnectWait is the pause between reconnection attempts, which
@@ -36,13 +36,19 @@ const (
 	// it took, and drops a message carrying one of them (the server's
 	// default).
 	natsDuplicateWindow = 2 * time.Minute
-	// natsMaxAckPending caps the messages a handler's consumer has out,
-	// delivered and not yet acked, across every replica. The server starts
-	// a message's ack wait when it sends the message, and a replica handles
-	// one at a time, so a message sitting in a replica's buffer longer than
-	// the ack wait would be sent again for nothing: a small cap keeps the
-	// buffers short while still feeding every replica.
-	natsMaxAckPending = 32
+	// natsMaxAckPending is the least cap on the messages a handler's
+	// consumer has out, delivered and not yet acked, across every replica;
+	// natsAckPendingPerLane times the handler's in-flight count when that
+	// is more. The server starts a message's ack wait when it sends the
+	// message, and a replica handles its in-flight count at a time, so a
+	// message sitting in a replica's buffer longer than the ack wait would
+	// be sent again for nothing: a small cap keeps the buffers short while
+	// still feeding a few replicas each their in-flight count.
+	natsMaxAckPending     = 32
+	natsAckPendingPerLane = 4
+	// natsHandBackTimeout bounds the hand-back of the messages a closing
+	// subscription holds in its buffer (see natsSubscriber.handBack).
+	natsHandBackTimeout = 2 * time.Second
 	// natsCloseTimeout is how long closing a subscriber waits for its
 	// subscriptions to end.
 	natsCloseTimeout = 10 * time.Second
@@ -94,7 +100,10 @@ const (
 //     ([Config.AckDeadline]) — to any replica, also when its consumer
 //     crashed. A nacked message, such as a copy whose original is still
 //     in progress elsewhere, is redelivered after [Config.ResendInterval].
-//     At most 32 messages per handler are out unacked at a time.
+//     Each replica handles the handler's in-flight count of messages at
+//     once; at most four times that (and at least 32) are out unacked at
+//     a time across the replicas. A replica that stops naks what it held
+//     and had not handled, for the others to take at once.
 //   - Publishing: Publish returns once the stream stored the message (its
 //     publish ack), so the API answers 202 only then.
 //

@@ -95,12 +95,13 @@ func (t *natsTransport) ensureStream(ctx context.Context, subject string) error 
 }
 
 // ensureConsumer creates the durable push consumer of handler on the
-// stream of subject, or brings the ack wait and ack pending cap of an
-// existing one to the configuration's: the subscription binds to the
+// stream of subject, its ack pending cap fit for inFlight messages per
+// replica (see natsMaxAckPending), or brings the ack wait and ack pending
+// cap of an existing one to these: the subscription binds to the
 // consumer by name and takes its settings as they are, so without this a
 // service redeployed with a longer ack deadline would keep the old one.
 // A replica creating the same consumer at the same time is not an error.
-func (t *natsTransport) ensureConsumer(ctx context.Context, subject, handler string) error {
+func (t *natsTransport) ensureConsumer(ctx context.Context, subject, handler string, inFlight int) error {
 	ctx, cancel := requestContext(ctx)
 	defer cancel()
 	stream, durable := NATSStream(subject), t.cfg.NATSDurable(handler)
@@ -112,7 +113,7 @@ func (t *natsTransport) ensureConsumer(ctx context.Context, subject, handler str
 		DeliverPolicy:  nats.DeliverAllPolicy,
 		AckPolicy:      nats.AckExplicitPolicy,
 		AckWait:        t.cfg.AckDeadline,
-		MaxAckPending:  natsMaxAckPending,
+		MaxAckPending:  max(natsMaxAckPending, natsAckPendingPerLane*inFlight),
 		FilterSubject:  subject,
 	}
 	info, err := t.js.ConsumerInfo(stream, durable, nats.Context(ctx))

@@ -14,9 +14,9 @@ import (
 	"github.com/onceflow/onceflow/middleware"
 )
 
-// subscriber returns a new subscriber consuming as handler, on a
-// connection of its own. Safe for concurrent use.
-func (t *natsTransport) subscriber(handler string) (message.Subscriber, error) {
+// subscriber returns a new subscriber consuming as handler, inFlight
+// messages at a time, on a connection of its own. Safe for concurrent use.
+func (t *natsTransport) subscriber(handler string, inFlight int) (message.Subscriber, error) {
 	nc, err := t.connect(context.Background(), "subscriber "+handler)
 	if err != nil {
 		return nil, err
@@ -26,26 +26,32 @@ func (t *natsTransport) subscriber(handler string) (message.Subscriber, error) {
 		nc.Close()
 		return nil, fmt.Errorf("opening JetStream for the subscriber of %s: %w", handler, err)
 	}
-	s := &natsSubscriber{t: t, handler: handler, nc: nc, js: js, closing: make(chan struct{})}
+	s := &natsSubscriber{t: t, handler: handler, inFlight: inFlight, nc: nc, js: js, closing: make(chan struct{})}
 	t.subs.add(s)
 	return s, nil
 }
 
 // natsSubscriber consumes a handler's durable consumer through a queue
-// subscription, one message at a time: it hands a message to the router,
-// waits until the router settles it, then acks (synchronously) or naks it
-// with the resend delay, and only then takes the next.
+// subscription, inFlight messages at a time: each of inFlight lanes takes
+// a message from the subscription, hands it to the router, waits until
+// the router settles it, then acks (synchronously) or naks it with the
+// resend delay, and only then takes the next. The consumer's ack pending
+// cap lets the server send each replica that many and more (see
+// natsMaxAckPending); what waits in the subscription's buffer when it ends
+// is handed back (handBack).
 //
 // It stands in for watermill-nats's pkg/nats subscriber, which closes a
 // subscription's output channel after unsubscribing while nats.go may
 // still be running the message callback that sends to it: a data race,
 // and a "send on closed channel" panic when the select picks the send.
-// Here one goroutine both sends and closes.
+// Here the channel closes only once every lane sending to it has
+// returned.
 type natsSubscriber struct {
-	t       *natsTransport
-	handler string
-	nc      *nats.Conn
-	js      nats.JetStreamContext
+	t        *natsTransport
+	handler  string
+	inFlight int
+	nc       *nats.Conn
+	js       nats.JetStreamContext
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -56,13 +62,13 @@ type natsSubscriber struct {
 // if they are missing — so a message published before the first
 // subscription, or while none is open, is delivered — and joins the
 // consumer's queue group. The channel closes when ctx ends or the
-// subscriber closes; a message it holds unsettled then is nacked, for
+// subscriber closes; the messages it holds unsettled then are nacked, for
 // another replica to take at once.
 func (s *natsSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	if err := s.t.ensureStream(ctx, topic); err != nil {
 		return nil, err
 	}
-	if err := s.t.ensureConsumer(ctx, topic, s.handler); err != nil {
+	if err := s.t.ensureConsumer(ctx, topic, s.handler, s.inFlight); err != nil {
 		return nil, err
 	}
 	durable := s.t.cfg.NATSDurable(s.handler)
@@ -77,7 +83,6 @@ func (s *natsSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *m
 		defer s.running.Done()
 		defer close(out)
 		defer cancel()
-		defer func() { _ = sub.Unsubscribe() }()
 		go func() {
 			select {
 			case <-s.closing:
@@ -85,9 +90,38 @@ func (s *natsSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *m
 			case <-ctx.Done():
 			}
 		}()
-		s.consume(ctx, sub, out)
+		var lanes sync.WaitGroup
+		for range s.inFlight {
+			lanes.Go(func() { s.consume(ctx, sub, out) })
+		}
+		lanes.Wait()
+		s.handBack(sub)
 	}()
 	return out, nil
+}
+
+// handBack ends sub and naks, without waiting, the messages the server
+// sent it that no lane took, so that another replica gets them at once
+// rather than after the ack wait: it drains sub, so that the server sends
+// no more, and takes what is left until the drain completes or
+// natsHandBackTimeout passes.
+func (s *natsSubscriber) handBack(sub *nats.Subscription) {
+	if err := sub.Drain(); err != nil {
+		_ = sub.Unsubscribe()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), natsHandBackTimeout)
+	defer cancel()
+	for {
+		nm, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				_ = sub.Unsubscribe()
+			}
+			return
+		}
+		_ = nm.Nak()
+	}
 }
 
 // consume delivers sub's messages to out until ctx ends or sub is gone.

@@ -19,7 +19,7 @@ import (
 // it comes out the same, every handler gets every message, replicas share
 // one, nacks and copies, and close.
 func TestNATSTransport(t *testing.T) {
-	cfg := natsTestConfig(t, testenv.NATS(t), "roundtrip", "fanout", "shared", "nack", "early", "dedup")
+	cfg := natsTestConfig(t, testenv.NATS(t), "roundtrip", "fanout", "shared", "nack", "early", "dedup", "lanes", "handback")
 	tr := newTestTransport(t, cfg)
 
 	t.Run("a message keeps its UUID, payload and metadata", func(t *testing.T) {
@@ -90,6 +90,17 @@ func TestNATSTransport(t *testing.T) {
 		defer cancel()
 		if err := tr.Readiness()(ctx); err != nil {
 			t.Error(err)
+		}
+	})
+
+	t.Run("a handler holds its in-flight count at once", func(t *testing.T) { checkInFlight(t, tr, "lanes", 8, 9) })
+
+	t.Run("a closed subscriber hands back what it held", func(t *testing.T) { checkCloseHandsBack(t, tr, "handback", 8) })
+
+	t.Run("the consumer lets every lane of a few replicas hold a message", func(t *testing.T) {
+		subscribeN(t, tr, "wide", "lanes", 40)
+		if got, want := natsConsumer(t, cfg, "lanes", "wide").MaxAckPending, 4*40; got != want {
+			t.Errorf("MaxAckPending = %d, want %d for 40 in flight", got, want)
 		}
 	})
 
@@ -224,19 +235,26 @@ func TestNATSAckDeadlineChange(t *testing.T) {
 	tr := newTestTransport(t, cfg)
 	ch := subscribe(t, tr, "h", topicRequested)
 	receive(t, ch, len(publishN(t, tr, topicRequested, 1)))
+	if got := natsConsumer(t, cfg, topicRequested, "h").AckWait; got != cfg.AckDeadline {
+		t.Errorf("consumer's ack wait = %v, want the new deadline %v", got, cfg.AckDeadline)
+	}
+}
+
+// natsConsumer is the configuration of handler's durable consumer on
+// topic.
+func natsConsumer(t *testing.T, cfg Config, topic, handler string) nats.ConsumerConfig {
+	t.Helper()
 	nc, err := nats.Connect(cfg.NATSURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
 	js, _ := nc.JetStream()
-	info, err := js.ConsumerInfo(NATSStream(cfg.TopicPrefix+topicRequested), cfg.NATSDurable("h"))
+	info, err := js.ConsumerInfo(NATSStream(cfg.TopicPrefix+topic), cfg.NATSDurable(handler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Config.AckWait != cfg.AckDeadline {
-		t.Errorf("consumer's ack wait = %v, want the new deadline %v", info.Config.AckWait, cfg.AckDeadline)
-	}
+	return info.Config
 }
 
 // Start-up against a server that cannot be used fails within a bound, in

@@ -16,8 +16,8 @@ func withTopicPrefix(t Transport, prefix string) Transport {
 	subscriber := t.subscriber
 	return Transport{
 		publisher: prefixedPublisher{t.publisher, prefix},
-		subscriber: func(handler string) (message.Subscriber, error) {
-			s, err := subscriber(handler)
+		subscriber: func(handler string, inFlight int) (message.Subscriber, error) {
+			s, err := subscriber(handler, inFlight)
 			if err != nil {
 				return nil, err
 			}

@@ -36,7 +36,11 @@ import (
 //     published before the service ever ran is delivered, and so is every
 //     entry still in the stream when a handler is added. Each subscriber is
 //     a consumer of its own (host name and a random suffix), so replicas
-//     split the group's work, each entry going to one of them.
+//     split the group's work, each entry going to one of them. A
+//     subscriber holds its in-flight count of entries at once: it reads
+//     the stream in as many lanes, each an XREADGROUP loop of that
+//     consumer handing out one entry at a time (see
+//     redisStreamSubscriber).
 //   - Ack and claim: an entry is XACKed once its handler acked it. A
 //     nacked entry is handed to the handler again by the same consumer
 //     after [Config.ResendInterval], Redis not told (one nacked for longer
@@ -98,9 +102,10 @@ type redisStreamTransport struct {
 }
 
 // subscriber returns a new subscriber consuming as handler, a consumer of
-// the handler's group named after this process. Safe for concurrent use.
-func (t *redisStreamTransport) subscriber(handler string) (message.Subscriber, error) {
-	s := &redisStreamSubscriber{t: t, group: t.cfg.ConsumerGroup(handler), consumer: consumerName()}
+// the handler's group named after this process, inFlight entries at a
+// time. Safe for concurrent use.
+func (t *redisStreamTransport) subscriber(handler string, inFlight int) (message.Subscriber, error) {
+	s := &redisStreamSubscriber{t: t, group: t.cfg.ConsumerGroup(handler), consumer: consumerName(), inFlight: inFlight}
 	s.logger = closingLogger{t.logger, &s.closed}
 	t.subs.add(s)
 	return s, nil
@@ -117,9 +122,26 @@ func (t *redisStreamTransport) close() error {
 // Subscribe is a watermill-redisstream subscriber with a client of its
 // own, told the stream it reads, so that it can recreate the group should
 // the stream vanish (see redisStreamSubscriberConfig).
+//
+// Each Subscribe holds inFlight entries at once: it subscribes the
+// adapter's subscriber inFlight times, all as this one consumer, and
+// merges the subscriptions (subscribeLanes). An adapter's subscription
+// reads one entry, hands it out and waits for its ack (then XACKs it) or
+// nack (then hands it out again after the resend interval) before it
+// takes the next; the adapter has no setting for more. Lanes of one
+// consumer read distinct new entries (XREADGROUP ">"), and keep one
+// pending list, which releasePending hands back at Close. A lane reads up
+// to two entries ahead of its handler, so a subscriber holds up to three
+// times inFlight: those read ahead wait for their lane, even while
+// another replica is idle, until the subscriber closes. Each lane also
+// claims abandoned entries (a look every claim interval) and looks for
+// dead consumers, as a subscriber of its own would. The client has
+// connections for every lane's blocking read and its acks
+// (redisStreamPoolSize).
 type redisStreamSubscriber struct {
 	t               *redisStreamTransport
 	group, consumer string
+	inFlight        int
 	logger          watermill.LoggerAdapter // silent once closed is set
 	closed          atomic.Bool
 
@@ -137,13 +159,17 @@ func (s *redisStreamSubscriber) Subscribe(ctx context.Context, topic string) (<-
 	if s.closed.Load() {
 		return nil, errors.New("subscriber closed")
 	}
-	client := redis.NewClient(s.t.opts)
+	opts := *s.t.opts
+	opts.PoolSize = redisStreamPoolSize(s.inFlight)
+	client := redis.NewClient(&opts)
 	sub, err := redisstream.NewSubscriber(redisStreamSubscriberConfig(s.t.cfg, client, topic, s.group, s.consumer), s.logger)
 	if err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("creating the Redis Streams subscriber of %s: %w", s.group, err)
 	}
-	ch, err := sub.Subscribe(ctx, topic)
+	ch, err := subscribeLanes(ctx, s.inFlight, func(ctx context.Context) (<-chan *message.Message, error) {
+		return sub.Subscribe(ctx, topic)
+	})
 	if err != nil {
 		_ = sub.Close()
 		return nil, fmt.Errorf("subscribing %s to stream %s: %w", s.group, topic, err)

@@ -15,8 +15,8 @@ const (
 	// entries, so that Close returns while Redis is down.
 	redisStreamReleaseTimeout = 5 * time.Second
 	// redisStreamReleaseBatch is how many entries one XPENDING lists. A
-	// subscription holds at most three: the one its handler has, and two
-	// read ahead.
+	// lane holds at most three: the one its handler has, and two read
+	// ahead; releasePending lists more when the lanes may hold more.
 	redisStreamReleaseBatch = 100
 )
 
@@ -25,8 +25,9 @@ const (
 // with an idle time of [Config.AckDeadline]. Another consumer then claims
 // them at its next look (see redisStreamSubscriberConfig), instead of an
 // ack deadline after they were read. watermill-redisstream reads up to two
-// entries ahead of its handler; without this, a replica stopped for a
-// rolling deployment would hold those back for the whole deadline.
+// entries ahead of its handler in each lane; without this, a replica
+// stopped for a rolling deployment would hold those back for the whole
+// deadline, and the entries its handler still held too.
 //
 // It runs once every subscription has ended: the router has stopped, so
 // no handler is still working on an entry; one whose handler finished but
@@ -42,7 +43,8 @@ func (s *redisStreamSubscriber) releasePending() {
 	var errs []error
 	for _, stream := range s.streams {
 		pending, err := c.XPendingExt(ctx, &redis.XPendingExtArgs{
-			Stream: stream, Group: s.group, Consumer: s.consumer, Start: "-", End: "+", Count: redisStreamReleaseBatch,
+			Stream: stream, Group: s.group, Consumer: s.consumer, Start: "-", End: "+",
+			Count: max(redisStreamReleaseBatch, 3*int64(s.inFlight)),
 		}).Result()
 		if err != nil || len(pending) == 0 {
 			if err != nil && !errors.Is(err, redis.Nil) {

@@ -29,6 +29,12 @@ const (
 	redisStreamRegroupTimeout = 5 * time.Second
 )
 
+// redisStreamPoolSize is the connection pool of a subscription of
+// inFlight lanes: each lane's XREADGROUP blocks a connection for up to
+// redisStreamBlockTime, each lane's XACK takes another, and two more serve
+// the lanes' claims and their look for dead consumers.
+func redisStreamPoolSize(inFlight int) int { return 2*inFlight + 2 }
+
 // redisStreamSubscriberConfig is the subscriber of consumer, in group,
 // reading stream through client:
 //   - OldestId "0": a group created now reads the stream from its first

@@ -94,6 +94,12 @@ func TestRedisStreamTransport(t *testing.T) {
 		}
 	})
 
+	t.Run("a handler holds its in-flight count at once", func(t *testing.T) {
+		checkInFlight(t, tr, "lanes", 8, 3*8) // a lane reads up to two entries ahead: three each for every lane to have one
+	})
+
+	t.Run("a closed subscriber hands back what it held", func(t *testing.T) { checkCloseHandsBack(t, tr, "handback", 8) })
+
 	t.Run("close ends every subscription and the publisher", func(t *testing.T) { checkCloseEnds(t, cfg, "closing") })
 }
 

@@ -52,6 +52,18 @@ const (
 // read, so any long-running transaction on the server, these batches
 // included, delays delivery until it ends: batches are kept short.
 //
+// So a handler holds one message at a time here, whatever its in-flight
+// setting: that is watermill-sql's limit, not a choice. Its subscriber
+// hands out a batch's messages one by one inside the transaction that holds
+// the group's offsets row, resending a nacked message before any later one
+// (which is what keeps the order), and has no setting for more; in
+// transaction mode the handler's writes join that transaction, and a
+// connection runs one statement at a time. A second subscription to the
+// same group only takes turns on the lock. Splitting a group into several
+// by a hash of the key would need a schema adapter of our own whose every
+// read filters the other splits' rows out, and a different count of splits
+// would start the new groups at the oldest message.
+//
 // The subscribers get a pool of their own (see [OpenConsumerPool]); the
 // publisher uses [Config.Pool].
 func newSQL(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (Transport, error) {
@@ -67,7 +79,7 @@ func newSQL(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (Tr
 		return Transport{}, err
 	}
 	var subs subscribers
-	subscriber := func(handler string) (message.Subscriber, error) {
+	subscriber := func(handler string, _ int) (message.Subscriber, error) {
 		s, err := newSQLSubscriber(consumers, cfg, handler, logger)
 		if err != nil {
 			return nil, err

@@ -35,7 +35,7 @@ type delivery struct{ sub, uuid string }
 // subscribeSQL subscribes handler's subscriber of tr to sqlTestTopic.
 func subscribeSQL(t *testing.T, tr *Transport, handler string) (message.Subscriber, <-chan *message.Message) {
 	t.Helper()
-	sub, err := tr.Subscriber(handler)
+	sub, err := tr.Subscriber(handler, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,6 +152,32 @@ func TestSQLTransportReplicasShareAGroup(t *testing.T) {
 	}
 }
 
+// The sql transport hands out one message of a consumer group at a time
+// whatever the in-flight count: the next comes, in order, only once the
+// first was acked (see newSQL).
+func TestSQLTransportHoldsOneAtATime(t *testing.T) {
+	tr := newTestSQL(t, testenv.Postgres(t))
+	sub, err := tr.Subscriber("charge", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := sub.Subscribe(t.Context(), sqlTestTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := publish(t, tr, 2)
+	first := receive(t, msgs, 1, hold)[0]
+	select {
+	case m := <-msgs:
+		t.Fatalf("got %s while %s was in flight, want one at a time", m.UUID, first.UUID)
+	case <-time.After(300 * time.Millisecond):
+	}
+	first.Ack()
+	if second := receive(t, msgs, 1)[0]; first.UUID != ids[0] || second.UUID != ids[1] {
+		t.Errorf("got %s then %s, want %v in order", first.UUID, second.UUID, ids)
+	}
+}
+
 // A nacked message is handed out again before the group's next message:
 // delivery within a group is ordered.
 func TestSQLTransportRedeliversNacked(t *testing.T) {
@@ -194,7 +220,7 @@ func TestSQLTransportRefusesTooLongTopics(t *testing.T) {
 	if err := tr.Publisher().Publish(long, message.NewMessage(watermill.NewUUID(), []byte(`{}`))); err == nil {
 		t.Errorf("publishing to %q (%d bytes) succeeded, want an error", long, len(long))
 	}
-	sub, err := tr.Subscriber("charge")
+	sub, err := tr.Subscriber("charge", 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -14,8 +15,9 @@ import (
 // work. Every topic it is given is prefixed with [Config.TopicPrefix].
 type Transport struct {
 	publisher message.Publisher
-	// subscriber returns the subscriber for the named handler.
-	subscriber func(handler string) (message.Subscriber, error)
+	// subscriber returns the subscriber for the named handler, holding up
+	// to inFlight messages at once (at least 1).
+	subscriber func(handler string, inFlight int) (message.Subscriber, error)
 	close      func() error
 	// ready reports whether the broker can be reached now; nil for the
 	// in-process transport.
@@ -67,10 +69,20 @@ func (t *Transport) Publisher() message.Publisher { return t.publisher }
 
 // Subscriber returns a new subscriber consuming as handler: in its own
 // consumer group or queue (see [Config.ConsumerGroup]), shared by every
-// replica. On the in-process transport every handler shares one. Safe for
-// concurrent use; Close closes every subscriber returned.
-func (t *Transport) Subscriber(handler string) (message.Subscriber, error) {
-	return t.subscriber(handler)
+// replica. Each of its subscriptions hands out up to inFlight messages at
+// once, each acked or nacked on its own, in any order: a router runs them
+// concurrently. A message is acknowledged to the broker only once the
+// router acked it; a nacked one comes back; closing the subscriber hands
+// back what it had not finished. The SQL transport holds one message at a
+// time whatever inFlight is (see newSQL). inFlight must be at least 1.
+// On the in-process transport, closing a subscriber closes the transport's
+// pub/sub (see inProcessSubscriber.Close). Safe for concurrent use; Close
+// closes every subscriber returned.
+func (t *Transport) Subscriber(handler string, inFlight int) (message.Subscriber, error) {
+	if inFlight < 1 {
+		return nil, fmt.Errorf("subscriber of %s: %d messages in flight, want at least 1", handler, inFlight)
+	}
+	return t.subscriber(handler, inFlight)
 }
 
 // Readiness returns the check of whether the broker answers now, within

@@ -2,31 +2,9 @@ package flow
 
 import (
 	"fmt"
-	"log/slog"
 
-	"github.com/ThreeDotsLabs/watermill"
-	"github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 )
-
-// amqpPublisherChannels is how many channels the round's publisher keeps
-// open: as many as publishingOf runs Publish calls at once.
-const amqpPublisherChannels = 64
-
-// newAMQPPublisher returns the publisher that feeds an AMQP round: the
-// transport's message format and publisher confirms, over a pool of open
-// channels where the transport's publisher opens one per message (its
-// amqpConfig says why it does).
-func newAMQPPublisher(url string, logger *slog.Logger) (*amqp.Publisher, error) {
-	cfg := amqp.NewDurablePubSubConfig(url, nil)
-	cfg.Publish.ConfirmDelivery = true
-	cfg.Publish.ChannelPoolSize = amqpPublisherChannels
-	p, err := amqp.NewPublisher(cfg, watermill.NewSlogLogger(logger))
-	if err != nil {
-		return nil, fmt.Errorf("connecting the round's publisher to RabbitMQ: %w", err)
-	}
-	return p, nil
-}
 
 // amqpTopology declares the exchange and queue through which the AMQP
 // transport's subscriber consumes exchange (a fanout, durable) as queue,

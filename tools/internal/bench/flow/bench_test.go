@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -25,13 +26,18 @@ func benchSize(short, full int) int {
 // BenchmarkTransport reports each transport's messages per second with
 // the receiver on and off, one round per iteration, and with it on the time
 // a delivery waited on the Redis store. Rounds are small unless
-// BENCH_FULL=1; the figures are then rough.
+// BENCH_FULL=1; the figures are then rough. BENCH_IN_FLIGHT sets the
+// messages each handler holds at once (default DefaultInFlight).
 func BenchmarkTransport(b *testing.B) {
+	inFlight, err := strconv.Atoi(testenv.Getenv("BENCH_IN_FLIGHT", strconv.Itoa(DefaultInFlight)))
+	if err != nil || inFlight < 1 {
+		b.Fatalf("BENCH_IN_FLIGHT=%q: want a positive integer", testenv.Getenv("BENCH_IN_FLIGHT", ""))
+	}
 	for _, kind := range []string{"gochannel", "sql", "amqp", "kafka", "nats", "redisstream"} {
 		for _, receiver := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/receiver=%v", kind, receiver), func(b *testing.B) {
 				o := transportOptions(b, kind)
-				o.Messages, o.Duplicates = benchSize(2000, DefaultMessages), 0
+				o.Messages, o.Duplicates, o.InFlight = benchSize(2000, DefaultMessages), 0, inFlight
 				if kind == "kafka" {
 					o.Messages = benchSize(5000, DefaultKafkaMessages)
 				}

@@ -59,7 +59,7 @@ func (b *ModeBench) round(ctx context.Context, mode Mode) (_ *tally, prefix stri
 	handle := effectHandler(b.schema.pool, tl)
 	consume := func() (*routers, error) {
 		return startRouters(ctx, 1, b.opts.Logger, func(r *message.Router) error {
-			sub, err := tr.Subscriber(benchHandler)
+			sub, err := tr.Subscriber(benchHandler, 1) // the sql transport holds one at a time
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,8 @@ const (
 	DefaultKafkaMessages = 20000
 	DefaultMessages      = 5000
 	DefaultPartitions    = transport.DefaultKafkaPartitions
+	// DefaultInFlight is the service's default HANDLER_CONCURRENCY.
+	DefaultInFlight = 16
 )
 
 // recordTTL is how long a round's idempotency records stay in Redis: long
@@ -64,11 +66,15 @@ type TransportOptions struct {
 	// the other kinds.
 	Partitions int
 	// Consumers is the number of routers consuming in one consumer group,
-	// as replicas of the service would (on RabbitMQ each takes one message
-	// at a time; on sql they take turns; on Kafka they split the
+	// as replicas of the service would (on RabbitMQ each holds InFlight
+	// messages; on sql they take turns; on Kafka they split the
 	// partitions, after a rebalance). Default 1; gochannel allows only 1,
 	// as its subscribers each receive every message.
 	Consumers int
+	// InFlight is how many messages each consumer's subscriber hands out
+	// at once, as HANDLER_CONCURRENCY sets it in the service. Default
+	// DefaultInFlight; the sql transport holds one whatever it is.
+	InFlight int
 	// Logger receives the transport's and routers' logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -121,6 +127,9 @@ func (o TransportOptions) withDefaults() (TransportOptions, error) {
 	if o.Consumers == 0 {
 		o.Consumers = 1
 	}
+	if o.InFlight == 0 {
+		o.InFlight = DefaultInFlight
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -146,7 +155,7 @@ func (o TransportOptions) withDefaults() (TransportOptions, error) {
 		return o, fmt.Errorf("unknown transport %q: use one of %s", o.Kind, strings.Join(transport.Kinds, ", "))
 	}
 	need(o.Redis != nil, "missing Redis client")
-	need(o.Messages > 0 && o.Partitions > 0 && o.Consumers > 0, "sizes must be positive")
+	need(o.Messages > 0 && o.Partitions > 0 && o.Consumers > 0 && o.InFlight > 0, "sizes must be positive")
 	need(o.Duplicates >= 0 && o.Duplicates <= o.Messages, "duplicates must be between 0 and the number of messages")
 	return o, errors.Join(errs...)
 }

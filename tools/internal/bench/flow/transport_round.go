@@ -62,7 +62,7 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 	}
 	consume := func() (*routers, error) {
 		return startRouters(ctx, o.Consumers, o.Logger, func(r *message.Router) error {
-			sub, err := tr.Subscriber(benchHandler)
+			sub, err := tr.Subscriber(benchHandler, o.InFlight)
 			if err != nil {
 				return err
 			}
@@ -81,14 +81,11 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 
 // roundPublisher returns what publishes a round's messages, the topic it
 // publishes them to and what closes it: the transport's publisher on
-// benchTopic, except on two brokers, where a publisher outside the service
-// feeds the round, as in the message contract, on the topic as the broker
-// names it (prefix + benchTopic):
-//   - NATS: the transport's publisher makes a message's key its NATS
-//     message id, so the stream would drop the copies before any receiver
-//     saw them.
-//   - AMQP: the transport's publisher opens a channel per message (see
-//     newAMQPPublisher), which took seconds a round.
+// benchTopic, except on NATS, where a publisher outside the service feeds
+// the round, as in the message contract, on the topic as the broker names
+// it (prefix + benchTopic): the transport's publisher makes a message's
+// key its NATS message id, so the stream would drop the copies before any
+// receiver saw them.
 func roundPublisher(o TransportOptions, tr *transport.Transport, prefix string) (message.Publisher, string, func() error, error) {
 	var (
 		pub message.Publisher
@@ -97,8 +94,6 @@ func roundPublisher(o TransportOptions, tr *transport.Transport, prefix string) 
 	switch o.Kind {
 	case transport.NATS:
 		pub, err = wmnats.NewPublisher(wmnats.PublisherConfig{URL: o.NATSURL}, watermill.NewSlogLogger(o.Logger))
-	case transport.AMQP:
-		pub, err = newAMQPPublisher(o.AMQPURL, o.Logger)
 	default:
 		return tr.Publisher(), benchTopic, func() error { return nil }, nil
 	}

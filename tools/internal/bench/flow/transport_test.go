@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceflow/onceflow/app"
 	"github.com/onceflow/onceflow/internal/redismeter"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
@@ -57,8 +58,10 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 					t.Fatalf("receiver %v: %v", receiver, err)
 				}
 				// The store is waited on only with the receiver on, and no
-				// longer than the round lasted on all its lanes together.
-				wait, lanes := tl.storeWaitPerDelivery(), float64(o.Partitions)
+				// longer than the round lasted on all its lanes together:
+				// the messages in flight at once, a partition's or a
+				// subscriber's.
+				wait, lanes := tl.storeWaitPerDelivery(), float64(max(o.Partitions, b.opts.InFlight))
 				if receiver && (wait <= 0 || wait.Seconds() > lanes/tl.rate()) {
 					t.Errorf("receiver on: a delivery waited %v on the store in a round of %.0f deliveries/s", wait, tl.rate())
 				}
@@ -121,9 +124,12 @@ func TestBatchSpreadsCopies(t *testing.T) {
 
 // TestReceiverRoundTripsPerMessage counts the Redis round trips of a round
 // with the receiver on: two per unique message (claim, complete), one per
-// copy (the claim that finds the completed record).
+// copy (the claim that finds the completed record). One message is in
+// flight at a time, so that no copy finds its original in progress (which
+// costs a claim per redelivery).
 func TestReceiverRoundTripsPerMessage(t *testing.T) {
 	o := transportOptions(t, "gochannel")
+	o.InFlight = 1
 	client := testenv.Redis(t)
 	meter := &redismeter.Meter{}
 	client.AddHook(meter)
@@ -164,5 +170,17 @@ func TestTransportOptionsRejectIncomplete(t *testing.T) {
 	}
 	if _, err := NewModeBench(ctx, ModeOptions{}); err == nil {
 		t.Error("a mode bench without a PostgreSQL URL was accepted")
+	}
+}
+
+// The bench's subscribers hold as many messages as the service's do by
+// default.
+func TestDefaultInFlightIsTheService(t *testing.T) {
+	cfg, err := app.LoadConfig([]string{"ALLOW_ANONYMOUS=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HandlerConcurrency != DefaultInFlight {
+		t.Errorf("DefaultInFlight = %d, HANDLER_CONCURRENCY defaults to %d", DefaultInFlight, cfg.HandlerConcurrency)
 	}
 }
