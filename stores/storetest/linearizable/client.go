@@ -37,7 +37,7 @@ func (c *client) run(deadline time.Time) []porcupine.Operation {
 	for time.Now().Before(deadline) {
 		k := c.pick()
 		if h, ok := c.held[k]; ok {
-			if c.rng.IntN(8) == 0 {
+			if c.rng.IntN(5) == 0 {
 				// A slow handler: its lease may end, and the key be
 				// taken over, before its next call.
 				time.Sleep(h.lease/2 + c.upTo(h.lease))
@@ -86,8 +86,14 @@ func (c *client) upTo(d time.Duration) time.Duration {
 }
 
 func (c *client) lease() time.Duration {
+	if c.outlive() {
+		return c.r.cfg.Outlive
+	}
 	return c.r.cfg.MinLease + c.upTo(c.r.cfg.MaxLease-c.r.cfg.MinLease)
 }
+
+// outlive reports whether the next lease or TTL is Config.Outlive.
+func (c *client) outlive() bool { return c.r.cfg.Outlive > 0 && c.rng.IntN(10) == 0 }
 
 // unique returns a value no other call of the run uses, so that whatever
 // reads it names the call that wrote it.
@@ -122,6 +128,9 @@ func (c *client) complete(k string, token stores.Token) {
 	// Short enough for the record to expire and the key to be claimed
 	// anew during the run.
 	ttl := c.r.cfg.MinLease/2 + c.upTo((c.r.cfg.MaxLease-c.r.cfg.MinLease)/2)
+	if c.outlive() {
+		ttl = c.r.cfg.Outlive
+	}
 	in := input{kind: completeCall, key: k, token: token, result: c.unique("r"), ttl: int64(ttl)}
 	out := c.r.call(c, in, func(ctx context.Context) (output, error) {
 		return output{}, c.r.store.Complete(ctx, k, token, []byte(in.result), ttl)

@@ -36,6 +36,10 @@ type Config struct {
 	// from [MinLease/2, MaxLease/2], so that completed records expire and
 	// keys are claimed anew during the run too.
 	MinLease, MaxLease time.Duration
+	// Outlive, when positive, is the lease of one Claim in ten and the TTL
+	// of one Complete in ten instead, so that some records outlive a
+	// fault and the check covers what the backend kept through it.
+	Outlive time.Duration
 	// Think bounds the pause of a client between calls, drawn uniformly.
 	// Default 3ms. It paces the clients, so that histories stay small
 	// enough to check on fast stores.

@@ -140,11 +140,17 @@ func (r *recorder) call(c *client, in input, do func(ctx context.Context) (outpu
 		out.outcome = notFound
 	case r.cfg.NotSent != nil && r.cfg.NotSent(err):
 		record = false
+		out = output{outcome: unknown}
 	default:
 		out = output{outcome: unknown, ret: never, err: err.Error()}
 		if !errors.Is(err, stores.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
 			r.unexpected(err)
 		}
+	}
+	if out.outcome == unknown {
+		// The backend is down or slow: give it a moment, as a worker's
+		// retry policy would, rather than fill the history with failures.
+		time.Sleep(r.cfg.MinLease/2 + c.upTo(r.cfg.MinLease/2))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

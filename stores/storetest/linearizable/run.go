@@ -65,6 +65,7 @@ func Run(t *testing.T, s stores.Store, cfg Config) Report {
 		if f.err != nil {
 			t.Errorf("fault %q: %v", f.name, f.err)
 		}
+		t.Logf("fault %q from %s for %s", f.name, ms(f.start), ms(f.end-f.start))
 	}
 	for _, e := range h.unexpected {
 		t.Errorf("a call returned an error the contract does not name: %s", e)
