@@ -1,10 +1,13 @@
 package linearizable
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -76,3 +79,50 @@ func visualise(h *history, v verdict, dir, name string) (string, error) {
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// explain describes, for the log, where each key's history stops fitting
+// the model: the longest order of its calls found, the state after it, and
+// the earliest calls it could not add.
+func explain(h *history, v verdict) string {
+	var b strings.Builder
+	parts := partitionByKey(h.ops)
+	for p, partials := range v.info.PartialLinearizationsOperations() {
+		if p >= len(parts) {
+			break
+		}
+		var longest []porcupine.Operation
+		for _, l := range partials {
+			if len(l) > len(longest) {
+				longest = l
+			}
+		}
+		if len(longest) == len(parts[p]) {
+			continue
+		}
+		var s any = v.model.Init()
+		placed := map[int64]bool{}
+		for _, op := range longest {
+			_, s = v.model.Step(s, op.Input, op.Output)
+			placed[op.Call<<8|int64(op.ClientId)] = true
+		}
+		fmt.Fprintf(&b, "key %s: %d of %d calls fit, ending in state: %s\n", parts[p][0].Input.(input).key,
+			len(longest), len(parts[p]), v.model.DescribeState(s))
+		if n := len(longest); n > 0 {
+			last := longest[max(0, n-3):]
+			for _, op := range last {
+				fmt.Fprintf(&b, "  placed   c%d [%s, %s] %s\n", op.ClientId, at(op.Call), at(op.Return), v.model.DescribeOperation(op.Input, op.Output))
+			}
+		}
+		rest := slices.Clone(parts[p])
+		slices.SortFunc(rest, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		shown := 0
+		for _, op := range rest {
+			if placed[op.Call<<8|int64(op.ClientId)] || shown == 5 {
+				continue
+			}
+			shown++
+			fmt.Fprintf(&b, "  unplaced c%d [%s, %s] %s\n", op.ClientId, at(op.Call), at(op.Return), v.model.DescribeOperation(op.Input, op.Output))
+		}
+	}
+	return b.String()
+}

@@ -40,10 +40,15 @@
 //     completed until ttl after the instant it took effect, Release makes
 //     the key absent, Extend moves the lease end to what it returns. A
 //     token that is not the owner's gets ErrLeaseLost and changes nothing;
-//     the owner's gets it only if its lease could have ended, and the key
-//     is then absent (an ended lease is an absent record).
+//     the owner's gets it only if its lease could have ended.
 //   - Lookup returns the live record, its token included, or ErrNotFound
 //     only if the record could have ended.
+//
+// A record seen ended is not forgotten at once: a later call may still
+// find it live, but only within the tolerance of its end. PostgreSQL, for
+// one, judges a statement by its transaction's start, so an owner's
+// Complete that began just before its lease end may commit just after a
+// Lookup that read the lease as ended.
 //
 // Expiry is judged by the store's clock, as the contract says. A call's
 // effect is placed at one instant of its [invocation, return] window, and

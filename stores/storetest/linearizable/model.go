@@ -176,8 +176,13 @@ func (m model) write(s state, in input, out output, t0 int64) (bool, state) {
 			return true, s
 		}
 		// The owner's token is refused only once its lease has ended.
+		// The record stays as it was: an ended lease reads as absent
+		// anyway, and a store whose calls read its clock at different
+		// instants of their windows may still have let the owner's
+		// concurrent call through, within the tolerance (see liveAt).
 		t, ok := m.endedBy(s, t0, out.ret)
-		return ok, state{now: t}
+		s.now = t
+		return ok, s
 	}
 	return false, s
 }
@@ -185,8 +190,10 @@ func (m model) write(s state, in input, out output, t0 int64) (bool, state) {
 func (m model) lookup(s state, in input, out output, t0 int64) (bool, state) {
 	switch out.outcome {
 	case notFound:
+		// As for a refused owner (see write), the record stays.
 		t, ok := m.endedBy(s, t0, out.ret)
-		return ok, state{now: t}
+		s.now = t
+		return ok, s
 	case succeeded:
 		if s.token != "" && out.token != s.token {
 			return false, s

@@ -164,6 +164,16 @@ func TestModel(t *testing.T) {
 			call(1, input{kind: lookupCall}, 10, 11, output{outcome: succeeded, status: stores.InProgress, token: "A", fingerprint: "fpA", leaseUntil: 50 * msec}),
 			call(1, input{kind: lookupCall}, 60, 61, output{outcome: notFound}),
 		}, porcupine.Ok},
+		{"Lookup reads an ended lease while its owner's Complete commits", []porcupine.Operation{
+			ownerA,
+			call(0, completeIn("A", "rA", 30), 49, 52, accepted),
+			call(1, input{kind: lookupCall}, 50, 51, output{outcome: notFound}),
+		}, porcupine.Ok},
+		{"owner completes well after a Lookup read its lease ended", []porcupine.Operation{
+			ownerA,
+			call(1, input{kind: lookupCall}, 50, 51, output{outcome: notFound}),
+			call(0, completeIn("A", "rA", 30), 56, 57, accepted),
+		}, porcupine.Illegal},
 		{"Lookup reads another token", []porcupine.Operation{
 			ownerA,
 			call(1, input{kind: lookupCall}, 10, 11, output{outcome: succeeded, status: stores.InProgress, token: "Z", fingerprint: "fpA", leaseUntil: 50 * msec}),

@@ -130,7 +130,7 @@ func (r *recorder) call(c *client, in input, do func(ctx context.Context) (outpu
 	out.ret = r.now()
 	cancel()
 
-	record := true
+	unsent := false
 	switch {
 	case err == nil:
 		out.outcome = succeeded
@@ -138,27 +138,28 @@ func (r *recorder) call(c *client, in input, do func(ctx context.Context) (outpu
 		out.outcome = leaseLost
 	case errors.Is(err, stores.ErrNotFound) && in.kind == lookupCall:
 		out.outcome = notFound
-	case r.cfg.NotSent != nil && r.cfg.NotSent(err):
-		record = false
-		out = output{outcome: unknown}
 	default:
+		unsent = r.cfg.NotSent != nil && r.cfg.NotSent(err)
 		out = output{outcome: unknown, ret: never, err: err.Error()}
-		if !errors.Is(err, stores.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+		if !unsent && !errors.Is(err, stores.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
 			r.unexpected(err)
 		}
-	}
-	if out.outcome == unknown {
 		// The backend is down or slow: give it a moment, as a worker's
 		// retry policy would, rather than fill the history with failures.
 		time.Sleep(r.cfg.MinLease/2 + c.upTo(r.cfg.MinLease/2))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !record {
+	if unsent {
 		r.h.unsent++
-		return output{outcome: unknown}
+		return out
 	}
 	r.h.outcomes[outcomeName(in, out)]++
+	if in.kind == lookupCall && out.outcome == unknown {
+		// A read of unknown outcome changed nothing and says nothing:
+		// left out, it spares the check a call to place.
+		return out
+	}
 	c.ops = append(c.ops, porcupine.Operation{
 		ClientId: c.id, Input: in, Call: in.call, Output: out, Return: out.ret,
 	})

@@ -88,6 +88,7 @@ func Run(t *testing.T, s stores.Store, cfg Config) Report {
 		if v.reused != "" {
 			why = fmt.Sprintf("token %q was acquired twice", v.reused)
 		}
+		t.Logf("where the history stops fitting the model (times in ms since the run began):\n%s", explain(h, v))
 		path, err := visualise(h, v, cfg.OutDir, t.Name())
 		if err != nil {
 			t.Errorf("history not linearizable: %s (%v)", why, err)
