@@ -30,7 +30,7 @@ type verdict struct {
 // cfg.CheckTimeout.
 func check(h *history, cfg Config) verdict {
 	begin := time.Now()
-	v := verdict{model: model{tol: int64(cfg.Tolerance)}.porcupine()}
+	v := verdict{model: model{tol: int64(cfg.Tolerance), clockBeforeEffect: cfg.ClockBeforeEffect}.porcupine()}
 	v.reused = reusedToken(h.ops)
 	v.result, v.info = porcupine.CheckOperationsVerbose(v.model, h.ops, cfg.CheckTimeout)
 	if v.reused != "" {

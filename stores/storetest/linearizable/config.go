@@ -50,6 +50,19 @@ type Config struct {
 	// Tolerance is the slack allowed between the store's clock and the
 	// clients' when timestamps are compared. Default 5ms.
 	Tolerance time.Duration
+	// ClockBeforeEffect says the store may judge a call's leases and
+	// expiries by its clock at any instant from the call's invocation on,
+	// before the call takes effect: PostgreSQL reads now() when a
+	// statement's transaction starts and takes effect at commit, so a
+	// Complete or Extend judged live may commit after a Lookup found the
+	// same lease ended. The model then asks a lease or record to be live
+	// at the call's invocation rather than where its effect is placed.
+	// Off (the default), the clock is read where the call takes effect, as
+	// in one Lua script (Redis) or under one mutex (memory).
+	ClockBeforeEffect bool
+	// NoLookup leaves Lookup out of the mix even when the store
+	// implements stores.Admin.
+	NoLookup bool
 	// CheckTimeout bounds the linearizability check. Default 30s, 5m under
 	// Long. A check that runs out of it found no violation in what it
 	// explored; Run logs that and does not fail.
@@ -83,12 +96,12 @@ type Fault struct {
 }
 
 func (c Config) withDefaults() Config {
-	long := Long()
-	def := func(v *time.Duration, short, long_ time.Duration) {
+	isLong := Long()
+	def := func(v *time.Duration, short, long time.Duration) {
 		if *v <= 0 {
 			*v = short
-			if long {
-				*v = long_
+			if isLong {
+				*v = long
 			}
 		}
 	}

@@ -16,9 +16,10 @@
 // lease, and former owners whose stale tokens must be fenced off. Every
 // call is recorded with its invocation and return times; then the history
 // is checked against the model below, one key at a time. On a violation
-// the test fails with the path of porcupine's HTML visualisation, written
-// under os.TempDir()/onceflow-linearizability so that it outlives the
-// test's temporary directory.
+// the test logs, per key, the longest order of calls that fits and the
+// calls it could not place, and fails with the path of porcupine's HTML
+// visualisation, written under os.TempDir()/onceflow-linearizability (see
+// Config.OutDir) so that it outlives the test's temporary directory.
 //
 // # The model
 //
@@ -44,11 +45,9 @@
 //   - Lookup returns the live record, its token included, or ErrNotFound
 //     only if the record could have ended.
 //
-// A record seen ended is not forgotten at once: a later call may still
-// find it live, but only within the tolerance of its end. PostgreSQL, for
-// one, judges a statement by its transaction's start, so an owner's
-// Complete that began just before its lease end may commit just after a
-// Lookup that read the lease as ended.
+// Not checked here, but by the conformance suite one call at a time:
+// Admin.Remove, the records' CreatedAt and CompletedAt, and capacity
+// (ErrFull).
 //
 // Expiry is judged by the store's clock, as the contract says. A call's
 // effect is placed at one instant of its [invocation, return] window, and
@@ -62,6 +61,15 @@
 // Config.Tolerance (5ms) of slack. A completed record's expiry is known
 // only to within its Complete's window (the store's clock at an instant of
 // the call, plus ttl); observations must fall within it.
+//
+// A record seen ended is not forgotten at once: a later call may still
+// find it live, but only within the tolerance of its end. A store whose
+// calls read its clock before they take effect (PostgreSQL's now() is the
+// transaction's start; the effect comes at commit) is checked with
+// Config.ClockBeforeEffect: a call is then judged live by the clock at its
+// invocation, so an owner's Complete judged live may take effect after a
+// Lookup found its lease ended, but a call invoked after the end is still
+// refused, and a former owner's call after a takeover still fails.
 //
 // # Unknown outcomes
 //

@@ -12,71 +12,15 @@ import (
 // whose outcome is unknown. Times are nanoseconds since the recording began.
 const never = math.MaxInt64
 
-// kind is the store method a call invoked.
-type kind uint8
-
-const (
-	claimCall kind = iota + 1
-	completeCall
-	releaseCall
-	extendCall
-	lookupCall
-)
-
-// input is one call as its client made it.
-type input struct {
-	kind        kind
-	key         string
-	fingerprint string       // claim
-	token       stores.Token // complete, release, extend
-	result      string       // complete
-	lease       int64        // claim, extend
-	ttl         int64        // complete
-	call        int64        // when the call was invoked
-}
-
-// outcome classifies what a call returned.
-type outcome uint8
-
-const (
-	succeeded outcome = iota + 1
-	leaseLost         // ErrLeaseLost
-	notFound          // ErrNotFound (Lookup)
-	unknown           // an error after which the effect may or may not have happened
-)
-
-// output is what a call returned, and when.
-type output struct {
-	outcome     outcome
-	ret         int64         // when it returned; never when unknown
-	status      stores.Status // claim, lookup
-	token       stores.Token  // claim (acquired), lookup
-	fingerprint string        // claim (in progress, completed), lookup
-	result      string        // claim (completed), lookup
-	leaseUntil  int64         // claim (acquired, in progress), extend, lookup
-	expiresAt   int64         // claim (completed), lookup
-	err         string        // the error of an unknown outcome
-}
-
-// state is a key's record as the model knows it, and the earliest instant
-// the last effect placed on it can have had. status 0 is absent. endLo and
-// endHi bound the lease end (in progress) or the expiry (completed): equal
-// when the store told it, apart when only a call's window or nothing
-// (endHi == never) bounds it. An empty token is one only an unknown-outcome
-// Claim can have issued.
-type state struct {
-	status      stores.Status
-	token       stores.Token
-	fingerprint string
-	result      string
-	endLo       int64
-	endHi       int64
-	now         int64
-}
-
 // model is the sequential specification of one key's record, with tol of
-// slack between the store's clock and the clients'.
-type model struct{ tol int64 }
+// slack between the store's clock and the clients'. With
+// clockBeforeEffect a call may judge leases and expiries by the clock at
+// any instant from its invocation on, before its effect is placed (see
+// Config.ClockBeforeEffect).
+type model struct {
+	tol               int64
+	clockBeforeEffect bool
+}
 
 // porcupine returns m as a porcupine model partitioned by key.
 func (m model) porcupine() porcupine.Model {
@@ -114,24 +58,30 @@ func partitionByKey(history []porcupine.Operation) [][]porcupine.Operation {
 // state s, and the state after it.
 func (m model) step(s state, in input, out output) (bool, state) {
 	t0 := max(s.now, in.call) // the earliest instant this call can take effect
+	// j is the instant at which the call is judged live, the earliest
+	// allowed: that of its effect, or its invocation.
+	j := t0
+	if m.clockBeforeEffect {
+		j = in.call
+	}
 	if out.outcome == unknown {
-		return true, m.unknownEffect(s, in, t0)
+		return true, m.unknownEffect(s, in, t0, j)
 	}
 	if t0 > out.ret {
 		return false, s
 	}
 	switch in.kind {
 	case claimCall:
-		return m.claim(s, in, out, t0)
+		return m.claim(s, in, out, t0, j)
 	case completeCall, releaseCall, extendCall:
-		return m.write(s, in, out, t0)
+		return m.write(s, in, out, t0, j)
 	case lookupCall:
-		return m.lookup(s, in, out, t0)
+		return m.lookup(s, out, t0, j)
 	}
 	return false, s
 }
 
-func (m model) claim(s state, in input, out output, t0 int64) (bool, state) {
+func (m model) claim(s state, in input, out output, t0, j int64) (bool, state) {
 	switch out.status {
 	case stores.Acquired:
 		t, ok := m.endedBy(s, t0, out.ret)
@@ -143,17 +93,17 @@ func (m model) claim(s state, in input, out output, t0 int64) (bool, state) {
 			endLo: out.leaseUntil, endHi: out.leaseUntil, now: t,
 		}
 	case stores.InProgress, stores.Completed:
-		return m.observe(s, out, t0)
+		return m.observe(s, out, t0, j)
 	}
 	return false, s
 }
 
 // write steps Complete, Release and Extend, the calls fenced by a token.
-func (m model) write(s state, in input, out output, t0 int64) (bool, state) {
+func (m model) write(s state, in input, out output, t0, j int64) (bool, state) {
 	owner := s.owns(in.token)
 	switch out.outcome {
 	case succeeded:
-		if !owner || !m.liveAt(s, t0) {
+		if !owner || !m.liveAt(s, j) {
 			return false, s
 		}
 		switch in.kind {
@@ -187,7 +137,7 @@ func (m model) write(s state, in input, out output, t0 int64) (bool, state) {
 	return false, s
 }
 
-func (m model) lookup(s state, in input, out output, t0 int64) (bool, state) {
+func (m model) lookup(s state, out output, t0, j int64) (bool, state) {
 	switch out.outcome {
 	case notFound:
 		// As for a refused owner (see write), the record stays.
@@ -198,7 +148,7 @@ func (m model) lookup(s state, in input, out output, t0 int64) (bool, state) {
 		if s.token != "" && out.token != s.token {
 			return false, s
 		}
-		ok, next := m.observe(s, out, t0)
+		ok, next := m.observe(s, out, t0, j)
 		next.token = out.token
 		return ok, next
 	}
@@ -207,13 +157,13 @@ func (m model) lookup(s state, in input, out output, t0 int64) (bool, state) {
 
 // observe steps a call that read the live record: a Claim answered
 // InProgress or Completed, or a Lookup that found it.
-func (m model) observe(s state, out output, t0 int64) (bool, state) {
-	if out.status != s.status || out.fingerprint != s.fingerprint || !m.liveAt(s, t0) {
+func (m model) observe(s state, out output, t0, j int64) (bool, state) {
+	if out.status != s.status || out.fingerprint != s.fingerprint || !m.liveAt(s, j) {
 		return false, s
 	}
 	switch s.status {
 	case stores.InProgress:
-		if !m.within(out.leaseUntil, s.endLo, s.endHi) || t0 >= sat(out.leaseUntil, m.tol) {
+		if !m.within(out.leaseUntil, s.endLo, s.endHi) || j >= sat(out.leaseUntil, m.tol) {
 			return false, s
 		}
 		if s.endLo != s.endHi {
@@ -223,7 +173,7 @@ func (m model) observe(s state, out output, t0 int64) (bool, state) {
 	case stores.Completed:
 		// Expiries are not narrowed: a cache in front of a store may
 		// report an earlier one than the store's, within the window.
-		if out.result != s.result || !m.within(out.expiresAt, s.endLo, s.endHi) || t0 >= sat(out.expiresAt, m.tol) {
+		if out.result != s.result || !m.within(out.expiresAt, s.endLo, s.endHi) || j >= sat(out.expiresAt, m.tol) {
 			return false, s
 		}
 	}
@@ -237,8 +187,8 @@ func (m model) observe(s state, out output, t0 int64) (bool, state) {
 // the same as placing it after every other call, where it changes nothing
 // anyone saw. Not taking effect at all is that placement too, which
 // porcupine tries as well.
-func (m model) unknownEffect(s state, in input, t0 int64) state {
-	owner := s.owns(in.token) && m.liveAt(s, t0)
+func (m model) unknownEffect(s state, in input, t0, j int64) state {
+	owner := s.owns(in.token) && m.liveAt(s, j)
 	switch {
 	case in.kind == claimCall:
 		t, _ := m.endedBy(s, t0, never)
@@ -258,11 +208,6 @@ func (m model) unknownEffect(s state, in input, t0 int64) state {
 	}
 	s.now = t0
 	return s
-}
-
-// owns reports whether token is the current owner's.
-func (s state) owns(token stores.Token) bool {
-	return s.status == stores.InProgress && token != "" && s.token == token
 }
 
 // liveAt reports whether s's record can still be live at t: some lease
@@ -293,22 +238,4 @@ func sat(a, b int64) int64 {
 		return never
 	}
 	return a + b
-}
-
-// hash is an FNV-1a hash of the state, for porcupine's cache.
-func (s state) hash() uint64 {
-	h := uint64(14695981039346656037)
-	mix := func(b byte) { h = (h ^ uint64(b)) * 1099511628211 }
-	for _, str := range []string{string(s.token), s.fingerprint, s.result} {
-		for i := range len(str) {
-			mix(str[i])
-		}
-		mix(0)
-	}
-	for _, n := range []int64{int64(s.status), s.endLo, s.endHi, s.now} {
-		for i := range 8 {
-			mix(byte(n >> (8 * i)))
-		}
-	}
-	return h
 }

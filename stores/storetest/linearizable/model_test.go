@@ -193,3 +193,43 @@ func TestModel(t *testing.T) {
 		})
 	}
 }
+
+// With Config.ClockBeforeEffect a call is judged by the clock at its
+// invocation, so a write judged live before a lease end may take effect
+// after a Lookup read the lease ended: PostgreSQL's now() is its
+// transaction's start. Without, that is a violation.
+func TestModelClockBeforeEffect(t *testing.T) {
+	ownerA := call(0, claimIn("fpA", 50), 0, 1, acquired("A", 50))
+	lateCommit := []porcupine.Operation{
+		ownerA,
+		call(1, input{kind: lookupCall}, 60, 61, output{outcome: notFound}),
+		call(0, completeIn("A", "rA", 30), 40, 70, accepted),
+		call(2, claimIn("fpB", 50), 71, 72, completed("fpA", "rA", 72)),
+	}
+	lateCall := []porcupine.Operation{
+		ownerA, call(0, completeIn("A", "rA", 30), 60, 70, accepted),
+	}
+	takenOver := []porcupine.Operation{
+		ownerA,
+		call(1, claimIn("fpB", 50), 55, 56, acquired("B", 105)),
+		call(0, completeIn("A", "rA", 30), 40, 70, accepted),
+	}
+	for _, tc := range []struct {
+		name              string
+		ops               []porcupine.Operation
+		clockBeforeEffect bool
+		want              porcupine.CheckResult
+	}{
+		{"commit after a Lookup read the lease ended, clock read at effect", lateCommit, false, porcupine.Illegal},
+		{"commit after a Lookup read the lease ended, clock read before", lateCommit, true, porcupine.Ok},
+		{"write invoked after the lease ended, clock read before", lateCall, true, porcupine.Illegal},
+		{"former owner's write after a takeover, clock read before", takenOver, true, porcupine.Illegal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{ClockBeforeEffect: tc.clockBeforeEffect}.withDefaults()
+			if v := check(&history{ops: tc.ops}, cfg); v.result != tc.want {
+				t.Fatalf("check = %v, want %v", v.result, tc.want)
+			}
+		})
+	}
+}

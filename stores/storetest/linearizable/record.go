@@ -52,7 +52,9 @@ type recorder struct {
 // cfg.Faults meanwhile, and returns their history.
 func record(s stores.Store, cfg Config) *history {
 	r := &recorder{store: s, cfg: cfg, epoch: time.Now().UnixNano()}
-	r.admin, _ = s.(stores.Admin)
+	if !cfg.NoLookup {
+		r.admin, _ = s.(stores.Admin)
+	}
 	r.h.outcomes = map[string]int{}
 	run := stores.NewToken()[:8] // keys of no other run, on a shared backend
 	for i := range cfg.Keys {
