@@ -68,6 +68,7 @@ func (c *failoverCluster) failover() linearizable.Fault {
 	return linearizable.Fault{
 		Name: "every replica takes over its master (CLUSTER FAILOVER)", Start: 2 * time.Second, Every: 5 * time.Second,
 		Inject: func(ctx context.Context) error {
+			var promoted []*testenv.RedisProcess
 			for _, n := range c.nodes {
 				if role, err := c.role(ctx, n); err != nil {
 					return err
@@ -76,6 +77,24 @@ func (c *failoverCluster) failover() linearizable.Fault {
 				}
 				if err := c.do(ctx, n, "CLUSTER", "FAILOVER"); err != nil {
 					return fmt.Errorf("CLUSTER FAILOVER on %s: %w", n.Addr(), err)
+				}
+				promoted = append(promoted, n)
+			}
+			// CLUSTER FAILOVER answers at once; the failover follows.
+			for _, n := range promoted {
+				for {
+					role, err := c.role(ctx, n)
+					if err != nil {
+						return err
+					}
+					if role == "master" {
+						break
+					}
+					select {
+					case <-ctx.Done():
+						return fmt.Errorf("replica %s not promoted: %w", n.Addr(), ctx.Err())
+					case <-time.After(20 * time.Millisecond):
+					}
 				}
 			}
 			return c.waitHealthy(ctx)
