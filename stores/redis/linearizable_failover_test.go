@@ -56,6 +56,9 @@ func replicatedCluster(t *testing.T) *failoverCluster {
 	if err := c.waitHealthy(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The client follows MOVED after a failover, and would also resend a
+	// call after a network error (MaxRedirects), which could run it twice;
+	// a manual failover breaks no connection, so none is resent.
 	c.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { _ = c.client.Close() })
 	return c

@@ -52,8 +52,10 @@ func (r Report) String() string {
 // naming the file that visualises the history. It also fails t when a
 // fault's Inject fails, or a call returns an error the contract does not
 // name (neither one of its outcomes, nor ErrUnavailable, nor a context
-// deadline), and when the run saw no lease end under its owner, which
-// would leave expiry unchecked. It logs a Report and returns it.
+// deadline), when the run saw no lease end under its owner, which would
+// leave expiry unchecked, and when the check times out
+// (Config.CheckTimeout), which leaves the history unchecked. It logs a
+// Report and returns it.
 func Run(t *testing.T, s stores.Store, cfg Config) Report {
 	t.Helper()
 	cfg = cfg.withDefaults()
@@ -96,7 +98,8 @@ func Run(t *testing.T, s stores.Store, cfg Config) Report {
 		}
 		t.Errorf("history not linearizable: %s; visualisation: %s", why, path)
 	case porcupine.Unknown:
-		t.Logf("the check timed out after %v without finding a violation", cfg.CheckTimeout)
+		t.Errorf("the check timed out after %v: the history went unchecked (calls of unknown outcome "+
+			"widen the search; inject fewer faults or raise CheckTimeout)", cfg.CheckTimeout)
 	}
 	return rep
 }
