@@ -155,7 +155,7 @@ var (
 )
 
 func TestHonestToyStoreIsLinearizable(t *testing.T) {
-	Run(t, newToyStore(honest), Config{})
+	Run(t, newToyStore(honest), Config{Duration: 500 * time.Millisecond})
 }
 
 // TestBrokenStoresAreCaught fails if the checker accepts the history of a
