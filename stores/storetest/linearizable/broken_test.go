@@ -3,6 +3,8 @@ package linearizable
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -192,5 +194,11 @@ func TestVisualisationIsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("wrote %s", path)
+	page, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(page), "<html") || !strings.Contains(string(page), "pause") {
+		t.Fatalf("visualisation %s: %d bytes, %v; want a page marking the fault", path, len(page), err)
+	}
+	if why := explain(h, v); !strings.Contains(why, "unplaced") {
+		t.Fatalf("explanation names no call it could not place:\n%s", why)
+	}
 }

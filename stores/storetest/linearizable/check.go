@@ -99,11 +99,15 @@ func explain(h *history, v verdict) string {
 		if len(longest) == len(parts[p]) {
 			continue
 		}
+		type id struct {
+			client int
+			call   int64
+		}
 		var s any = v.model.Init()
-		placed := map[int64]bool{}
+		placed := map[id]bool{}
 		for _, op := range longest {
 			_, s = v.model.Step(s, op.Input, op.Output)
-			placed[op.Call<<8|int64(op.ClientId)] = true
+			placed[id{op.ClientId, op.Call}] = true
 		}
 		fmt.Fprintf(&b, "key %s: %d of %d calls fit, ending in state: %s\n", parts[p][0].Input.(input).key,
 			len(longest), len(parts[p]), v.model.DescribeState(s))
@@ -117,7 +121,7 @@ func explain(h *history, v verdict) string {
 		slices.SortFunc(rest, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
 		shown := 0
 		for _, op := range rest {
-			if placed[op.Call<<8|int64(op.ClientId)] || shown == 5 {
+			if placed[id{op.ClientId, op.Call}] || shown == 5 {
 				continue
 			}
 			shown++
