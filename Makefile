@@ -88,6 +88,16 @@ chaos: ## the fault suite at full size against this machine's services; writes d
 		$(GO) test -count=1 -timeout 60m -v -run '$(or $(CHAOS_RUN),TestChaos)' ./handlers/chaos/
 	@cat $(CHAOS_REPORT)
 
+# make linearizability: the long variant of the stores' linearizability
+# check (stores/storetest/linearizable; make test runs the short one):
+# racing clients for 20s per store, with repeated faults (Redis killed and
+# restarted, PostgreSQL crashed, Cluster failovers). A violation's
+# visualisation is written under $TMPDIR/onceflow-linearizability.
+.PHONY: linearizability
+linearizability: ## the stores' linearizability check, long variant: 20s per store with repeated faults, against this machine's services
+	REQUIRE_SERVICES=1 LINEARIZABILITY=long \
+		$(GO) test -count=1 -p 1 -timeout 30m -v -run 'TestLinearizable|TestBrokenStoresAreCaught' ./stores/...
+
 # make load: what to send and where. LOAD_TRANSPORT=gochannel goes through the
 # HTTP API of `make run`; kafka, amqp and sql publish to the compose stack's
 # broker on its host address (`docker compose --profile <transport> up`).
