@@ -14,6 +14,8 @@ import (
 	"github.com/onceflow/onceflow/internal/kfakebroker"
 	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/cache"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
 
@@ -83,10 +85,10 @@ type TransportOptions struct {
 // delivers to a router with a no-op handler, with the idempotent receiver
 // (Redis store) on or off, everything else equal.
 type TransportBench struct {
-	opts    TransportOptions
-	store   *redisstore.Store
-	schema  *schema        // sql only
-	cluster *kfake.Cluster // kafka without brokers given only
+	opts      TransportOptions
+	keyPrefix string         // of the receiver's records in Redis
+	schema    *schema        // sql only
+	cluster   *kfake.Cluster // kafka without brokers given only
 }
 
 // NewTransportBench checks opts, fills its defaults and, on sql, creates the
@@ -96,10 +98,7 @@ func NewTransportBench(ctx context.Context, opts TransportOptions) (*TransportBe
 	if err != nil {
 		return nil, err
 	}
-	b := &TransportBench{
-		opts:  opts,
-		store: redisstore.New(opts.Redis, redisstore.Config{KeyPrefix: "bench:flow:" + shortID() + ":", BatchSize: redisstore.Unbatched}),
-	}
+	b := &TransportBench{opts: opts, keyPrefix: "bench:flow:" + shortID() + ":"}
 	switch {
 	case opts.Kind == transport.SQL:
 		if b.schema, err = openSchema(ctx, opts.PostgresURL, "bench_flow_"); err != nil {
@@ -214,9 +213,20 @@ func (b *TransportBench) Close() error {
 	return nil
 }
 
-// newReceiver is the receiver of the bench's rounds: the Redis store, its
-// waits added up in tl, defaults otherwise.
-func (b *TransportBench) newReceiver(tl *tally) (*middleware.Receiver, error) {
-	store := waitingStore{Store: b.store, waited: &tl.storeWait}
+// newReceiver is the receiver of one round: on a fresh store (see
+// serviceStore), its waits added up in tl and its batches, when observe is
+// not nil, told to observe; defaults otherwise.
+func (b *TransportBench) newReceiver(tl *tally, observe func(op string, calls int)) (*middleware.Receiver, error) {
+	store := waitingStore{Store: serviceStore(b.opts.Redis, b.keyPrefix, observe), waited: &tl.storeWait}
 	return middleware.NewReceiver(middleware.Config{Store: store, TTL: recordTTL, Logger: b.opts.Logger})
+}
+
+// serviceStore is the record store as the service sets it up by default
+// with STORE=redis: the Redis store, batching concurrent Claims and
+// Completes as a zero Config does (STORE_BATCH_SIZE's default), behind
+// the local cache of completed records (DEDUP_CACHE_SIZE's default).
+// observe, when not nil, is told the size of every batch it sends.
+func serviceStore(client redis.UniversalClient, keyPrefix string, observe func(op string, calls int)) stores.Store {
+	s := redisstore.New(client, redisstore.Config{KeyPrefix: keyPrefix, BatchObserver: observe})
+	return cache.New(s, cache.Config{})
 }

@@ -54,7 +54,7 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 	tl := newTally(o.Messages, len(msgs))
 	var mw []message.HandlerMiddleware
 	if receiver {
-		rec, err := b.newReceiver(tl)
+		rec, err := b.newReceiver(tl, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,8 @@ import (
 	"github.com/onceflow/onceflow/app"
 	"github.com/onceflow/onceflow/internal/redismeter"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/stores/cache"
+	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
 
 // transportOptions are small rounds of kind on the services of the test
@@ -123,10 +125,10 @@ func TestBatchSpreadsCopies(t *testing.T) {
 }
 
 // TestReceiverRoundTripsPerMessage counts the Redis round trips of a round
-// with the receiver on: two per unique message (claim, complete), one per
-// copy (the claim that finds the completed record). One message is in
-// flight at a time, so that no copy finds its original in progress (which
-// costs a claim per redelivery).
+// with the receiver on: two per unique message (claim, complete), none per
+// copy (the service's local cache holds the completed record its claim
+// finds). One message is in flight at a time, so that no copy finds its
+// original in progress (which costs a claim per redelivery).
 func TestReceiverRoundTripsPerMessage(t *testing.T) {
 	o := transportOptions(t, "gochannel")
 	o.InFlight = 1
@@ -145,7 +147,7 @@ func TestReceiverRoundTripsPerMessage(t *testing.T) {
 	if _, err := b.round(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := meter.RoundTrips(), int64(2*o.Messages+o.Duplicates); got != want {
+	if got, want := meter.RoundTrips(), int64(2*o.Messages); got != want {
 		t.Errorf("%d Redis round trips for %d messages and %d copies, want %d", got, o.Messages, o.Duplicates, want)
 	}
 }
@@ -182,5 +184,23 @@ func TestDefaultInFlightIsTheService(t *testing.T) {
 	}
 	if cfg.HandlerConcurrency != DefaultInFlight {
 		t.Errorf("DefaultInFlight = %d, HANDLER_CONCURRENCY defaults to %d", DefaultInFlight, cfg.HandlerConcurrency)
+	}
+}
+
+// The receiver's store in the rounds is the service's by default: a zero
+// Redis Config batches as STORE_BATCH_SIZE does, and a zero cache Config
+// holds as many completed records, as long, as DEDUP_CACHE_SIZE and
+// DEDUP_CACHE_MAX_AGE do.
+func TestServiceStoreIsTheServiceDefault(t *testing.T) {
+	cfg, err := app.LoadConfig([]string{"ALLOW_ANONYMOUS=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StoreBatchSize != redisstore.DefaultBatchSize {
+		t.Errorf("STORE_BATCH_SIZE defaults to %d, a zero Redis Config to %d", cfg.StoreBatchSize, redisstore.DefaultBatchSize)
+	}
+	if cfg.DedupCacheSize != cache.DefaultSize || cfg.DedupCacheMaxAge != cache.DefaultMaxAge {
+		t.Errorf("DEDUP_CACHE_SIZE and _MAX_AGE default to %d and %v, a zero cache Config to %d and %v",
+			cfg.DedupCacheSize, cfg.DedupCacheMaxAge, cache.DefaultSize, cache.DefaultMaxAge)
 	}
 }
