@@ -50,7 +50,7 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 	}
 	defer func() { err = errors.Join(err, tr.Close(), removeStreams(o, cfg.TopicPrefix)) }()
 
-	msgs, _ := batch(id, o.Messages, o.Duplicates)
+	msgs, _ := batch(id, o.Messages, o.Duplicates, copyLag(o.InFlight*o.Consumers))
 	tl := newTally(o.Messages, len(msgs))
 	var mw []message.HandlerMiddleware
 	if receiver {

@@ -53,7 +53,7 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 					t.Error(err)
 				}
 			}()
-			_, copies := batch("x", o.Messages, o.Duplicates)
+			_, copies := batch("x", o.Messages, o.Duplicates, copyLag(b.opts.InFlight*b.opts.Consumers))
 			for _, receiver := range []bool{true, false} {
 				tl, err := b.round(ctx, receiver)
 				if err != nil {
@@ -98,29 +98,48 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 }
 
 // TestBatchSpreadsCopies checks the publishing order: every original once,
-// the copies spread over the originals, each after its original.
+// the copies spread over the originals, each lag originals after its
+// original; and in a round too short for that, after the last original.
 func TestBatchSpreadsCopies(t *testing.T) {
-	msgs, copies := batch("r", 100, 30)
-	if len(msgs) != 130 {
-		t.Fatalf("%d messages, want 130", len(msgs))
-	}
-	seen := map[string]int{}
-	for _, m := range msgs {
-		k := m.Metadata.Get("idempotency_key")
-		if seen[k] == 0 && m.Metadata.Get(indexMetadata) == "" {
-			t.Fatal("message without index")
+	for _, c := range []struct {
+		unique, duplicates, lag int
+		trail                   int // the fewest originals between a message and its copy
+	}{
+		{unique: 100, duplicates: 30, lag: 10, trail: 10},
+		{unique: 1000, duplicates: 200, lag: 128, trail: 128},
+		{unique: 100, duplicates: 20, lag: 128, trail: 1},
+	} {
+		msgs, copies := batch("r", c.unique, c.duplicates, c.lag)
+		if len(msgs) != c.unique+c.duplicates {
+			t.Fatalf("%+v: %d messages, want %d", c, len(msgs), c.unique+c.duplicates)
 		}
-		seen[k]++
-	}
-	total := 0
-	for i, c := range copies {
-		total += c
-		if c > 1 {
-			t.Errorf("message %d has %d copies; 30 copies of 100 should spread one each", i, c)
+		position := map[string]int{} // of each original, counted in originals
+		originals := 0
+		for _, m := range msgs {
+			k := m.Metadata.Get("idempotency_key")
+			if m.Metadata.Get(indexMetadata) == "" {
+				t.Fatal("message without index")
+			}
+			p, seen := position[k]
+			if !seen {
+				position[k] = originals
+				originals++
+				continue
+			}
+			if trail := originals - 1 - p; trail < c.trail {
+				t.Errorf("%+v: a copy of %s follows it by %d originals, want at least %d", c, k, trail, c.trail)
+			}
 		}
-	}
-	if total != 30 || len(seen) != 100 {
-		t.Errorf("%d copies over %d keys, want 30 over 100", total, len(seen))
+		total := 0
+		for i, n := range copies {
+			total += n
+			if n > 1 {
+				t.Errorf("%+v: message %d has %d copies, want them spread one each", c, i, n)
+			}
+		}
+		if total != c.duplicates || len(position) != c.unique {
+			t.Errorf("%+v: %d copies over %d keys", c, total, len(position))
+		}
 	}
 }
 
