@@ -71,12 +71,12 @@ func TestTinyRunWritesReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Targets", "### payload: msg/s by payload bytes", "### concurrency: msg/s by callers", "## Findings", "go run ./cmd/bench -size tiny", "](" + PlotName + ")", "cpu profile: receiver and store code"} {
+	for _, want := range []string{"## Targets", "### payload: msg/s by payload bytes", "### concurrency: msg/s by callers", "## Findings", "go run ./cmd/bench -size tiny", "](" + bench.PlotFile(bench.CallersSweep) + ")", "cpu profile: receiver and store code"} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	png, err := os.ReadFile(filepath.Join(filepath.Dir(out), PlotName))
+	png, err := os.ReadFile(filepath.Join(filepath.Dir(out), bench.PlotFile(bench.CallersSweep)))
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Errorf("plot: %v, want a PNG", err)
 	}

@@ -9,6 +9,9 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
+// PlotFile is the file name of the plot of the sweep named sweep.
+func PlotFile(sweep string) string { return "performance-" + sweep + ".png" }
+
 // WritePlot draws r as one line per backend, value on a log2 x axis and
 // rate on a log y axis, into a PNG at path.
 func WritePlot(r SweepResult, title, path string) error {
