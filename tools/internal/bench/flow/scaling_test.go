@@ -13,7 +13,7 @@ import (
 // per second as the parallel units grow: Kafka partitions (consumed in
 // parallel, each serially) and RabbitMQ consumers (each one message at a
 // time). With the receiver on, each serial unit waits two Redis round trips
-// per message (see TransportBench.ReceiverRound), so the on/off ratio should approach
+// per message (see RoundTimes), so the on/off ratio should approach
 // 1 as units multiply only once Redis, not the units, is the limit. With
 // the receiver on it also reports the mean Redis command latency seen
 // during the round.

@@ -55,7 +55,7 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 			}()
 			_, copies := batch("x", o.Messages, o.Duplicates, copyLag(b.opts.InFlight*b.opts.Consumers))
 			for _, receiver := range []bool{true, false} {
-				tl, err := b.round(ctx, receiver)
+				tl, err := b.round(ctx, receiver, b.opts.InFlight)
 				if err != nil {
 					t.Fatalf("receiver %v: %v", receiver, err)
 				}
@@ -163,7 +163,7 @@ func TestReceiverRoundTripsPerMessage(t *testing.T) {
 	}
 	defer b.Close()
 	meter.Reset()
-	if _, err := b.round(ctx, true); err != nil {
+	if _, err := b.round(ctx, true, b.opts.InFlight); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := meter.RoundTrips(), int64(2*o.Messages); got != want {
