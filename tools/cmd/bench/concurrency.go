@@ -11,14 +11,18 @@ import (
 	"github.com/onceflow/onceflow/tools/internal/bench/flow"
 )
 
-// concurrencyBound states, for each missed concurrency target of a
-// transport (concurrency-<kind>), what held the default concurrency's rate
+// concurrencyBound states, for each missed concurrency target (a
+// transport's, concurrency-<kind>, or the whole service's,
+// service-concurrency-<kind>), what held the default concurrency's rate
 // back, from the rounds whose ratio the target judges. Round by round:
 //
 //   - the cores: a round at the default concurrency that kept the
 //     machine's cores busy a share u of the time would pass at most 1/u
 //     times as many messages at the same CPU cost per message, whatever
 //     its concurrency; so the ratio is at most (high / u) / low;
+//   - on the service, the producer and the broker: the plain consumer
+//     that only acks receives what they pass it, so the service's ratio is
+//     at most plain / low;
 //   - on a transport, its lanes: by Little's law the lanes held rate x
 //     time-per-message messages at a time; a transport that keeps fewer
 //     than half of them busy bounds the ratio by its delivery.
@@ -27,14 +31,21 @@ import (
 func (r roundTimes) concurrencyBound(_ context.Context, rep *bench.Report) ([]string, error) {
 	var lines []string
 	for _, v := range rep.Verdicts {
-		if v.Pass || !strings.HasPrefix(v.Name, concurrencyTargetPrefix) {
+		service := strings.HasPrefix(v.Name, serviceConcurrencyTargetPrefix)
+		if v.Pass || !(service || strings.HasPrefix(v.Name, concurrencyTargetPrefix)) {
 			continue
 		}
 		highs, lows := r.of(v.Comparison, v.Of), r.of(v.Comparison, v.Over)
 		if len(highs) == 0 || len(highs) != len(lows) {
 			continue
 		}
-		lines = append(lines, concurrencyLine(v, highs, lows, nil))
+		var plains []flow.RoundTimes
+		if service {
+			if plains = r.of(v.Comparison, plainAck); len(plains) != len(highs) {
+				plains = nil
+			}
+		}
+		lines = append(lines, concurrencyLine(v, highs, lows, plains))
 	}
 	return lines, nil
 }
@@ -60,6 +71,9 @@ func concurrencyLine(v bench.Verdict, highs, lows, plains []flow.RoundTimes) str
 		}
 	}
 	what, unit := "the receiver-on rounds pass", "msg/s"
+	if plains != nil || strings.HasPrefix(v.Name, serviceConcurrencyTargetPrefix) {
+		what, unit = "the service passes", "payments/s"
+	}
 	lanes := highs[0].Lanes
 	var b strings.Builder
 	fmt.Fprintf(&b, "Bound: %s: with %d messages in flight per handler %s %.0f %s, with one %.0f (measured %.3f, goal %g).",
@@ -161,12 +175,16 @@ func (r roundTimes) fillNote(_ context.Context, rep *bench.Report) ([]string, er
 		return parts
 	}
 	transports := list(receiverTargetPrefix, transportKinds, receiverOn, receiverOne)
-	if len(transports) == 0 {
+	services := list(servicePrefix, flow.ServiceKinds, serviceDef, serviceOne)
+	if len(transports) == 0 && len(services) == 0 {
 		return nil, nil
 	}
 	line := fmt.Sprintf("Batch fill: with %d messages in flight per handler, the claim batches of the Redis store (as the service sets it up: "+
 		"STORE_BATCH_SIZE %d, behind the local cache) carried on average, median over the rounds, with the receiver on: %s",
 		flow.DefaultInFlight, bench.ServiceBatchSize, strings.Join(transports, ", "))
+	if len(services) > 0 {
+		line += "; through the whole service, its three handlers each holding as many: " + strings.Join(services, ", ")
+	}
 	return []string{line + ". A claim answered by the cache, as a copy's is, sends none."}, nil
 }
 
@@ -177,5 +195,5 @@ func sqlNote(_ context.Context, rep *bench.Report) ([]string, error) {
 		return nil, nil
 	}
 	return []string{"The sql transport holds one message in flight whatever HANDLER_CONCURRENCY says (its Watermill adapter hands out one at a time), " +
-		"so it has no concurrency target and no line in the " + TransportSweep + " sweep."}, nil
+		"so it has no concurrency target, no line in the " + TransportSweep + " sweep and no " + serviceOne + " contender."}, nil
 }

@@ -33,6 +33,9 @@ type flowSizes struct {
 	// axis.
 	sweepKafka, sweepBroker, sweepGochannel int
 	sweepInFlight                           []int
+	// payments is the payments of a service round; serviceRounds the
+	// rounds of a service comparison.
+	payments, serviceRounds int
 	// retention is the retention bench at this size: a backlog of
 	// expired records far smaller than make bench-retention's.
 	retention retention.Options
@@ -46,14 +49,17 @@ func sizesFor(z bench.Size) flowSizes {
 		// milliseconds on a machine busy with the race detector's tests.
 		return flowSizes{kafka: 200, broker: 100, gochannel: 200, mode: 30, requests: 200,
 			sweepKafka: 100, sweepBroker: 50, sweepGochannel: 100, sweepInFlight: []int{1, 16},
+			payments: 40, serviceRounds: 2,
 			retention: retention.Options{Rows: 2_000, Window: 500 * time.Millisecond, Windows: 2}}
 	case bench.Full:
 		return flowSizes{kafka: 10_000, broker: 2_000, gochannel: 5_000, mode: 300, requests: 4_000,
 			sweepKafka: 4_000, sweepBroker: 1_000, sweepGochannel: 2_000, sweepInFlight: []int{1, 4, 16, 64, 256},
+			payments: 1_000, serviceRounds: 5,
 			retention: retention.Options{Rows: 300_000}}
 	default:
 		return flowSizes{kafka: 4_000, broker: 1_000, gochannel: 2_000, mode: 150, requests: 2_000,
 			sweepKafka: 2_000, sweepBroker: 500, sweepGochannel: 1_000, sweepInFlight: []int{1, 16, 256},
+			payments: 500, serviceRounds: 3,
 			retention: retention.Options{Rows: 50_000, Window: time.Second}}
 	}
 }
@@ -65,7 +71,7 @@ type brokers struct{ amqp, nats, redisStream string }
 // extend adds the comparisons of whole flows, measured by package flow:
 // every transport with the receiver on and off and at one message in
 // flight, and the sweep of their throughput over the messages in flight;
-// lease against transaction mode; and
+// the whole service on every broker; lease against transaction mode; and
 // the HTTP middleware's latency; and the sweeper's effect on claims
 // (package retention). It returns what closes their benches.
 func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers) (func() error, error) {
@@ -83,6 +89,13 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers
 	tbs, err := addTransports(ctx, plan, deps, urls, z, times)
 	for _, tb := range tbs {
 		closers = append(closers, tb.Close)
+	}
+	if err != nil {
+		return closeAll, err
+	}
+	sbs, err := addServices(ctx, plan, deps, urls, z, times)
+	for _, sb := range sbs {
+		closers = append(closers, sb.Close)
 	}
 	if err != nil {
 		return closeAll, err
