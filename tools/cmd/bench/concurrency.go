@@ -56,12 +56,15 @@ func (r roundTimes) concurrencyBound(_ context.Context, rep *bench.Report) ([]st
 func concurrencyLine(v bench.Verdict, highs, lows, plains []flow.RoundTimes) string {
 	n := len(highs)
 	rateHigh, rateLow := make([]float64, n), make([]float64, n)
-	var cores, busyHigh, busyLow, broker []float64
+	var cores, busyHigh, processHigh, busyLow, broker []float64
 	for i := range highs {
 		rateHigh[i], rateLow[i] = highs[i].Rate, lows[i].Rate
 		if u := highs[i].Busy; u > 0 && lows[i].Rate > 0 {
 			cores = append(cores, highs[i].Rate/u/lows[i].Rate)
 			busyHigh = append(busyHigh, u)
+		}
+		if u := highs[i].Process; u >= 0 {
+			processHigh = append(processHigh, u)
 		}
 		if u := lows[i].Busy; u >= 0 {
 			busyLow = append(busyLow, u)
@@ -81,12 +84,19 @@ func concurrencyLine(v bench.Verdict, highs, lows, plains []flow.RoundTimes) str
 	atCores, atBroker := math.Inf(1), math.Inf(1)
 	if len(cores) > 0 {
 		atCores = medianOf(cores)
-		low := ""
+		var of []string
+		if len(processHigh) > 0 {
+			of = append(of, fmt.Sprintf("%.0f%% of them by this process, the rest by the brokers and any other tenant", 100*medianOf(processHigh)))
+		}
 		if len(busyLow) > 0 {
-			low = fmt.Sprintf(" (%.0f%% with one)", 100*medianOf(busyLow))
+			of = append(of, fmt.Sprintf("%.0f%% busy with one", 100*medianOf(busyLow)))
+		}
+		detail := ""
+		if len(of) > 0 {
+			detail = " (" + strings.Join(of, "; ") + ")"
 		}
 		fmt.Fprintf(&b, " The machine's cores were %.0f%% busy with %d in flight%s: with every core busy at the same CPU cost per message the ratio would be at most %.2f.",
-			100*medianOf(busyHigh), lanes, low, atCores)
+			100*medianOf(busyHigh), lanes, detail, atCores)
 	}
 	if len(broker) > 0 {
 		atBroker = medianOf(broker)

@@ -40,12 +40,12 @@ func TestConcurrencyBoundOfATransport(t *testing.T) {
 		// 4000/0.8/1000 = 5, 3000/1/1000 = 3, 1500/0.1/1000 = 15: median 5;
 		// 16, 12 and 6 lanes busy: median 12.
 		name: "cores", highs: []flow.RoundTimes{
-			{Rate: 4000, Busy: 0.8, Lanes: 16, Handling: 4 * time.Millisecond, StoreWait: 3 * time.Millisecond},
-			{Rate: 3000, Busy: 1, Lanes: 16, Handling: 4 * time.Millisecond, StoreWait: 3 * time.Millisecond},
-			{Rate: 1500, Busy: 0.1, Lanes: 16, Handling: 4 * time.Millisecond, StoreWait: 3 * time.Millisecond},
+			{Rate: 4000, Busy: 0.8, Process: 0.5, Lanes: 16, Handling: 4 * time.Millisecond, StoreWait: 3 * time.Millisecond},
+			{Rate: 3000, Busy: 1, Process: 0.6, Lanes: 16, Handling: 4 * time.Millisecond, StoreWait: 3 * time.Millisecond},
+			{Rate: 1500, Busy: 0.1, Process: 0.05, Lanes: 16, Handling: 4 * time.Millisecond, StoreWait: 3 * time.Millisecond},
 		},
 		want: []string{"Bound: concurrency-amqp: with 16 messages in flight per handler the receiver-on rounds pass 3000 msg/s, with one 1000 (measured 2.000, goal 5).",
-			"cores were 80% busy with 16 in flight (50% with one)", "would be at most 5.00",
+			"cores were 80% busy with 16 in flight (50% of them by this process, the rest by the brokers and any other tenant; 50% busy with one)", "would be at most 5.00",
 			"The 16 lanes held 12.0 messages at a time on average", "each taking 4ms in its lane against 900µs with one in flight, 3ms of it waiting on the store against 500µs",
 			"Verdict: within reach of the cores and the lanes were busy"},
 	}, {
@@ -96,9 +96,10 @@ func TestConcurrencyBoundOfATransport(t *testing.T) {
 func TestConcurrencyBoundOfTheService(t *testing.T) {
 	times := roundTimes{}
 	for _, plain := range []float64{3000, 2000, 4000} {
-		times.add("service-nats", plainAck, flow.RoundTimes{Rate: plain, Busy: math.NaN()})
-		times.add("service-nats", serviceDef, flow.RoundTimes{Rate: 1500, Busy: math.NaN(), Lanes: 16})
-		times.add("service-nats", serviceOne, flow.RoundTimes{Rate: 1000, Busy: math.NaN(), Lanes: 1})
+		nan := math.NaN()
+		times.add("service-nats", plainAck, flow.RoundTimes{Rate: plain, Busy: nan, Process: nan})
+		times.add("service-nats", serviceDef, flow.RoundTimes{Rate: 1500, Busy: nan, Process: nan, Lanes: 16})
+		times.add("service-nats", serviceOne, flow.RoundTimes{Rate: 1000, Busy: nan, Process: nan, Lanes: 1})
 	}
 	rep := concurrencyReport("service-concurrency-nats", "service-nats", serviceDef, serviceOne, nil)
 	lines, err := times.concurrencyBound(context.Background(), rep)

@@ -20,15 +20,28 @@ func TestParseCPU(t *testing.T) {
 	}
 }
 
-func TestBusyFraction(t *testing.T) {
-	a := CPUTimes{Busy: 100, Total: 400}
-	if f, ok := BusyFraction(a, CPUTimes{Busy: 175, Total: 500}); !ok || f != 0.75 {
-		t.Errorf("BusyFraction = %v, %v, want 0.75", f, ok)
+func TestParseProcessTicks(t *testing.T) {
+	// The command may hold spaces and parentheses; utime 1500, stime 300.
+	stat := []byte("4242 (bench (x) y) S 1 4242 4242 0 -1 4194560 9000 0 0 0 1500 300 0 0 20 0 12 0 100 1000000 500\n")
+	if got, ok := parseProcessTicks(stat); !ok || got != 1800 {
+		t.Errorf("parseProcessTicks = %d, %v, want 1800", got, ok)
 	}
-	if _, ok := BusyFraction(a, a); ok {
+	for _, bad := range []string{"", "4242 (x) S 1 2", "4242 (x) S 1 2 3 4 5 6 7 8 9 10 x 0"} {
+		if _, ok := parseProcessTicks([]byte(bad)); ok {
+			t.Errorf("parseProcessTicks(%q) accepted", bad)
+		}
+	}
+}
+
+func TestBusyFraction(t *testing.T) {
+	a := CPUTimes{Busy: 100, Total: 400, Process: 10}
+	if busy, process, ok := BusyFraction(a, CPUTimes{Busy: 175, Total: 500, Process: 35}); !ok || busy != 0.75 || process != 0.25 {
+		t.Errorf("BusyFraction = %v, %v, %v, want 0.75, 0.25", busy, process, ok)
+	}
+	if _, _, ok := BusyFraction(a, a); ok {
 		t.Error("no tick passed, yet a fraction")
 	}
-	if f, ok := ReadCPU(); ok && f.Busy > f.Total {
-		t.Errorf("ReadCPU = %+v: more busy ticks than ticks", f)
+	if f, ok := ReadCPU(); ok && (f.Busy > f.Total || f.Process > f.Busy) {
+		t.Errorf("ReadCPU = %+v: more busy ticks than ticks, or than the machine's", f)
 	}
 }

@@ -183,17 +183,17 @@ func (b *ServiceBench) Close() error {
 	return err
 }
 
-// busyOver is the machine's busy share between two readings, NaN when
-// either is missing or no tick passed.
-func busyOver(first, last *bench.CPUTimes) float64 {
+// busyOver is the machine's busy share between two readings and this
+// process's share, NaN when either reading is missing or no tick passed.
+func busyOver(first, last *bench.CPUTimes) (busy, process float64) {
 	if first == nil || last == nil {
-		return math.NaN()
+		return math.NaN(), math.NaN()
 	}
-	f, ok := bench.BusyFraction(*first, *last)
+	busy, process, ok := bench.BusyFraction(*first, *last)
 	if !ok {
-		return math.NaN()
+		return math.NaN(), math.NaN()
 	}
-	return f
+	return busy, process
 }
 
 // removeBrokerState removes what an instance or the plain consumer, whose

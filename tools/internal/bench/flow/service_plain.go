@@ -107,11 +107,9 @@ func (p *plainConsumer) round(ctx context.Context, o ServiceOptions, n int) (Rou
 	if err := <-published; err != nil {
 		return RoundTimes{}, err
 	}
-	busy, ok := tl.busy()
-	if !ok {
-		busy = math.NaN()
-	}
-	return RoundTimes{Rate: tl.rate(), Lanes: DefaultInFlight, Handling: tl.handlingPerDelivery(), ClaimsPerBatch: math.NaN(), Busy: busy}, nil
+	busy, process := tl.busy()
+	return RoundTimes{Rate: tl.rate(), Lanes: DefaultInFlight, Handling: tl.handlingPerDelivery(), ClaimsPerBatch: math.NaN(),
+		Busy: busy, Process: process}, nil
 }
 
 // stop stops the router, closes the transport and removes what the

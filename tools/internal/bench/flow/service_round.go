@@ -48,9 +48,9 @@ func (in *instance) round(ctx context.Context, o ServiceOptions, s *schema, n in
 	if err != nil {
 		return RoundTimes{}, err
 	}
-	t := RoundTimes{Rate: p.rate(n), Lanes: in.cfg.HandlerConcurrency, Busy: busyOver(p.cpuFirst.Load(), p.cpuLast),
-		ClaimsPerBatch: after.since(before)}
-	return t, nil
+	busy, process := busyOver(p.cpuFirst.Load(), p.cpuLast)
+	return RoundTimes{Rate: p.rate(n), Lanes: in.cfg.HandlerConcurrency, Busy: busy, Process: process,
+		ClaimsPerBatch: after.since(before)}, nil
 }
 
 // paymentMessages returns n PaymentRequested events of the anonymous

@@ -162,14 +162,10 @@ func (t *tally) claimsPerBatch() float64 {
 }
 
 // busy is the share of the machine's CPU time that was busy from the first
-// delivery to the last ack, and false when it could not be read. Call it
-// once wait has returned nil.
-func (t *tally) busy() (float64, bool) {
-	first := t.cpuFirst.Load()
-	if first == nil || t.cpuLast == nil {
-		return 0, false
-	}
-	return bench.BusyFraction(*first, *t.cpuLast)
+// delivery to the last ack, and the share this process ran, NaN when they
+// could not be read. Call it once wait has returned nil.
+func (t *tally) busy() (busy, process float64) {
+	return busyOver(t.cpuFirst.Load(), t.cpuLast)
 }
 
 // storeWaitPerDelivery is the time the receiver waited on its store calls

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"time"
 
@@ -215,6 +214,10 @@ type RoundTimes struct {
 	// 1; brokers and other tenants of the machine included), and NaN where
 	// the machine's CPU times cannot be read.
 	Busy float64
+	// Process is the share of the machine's CPU time this process ran
+	// over the same span: the routers, the receiver, the in-process Kafka
+	// broker and the service's instance, not the other brokers.
+	Process float64
 }
 
 // Occupancy is how many of the round's lanes held a message on average,
@@ -237,12 +240,9 @@ func (b *TransportBench) RoundWith(ctx context.Context, o RoundOptions) (RoundTi
 		lanes = 1
 	}
 	handling, wait := t.handlingPerDelivery(), t.storeWaitPerDelivery()
-	busy, ok := t.busy()
-	if !ok {
-		busy = math.NaN()
-	}
+	busy, process := t.busy()
 	return RoundTimes{Rate: t.rate(), Lanes: lanes, Handling: handling, StoreWait: wait, Own: max(0, handling-wait),
-		ClaimsPerBatch: t.claimsPerBatch(), Busy: busy}, nil
+		ClaimsPerBatch: t.claimsPerBatch(), Busy: busy, Process: process}, nil
 }
 
 // Sized returns a bench on b's brokers and schema whose rounds send
