@@ -54,7 +54,7 @@ func sizesFor(z bench.Size) flowSizes {
 	case bench.Full:
 		return flowSizes{kafka: 10_000, broker: 2_000, gochannel: 5_000, mode: 300, requests: 4_000,
 			sweepKafka: 4_000, sweepBroker: 1_000, sweepGochannel: 2_000, sweepInFlight: []int{1, 4, 16, 64, 256},
-			payments: 1_000, serviceRounds: 5,
+			payments: 800, serviceRounds: 5,
 			retention: retention.Options{Rows: 300_000}}
 	default:
 		return flowSizes{kafka: 4_000, broker: 1_000, gochannel: 2_000, mode: 150, requests: 2_000,

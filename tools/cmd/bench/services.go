@@ -62,6 +62,19 @@ func addServices(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls br
 				Op: bench.AtLeast, Goal: concurrencyGoal})
 		}
 		plan.Add(bench.Comparison{Name: name, Unit: "payments/s", Rounds: z.serviceRounds, Contenders: contenders, Done: sb.Stop}, targets...)
+		if kind == "kafka" {
+			// Where the CPU goes when the service's concurrency target
+			// finds the cores busy; the run closes the instance.
+			plan.Profiles = append(plan.Profiles, bench.Profiled{
+				Name:    fmt.Sprintf("whole service on Kafka, %d messages in flight per handler (producer and in-process broker included)", flow.DefaultInFlight),
+				Prepare: func(ctx context.Context) error { return sb.Start(ctx, flow.DefaultInFlight) },
+				Round: func(ctx context.Context) (float64, error) {
+					t, err := sb.Round(ctx, flow.DefaultInFlight)
+					return t.Rate, err
+				},
+				CPUOnly: true,
+			})
+		}
 	}
 	return benches, nil
 }

@@ -139,9 +139,12 @@ func NewPlan(z Size, deps Deps) *Plan {
 		Target{Name: "receiver-allocs", Of: "memory", Over: "none", Minus: true, Op: AtMost, Goal: 10},
 	)
 
+	// A cell of the store sweeps is one window per repeat; two at full
+	// size leave room in the run's twelve minutes for the flows'
+	// comparisons and sweep.
 	repeats := 1
 	if z == Full {
-		repeats = 3
+		repeats = 2
 	}
 	plan.Sweeps = []Sweep{
 		{Name: PayloadSweep, Axis: "payload bytes", Unit: "msg/s", Values: p.Payloads, Backends: Backends, Repeats: repeats,

@@ -125,18 +125,33 @@ func NewServiceBench(ctx context.Context, opts ServiceOptions) (*ServiceBench, e
 // exactly one charge, one notification and one receipt per payment. Its
 // Busy is the machine's over the same span; Lanes the concurrency.
 func (b *ServiceBench) Round(ctx context.Context, concurrency int) (RoundTimes, error) {
+	in, err := b.start(ctx, concurrency)
+	if err != nil {
+		return RoundTimes{}, err
+	}
+	return in.round(ctx, b.opts, b.schema, b.opts.Payments)
+}
+
+// Start starts the instance running with HANDLER_CONCURRENCY=concurrency,
+// warmed up, if it is not running: what Round would do first.
+func (b *ServiceBench) Start(ctx context.Context, concurrency int) error {
+	_, err := b.start(ctx, concurrency)
+	return err
+}
+
+func (b *ServiceBench) start(ctx context.Context, concurrency int) (*instance, error) {
 	if concurrency < 1 {
-		return RoundTimes{}, fmt.Errorf("concurrency %d, want at least 1", concurrency)
+		return nil, fmt.Errorf("concurrency %d, want at least 1", concurrency)
 	}
 	in := b.instances[concurrency]
 	if in == nil {
 		var err error
 		if in, err = startInstance(ctx, b.opts, b.schema, concurrency); err != nil {
-			return RoundTimes{}, err
+			return nil, err
 		}
 		b.instances[concurrency] = in
 	}
-	return in.round(ctx, b.opts, b.schema, b.opts.Payments)
+	return in, nil
 }
 
 // PlainRound publishes Payments payments, as Round does, to a plain
