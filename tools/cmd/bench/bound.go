@@ -8,31 +8,12 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/tools/internal/bench"
-	"github.com/onceflow/onceflow/tools/internal/bench/flow"
 )
 
-// receiverTimes keeps, per transport, where each of its receiver-on rounds
-// spent a delivery's time inside the receiver (see
-// flow.TransportBench.ReceiverRound), in round order: what the bound of its
-// target is made of, measured in the very rounds whose ratio it bounds.
-type receiverTimes map[string][]flow.ReceiverTimes
-
-// on returns the receiver-on contender of transport kind: one round of tb
-// with the receiver on, its times kept.
-func (r receiverTimes) on(kind string, tb *flow.TransportBench) func(context.Context) (float64, error) {
-	return func(ctx context.Context) (float64, error) {
-		t, err := tb.ReceiverRound(ctx)
-		if err != nil {
-			return 0, err
-		}
-		r[kind] = append(r[kind], t)
-		return t.Rate, nil
-	}
-}
-
-// note states, for each transport whose target was missed, where a
-// message's time goes with the receiver on and the most its ratio can be
-// given its own rounds. A lane hands the router one message at a time; with
+// receiverBound states, for each transport whose receiver target
+// (transport-<kind>) was missed, where a message's time goes with the
+// receiver on and the most its ratio can be given its own rounds. A lane
+// holds one message at a time (a round's consumers have Lanes); with
 // the receiver on, each message waits w for its Claim and Complete and
 // spends own in the receiver besides. In a round in which the transport
 // delivers off messages/s over lanes with the receiver off (a lane's time
@@ -50,21 +31,24 @@ func (r receiverTimes) on(kind string, tb *flow.TransportBench) func(context.Con
 //
 // Each bound is the median over the rounds, each round's off beside the
 // same round's on, wait and own.
-func (r receiverTimes) note(_ context.Context, rep *bench.Report) ([]string, error) {
+func (r roundTimes) receiverBound(_ context.Context, rep *bench.Report) ([]string, error) {
 	var lines []string
 	for _, v := range rep.Verdicts {
-		kind, ok := strings.CutPrefix(v.Name, "transport-")
+		kind, ok := strings.CutPrefix(v.Name, receiverTargetPrefix)
 		if !ok || v.Pass {
 			continue
 		}
 		res, _ := rep.Result(v.Comparison)
-		offs, ok1 := res.Contender("off")
-		ons, ok2 := res.Contender("on")
-		times, off, on := r[kind], offs.Median, ons.Median
+		offs, ok1 := res.Contender(receiverOff)
+		ons, ok2 := res.Contender(receiverOn)
+		times, off, on := r.of(v.Comparison, receiverOn), offs.Median, ons.Median
 		if !ok1 || !ok2 || off <= 0 || on <= 0 || len(times) == 0 || len(offs.Values) != len(times) || len(ons.Values) != len(times) {
 			continue
 		}
-		lanes := float64(transportLanes[kind])
+		lanes := float64(times[0].Lanes)
+		if lanes < 1 {
+			continue
+		}
 		overlapped, paced := make([]float64, len(times)), make([]float64, len(times))
 		waits, owns := make([]time.Duration, len(times)), make([]time.Duration, len(times))
 		for i, t := range times {
@@ -89,12 +73,12 @@ func (r receiverTimes) note(_ context.Context, rep *bench.Report) ([]string, err
 		default:
 			verdict = "within reach of the waits; the rest is the receiver's own cost"
 		}
-		lines = append(lines, fmt.Sprintf("Bound: transport-%s: a lane (%.0f in all) takes %s per message with the receiver off (%.0f msg/s) "+
+		lines = append(lines, fmt.Sprintf("Bound: %s%s: a lane (%.0f in all) takes %s per message with the receiver off (%.0f msg/s) "+
 			"and %s with it on: %s waiting on the Redis store's Claim and Complete and %s in the receiver besides, timed in the same rounds, %s. "+
 			"The waits hold receiver on / off to at most %.3f should the transport do all its work while its lanes wait; "+
 			"a receiver that cost nothing but its waits, on the transport as it ran, to at most %.3f "+
 			"(medians over %d rounds; measured %.3f, goal %g): %s.",
-			kind, lanes, laneOff, off, laneOn, wait.Round(time.Microsecond), own.Round(time.Microsecond), besides,
+			receiverTargetPrefix, kind, lanes, laneOff, off, laneOn, wait.Round(time.Microsecond), own.Round(time.Microsecond), besides,
 			atOverlap, atPace, len(times), v.Value, v.Goal, verdict))
 	}
 	return lines, nil

@@ -53,9 +53,10 @@ func TestReceiverBoundPairsItsOwnRounds(t *testing.T) {
 		want: []string{"so the transport did 233µs of its own work", "to at most 1.000 (", "within reach of the waits"},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
-			times := receiverTimes{"sql": {{StoreWait: time.Hour}}}
+			times := roundTimes{}
+			times.add("transport-sql", receiverOn, flow.RoundTimes{StoreWait: time.Hour, Lanes: 1})
 			for i, w := range c.waits {
-				times["amqp"] = append(times["amqp"], flow.ReceiverTimes{Rate: c.ons[i], StoreWait: w, Own: c.own})
+				times.add("transport-amqp", receiverOn, flow.RoundTimes{Rate: c.ons[i], StoreWait: w, Own: c.own, Lanes: 1})
 			}
 			rep := &bench.Report{
 				Results: []bench.Result{{Name: "transport-amqp", Samples: []bench.Samples{
@@ -64,7 +65,7 @@ func TestReceiverBoundPairsItsOwnRounds(t *testing.T) {
 				}}},
 				Verdicts: []bench.Verdict{{Target: bench.Target{Name: "transport-amqp", Comparison: "transport-amqp", Goal: 0.8}, Value: 0.5}},
 			}
-			lines, err := times.note(context.Background(), rep)
+			lines, err := times.receiverBound(context.Background(), rep)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +78,7 @@ func TestReceiverBoundPairsItsOwnRounds(t *testing.T) {
 				}
 			}
 			rep.Verdicts[0].Pass = true
-			if lines, _ := times.note(context.Background(), rep); len(lines) != 0 {
+			if lines, _ := times.receiverBound(context.Background(), rep); len(lines) != 0 {
 				t.Errorf("a met target got %q", lines)
 			}
 		})
@@ -86,7 +87,7 @@ func TestReceiverBoundPairsItsOwnRounds(t *testing.T) {
 		Results:  []bench.Result{{Name: "transport-amqp", Samples: []bench.Samples{{Contender: "off", Values: offs, Median: 2000}}}},
 		Verdicts: []bench.Verdict{{Target: bench.Target{Name: "transport-amqp", Comparison: "transport-amqp", Goal: 0.8}}},
 	}
-	if lines, _ := (receiverTimes{}).note(context.Background(), rep); len(lines) != 0 {
+	if lines, _ := (roundTimes{}).receiverBound(context.Background(), rep); len(lines) != 0 {
 		t.Errorf("a target without receiver rounds got %q", lines)
 	}
 }

@@ -12,9 +12,10 @@ import (
 	"github.com/onceflow/onceflow/tools/internal/bench/retention"
 )
 
-// flowRounds is how many interleaved rounds each flow comparison runs: a
-// round of these moves thousands of messages through a broker, so they
-// keep to the minimum of five whatever the size.
+// flowRounds is how many interleaved rounds each transport and mode
+// comparison runs, whatever the size: a round of these moves thousands of
+// messages through a broker, and five of them keep one slow round from
+// setting the median.
 const flowRounds = 5
 
 // httpRounds is how many rounds the HTTP latency comparisons run. With 16
@@ -23,9 +24,18 @@ const flowRounds = 5
 // costs under two seconds, so more of them settle the median cheaply.
 const httpRounds = 9
 
-// flowSizes are the messages (or requests) per round of each flow bench.
+// flowSizes are the messages (or requests, or payments) per round of each
+// flow bench.
 type flowSizes struct {
 	kafka, broker, gochannel, mode, requests int
+	// sweepKafka, sweepBroker and sweepGochannel are the messages of a
+	// transport sweep's round, which has no copies; sweepInFlight its
+	// axis.
+	sweepKafka, sweepBroker, sweepGochannel int
+	sweepInFlight                           []int
+	// payments is the payments of a service round; serviceRounds the
+	// rounds of a service comparison.
+	payments, serviceRounds int
 	// retention is the retention bench at this size: a backlog of
 	// expired records far smaller than make bench-retention's.
 	retention retention.Options
@@ -38,35 +48,35 @@ func sizesFor(z bench.Size) flowSizes {
 		// DETACH CONCURRENTLY, DROP), which takes a few hundred
 		// milliseconds on a machine busy with the race detector's tests.
 		return flowSizes{kafka: 200, broker: 100, gochannel: 200, mode: 30, requests: 200,
+			sweepKafka: 100, sweepBroker: 50, sweepGochannel: 100, sweepInFlight: []int{1, 16},
+			payments: 40, serviceRounds: 2,
 			retention: retention.Options{Rows: 2_000, Window: 500 * time.Millisecond, Windows: 2}}
 	case bench.Full:
 		return flowSizes{kafka: 10_000, broker: 2_000, gochannel: 5_000, mode: 300, requests: 4_000,
+			sweepKafka: 4_000, sweepBroker: 1_000, sweepGochannel: 2_000, sweepInFlight: []int{1, 4, 16, 64, 256},
+			payments: 800, serviceRounds: 5,
 			retention: retention.Options{Rows: 300_000}}
 	default:
 		return flowSizes{kafka: 4_000, broker: 1_000, gochannel: 2_000, mode: 150, requests: 2_000,
+			sweepKafka: 2_000, sweepBroker: 500, sweepGochannel: 1_000, sweepInFlight: []int{1, 16, 256},
+			payments: 500, serviceRounds: 3,
 			retention: retention.Options{Rows: 50_000, Window: time.Second}}
 	}
 }
-
-// transportLanes is how many messages each transport's bench has in flight
-// at once: one per Kafka partition, one for a single AMQP consumer, the sql
-// consumer group, the NATS and Redis Streams subscribers (each hands the
-// router one message at a time) and gochannel (whose publish waits for the
-// ack).
-var transportLanes = map[string]int{"kafka": flow.DefaultPartitions, "amqp": 1, "sql": 1, "nats": 1, "redisstream": 1, "gochannel": 1}
 
 // brokers are the URLs of the brokers the transport benches run on besides
 // Kafka (in process) and PostgreSQL (the run's database).
 type brokers struct{ amqp, nats, redisStream string }
 
 // extend adds the comparisons of whole flows, measured by package flow:
-// every transport with the receiver on and off, lease against transaction
-// mode, and the HTTP middleware's latency; and the sweeper's effect on
-// claims (package retention). It returns what closes their
-// benches.
+// every transport with the receiver on and off and at one message in
+// flight, and the sweep of their throughput over the messages in flight;
+// the whole service on every broker; lease against transaction mode; and
+// the HTTP middleware's latency; and the sweeper's effect on claims
+// (package retention). It returns what closes their benches.
 func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers) (func() error, error) {
 	env, z := deps.Env, sizesFor(plan.Size)
-	times := receiverTimes{}
+	times := roundTimes{}
 	var closers []func() error
 	closeAll := func() error {
 		var errs []error
@@ -76,29 +86,21 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers
 		return errors.Join(errs...)
 	}
 
-	for _, kind := range []string{"kafka", "amqp", "sql", "nats", "redisstream", "gochannel"} {
-		messages := z.broker
-		switch kind {
-		case "kafka":
-			messages = z.kafka
-		case "gochannel":
-			messages = z.gochannel
-		}
-		tb, err := flow.NewTransportBench(ctx, flow.TransportOptions{
-			Kind: kind, AMQPURL: urls.amqp, NATSURL: urls.nats, RedisStreamURL: urls.redisStream,
-			PostgresURL: env.PostgresURL, Redis: env.Redis,
-			Messages: messages, Duplicates: messages / 5,
-		})
-		if err != nil {
-			return closeAll, fmt.Errorf("transport %s: %w", kind, err)
-		}
+	tbs, err := addTransports(ctx, plan, deps, urls, z, times)
+	for _, tb := range tbs {
 		closers = append(closers, tb.Close)
-		plan.Add(bench.Comparison{Name: "transport-" + kind, Unit: "msg/s", Rounds: flowRounds, Contenders: []bench.Contender{
-			{Name: "off", Measure: func(ctx context.Context) (float64, error) { return tb.Round(ctx, false) }},
-			{Name: "on", Measure: times.on(kind, tb)},
-		}}, bench.Target{Name: "transport-" + kind, Of: "on", Over: "off", Op: bench.AtLeast, Goal: 0.8})
 	}
-	plan.Notes = append(plan.Notes, times.note)
+	if err != nil {
+		return closeAll, err
+	}
+	sbs, err := addServices(ctx, plan, deps, urls, z, times)
+	for _, sb := range sbs {
+		closers = append(closers, sb.Close)
+	}
+	if err != nil {
+		return closeAll, err
+	}
+	plan.Notes = append(plan.Notes, times.receiverBound, times.concurrencyBound, times.fillNote, sqlNote)
 
 	mb, err := flow.NewModeBench(ctx, flow.ModeOptions{PostgresURL: env.PostgresURL, Messages: z.mode})
 	if err != nil {

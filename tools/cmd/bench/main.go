@@ -1,10 +1,11 @@
 // Command bench runs the performance plan of internal/bench, and the flow
 // comparisons of internal/bench/flow (every transport with the receiver on
-// and off, lease against transaction mode, the HTTP middleware's latency):
-// onceflow side by side with its references, in one run, medians of
-// interleaved rounds. It
-// prints each table as it goes and one TARGET line per target at the end,
-// and with -out writes the report (and the throughput plot beside it).
+// and off and at one message in flight, swept over the messages in
+// flight; the whole service on every broker; lease against transaction
+// mode; the HTTP middleware's latency): onceflow side by side with its
+// references, in one run, medians of interleaved rounds. It prints each
+// table as it goes and one TARGET line per target at the end, and with
+// -out writes the report (and the sweeps' plots beside it).
 //
 //	cd tools && go run ./cmd/bench -size short|full [-out ../docs/PERFORMANCE.md]
 //

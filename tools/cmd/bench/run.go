@@ -13,9 +13,6 @@ import (
 	"github.com/onceflow/onceflow/tools/internal/bench"
 )
 
-// PlotName is the file name of the throughput plot, written next to -out.
-const PlotName = "performance-concurrency.png"
-
 // config is the command line.
 type config struct {
 	size        bench.Size
@@ -87,18 +84,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	return runErr
 }
 
-// writeReport writes the markdown report and the plot beside it.
+// writeReport writes the markdown report and, beside it, the plot of each
+// sweep that has one (see bench.PlotFile).
 func writeReport(ctx context.Context, cfg config, env *bench.Env, rep *bench.Report) error {
 	if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
 		return err
 	}
-	meta := bench.Meta{Command: cfg.command, Machine: bench.DescribeMachine(ctx, env)}
-	if s, ok := rep.Sweep(rep.PlotSweep); ok && s.Err == nil {
-		plot := filepath.Join(filepath.Dir(cfg.out), PlotName)
-		if err := bench.WritePlot(s, "receiver throughput by concurrency, per store", plot); err != nil {
+	meta := bench.Meta{Command: cfg.command, Machine: bench.DescribeMachine(ctx, env), Plots: map[string]string{}}
+	for _, s := range rep.Sweeps {
+		if s.Plot == "" || s.Err != nil {
+			continue
+		}
+		name := bench.PlotFile(s.Name)
+		if err := bench.WritePlot(s, s.Plot, filepath.Join(filepath.Dir(cfg.out), name)); err != nil {
 			return err
 		}
-		meta.PlotFile = PlotName
+		meta.Plots[s.Name] = name
 	}
 	f, err := os.Create(cfg.out)
 	if err != nil {

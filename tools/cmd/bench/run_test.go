@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/tools/internal/bench"
+	"github.com/onceflow/onceflow/tools/internal/bench/flow"
 )
 
 func TestFlagsRejectUnknownSize(t *testing.T) {
@@ -26,7 +28,7 @@ func TestFlagsRejectUnknownSize(t *testing.T) {
 
 // A tiny run measures every comparison, sweep and profile: it prints one
 // TARGET line with a measured value per target last, the plan's and the
-// flows', and writes the report and the plot beside it.
+// flows', and writes the report and the plots beside it.
 func TestTinyRunWritesReport(t *testing.T) {
 	testenv.Integration(t)
 	if err := (bench.Tools{}).Check(); err != nil {
@@ -60,8 +62,16 @@ func TestTinyRunWritesReport(t *testing.T) {
 	for _, target := range bench.NewPlan(bench.Tiny, bench.Deps{}).Targets {
 		want = append(want, target.Name)
 	}
-	want = append(want, "transport-kafka", "transport-amqp", "transport-sql", "transport-gochannel",
-		"http-idempotency-p50-memory", "retention-claim-p99")
+	for _, kind := range transportKinds {
+		want = append(want, receiverTargetPrefix+kind)
+	}
+	for _, kind := range inFlightKinds {
+		want = append(want, concurrencyTargetPrefix+kind)
+		if slices.Contains(flow.ServiceKinds, kind) {
+			want = append(want, serviceConcurrencyTargetPrefix+kind)
+		}
+	}
+	want = append(want, "http-idempotency-p50-memory", "retention-claim-p99")
 	for _, name := range want {
 		if !judged[name] {
 			t.Errorf("no measured TARGET line for %s in\n%s", name, tail)
@@ -71,13 +81,18 @@ func TestTinyRunWritesReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Targets", "### payload: msg/s by payload bytes", "### concurrency: msg/s by callers", "## Findings", "go run ./cmd/bench -size tiny", "](" + PlotName + ")", "cpu profile: receiver and store code"} {
+	for _, want := range []string{"## Targets", "### payload: msg/s by payload bytes", "### concurrency: msg/s by callers",
+		"### " + TransportSweep + ": msg/s by messages in flight", "### service-kafka (payments/s", "## Findings", "Batch fill: ",
+		"go run ./cmd/bench -size tiny", "](" + bench.PlotFile(bench.CallersSweep) + ")", "](" + bench.PlotFile(TransportSweep) + ")",
+		"cpu profile: receiver and store code"} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	png, err := os.ReadFile(filepath.Join(filepath.Dir(out), PlotName))
-	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
-		t.Errorf("plot: %v, want a PNG", err)
+	for _, sweep := range []string{bench.CallersSweep, TransportSweep} {
+		png, err := os.ReadFile(filepath.Join(filepath.Dir(out), bench.PlotFile(sweep)))
+		if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+			t.Errorf("plot of %s: %v, want a PNG", sweep, err)
+		}
 	}
 }

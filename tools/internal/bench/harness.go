@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -31,6 +32,11 @@ type Comparison struct {
 	Contenders    []Contender
 	// Rounds overrides the plan's round count when positive.
 	Rounds int
+	// Done, when set, runs once the comparison's rounds are over, whatever
+	// their outcome: it frees what the contenders keep from one round to
+	// the next (a running service, say). Its error fails the run, not the
+	// measurements.
+	Done func() error
 }
 
 // Samples are one contender's measurements, in round order.
@@ -108,12 +114,20 @@ func (r Result) Contender(name string) (Samples, bool) {
 }
 
 // Run measures c in rounds interleaved rounds (see [Comparison]). It stops
-// at the first error, which it records in Result.Err and returns.
-func (c Comparison) Run(ctx context.Context, rounds int) (Result, error) {
+// at the first error, which it records in Result.Err and returns, then
+// runs Done, whose error it returns too.
+func (c Comparison) Run(ctx context.Context, rounds int) (res Result, err error) {
+	if c.Done != nil {
+		defer func() {
+			if derr := c.Done(); derr != nil {
+				err = errors.Join(err, fmt.Errorf("%s, after its rounds: %w", c.Name, derr))
+			}
+		}()
+	}
 	if c.Rounds > 0 {
 		rounds = c.Rounds
 	}
-	res := Result{Name: c.Name, Unit: c.Unit, LowerIsBetter: c.LowerIsBetter, Samples: make([]Samples, len(c.Contenders))}
+	res = Result{Name: c.Name, Unit: c.Unit, LowerIsBetter: c.LowerIsBetter, Samples: make([]Samples, len(c.Contenders))}
 	for i, ct := range c.Contenders {
 		res.Samples[i].Contender = ct.Name
 	}

@@ -37,6 +37,40 @@ func TestComparisonRotatesRoundsAndTakesMedians(t *testing.T) {
 	}
 }
 
+// Done runs once the rounds are over, after the last and after a failed
+// one; its error is returned without spoiling the measurements.
+func TestComparisonDoneRunsAfterItsRounds(t *testing.T) {
+	var log []string
+	measure := func(fail bool) Contender {
+		return Contender{Name: "a", Measure: func(context.Context) (float64, error) {
+			log = append(log, "round")
+			if fail {
+				return 0, errors.New("boom")
+			}
+			return 1, nil
+		}}
+	}
+	done := func() error { log = append(log, "done"); return errors.New("left over") }
+	res, err := Comparison{Name: "c", Contenders: []Contender{measure(false)}, Done: done}.Run(t.Context(), 2)
+	if want := []string{"round", "round", "done"}; !slices.Equal(log, want) {
+		t.Errorf("ran %v, want %v", log, want)
+	}
+	if err == nil || !strings.Contains(err.Error(), "left over") || res.Err != nil {
+		t.Errorf("err %v, result's %v: want Done's error, and the measurements kept", err, res.Err)
+	}
+	if m, ok := res.Median("a"); !ok || m != 1 {
+		t.Errorf("median %v, %v", m, ok)
+	}
+	log = nil
+	_, err = Comparison{Name: "c", Contenders: []Contender{measure(true)}, Done: done}.Run(t.Context(), 2)
+	if want := []string{"round", "done"}; !slices.Equal(log, want) {
+		t.Errorf("ran %v, want %v", log, want)
+	}
+	if err == nil || !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "left over") {
+		t.Errorf("err %v, want both errors", err)
+	}
+}
+
 func TestComparisonStopsAtFirstError(t *testing.T) {
 	boom := errors.New("boom")
 	res, err := Comparison{Name: "c", Contenders: []Contender{

@@ -11,8 +11,9 @@ import (
 type Meta struct {
 	Command string
 	Machine Machine
-	// PlotFile is the plot's path relative to the report ("" for none).
-	PlotFile string
+	// Plots are the paths of the sweeps' plots relative to the report, by
+	// sweep name; a sweep without one has none.
+	Plots map[string]string
 }
 
 // WriteMarkdown writes the report as docs/PERFORMANCE.md: every figure in it
@@ -76,8 +77,8 @@ func (r *Report) WriteMarkdown(w io.Writer, meta Meta) error {
 			}
 			fmt.Fprintln(&b)
 		}
-		if s.Name == r.PlotSweep && meta.PlotFile != "" {
-			fmt.Fprintf(&b, "\n![%s by %s per store](%s)\n", s.Unit, s.Axis, meta.PlotFile)
+		if f := meta.Plots[s.Name]; f != "" {
+			fmt.Fprintf(&b, "\n![%s](%s)\n", s.Plot, f)
 		}
 	}
 

@@ -24,8 +24,6 @@ type Plan struct {
 	Comparisons []Comparison
 	Targets     []Target
 	Sweeps      []Sweep
-	// PlotSweep names the sweep drawn as the throughput plot.
-	PlotSweep   string
 	Profiles    []Profiled
 	ProfileSpan time.Duration
 	// Notes run after the targets are judged and derive finding lines
@@ -70,7 +68,7 @@ const (
 func NewPlan(z Size, deps Deps) *Plan {
 	p := z.Params()
 	env, tools := deps.Env, deps.Tools
-	plan := &Plan{Size: z, Params: p, PlotSweep: CallersSweep, ProfileSpan: 4 * p.Window}
+	plan := &Plan{Size: z, Params: p, ProfileSpan: 4 * p.Window}
 
 	plan.Add(Comparison{Name: RouterMemory, Unit: "msg/s", Rounds: p.RouterRounds, Contenders: []Contender{
 		{"none", RouterRound(p.Messages, 64, NoMiddleware)},
@@ -141,9 +139,12 @@ func NewPlan(z Size, deps Deps) *Plan {
 		Target{Name: "receiver-allocs", Of: "memory", Over: "none", Minus: true, Op: AtMost, Goal: 10},
 	)
 
+	// A cell of the store sweeps is one window per repeat; two at full
+	// size leave room in the run's twelve minutes for the flows'
+	// comparisons and sweep.
 	repeats := 1
 	if z == Full {
-		repeats = 3
+		repeats = 2
 	}
 	plan.Sweeps = []Sweep{
 		{Name: PayloadSweep, Axis: "payload bytes", Unit: "msg/s", Values: p.Payloads, Backends: Backends, Repeats: repeats,
@@ -151,6 +152,7 @@ func NewPlan(z Size, deps Deps) *Plan {
 				return ReceiverCalls(env, b, 16, size, p.SweepWindow)
 			}},
 		{Name: CallersSweep, Axis: "callers", Unit: "msg/s", Values: p.Callers, Backends: Backends, Repeats: repeats,
+			Plot: "receiver throughput by concurrency, per store",
 			Measure: func(b Backend, callers int) func(ctx context.Context) (float64, error) {
 				return ReceiverCalls(env, b, callers, 64, p.SweepWindow)
 			}},

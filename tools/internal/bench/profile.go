@@ -18,6 +18,11 @@ type Profiled struct {
 	Name string
 	// Round runs the workload once; it is repeated for the profile's span.
 	Round func(ctx context.Context) (float64, error)
+	// Prepare, when set, runs once before the profiles start, outside
+	// them: it starts what the rounds run on (a service, say).
+	Prepare func(ctx context.Context) error
+	// CPUOnly takes the CPU profile alone, not the allocation profile.
+	CPUOnly bool
 }
 
 // Finding is one line of the findings: the functions that take the largest
@@ -52,9 +57,15 @@ func (f Finding) String() string {
 		f.Workload, f.Profile, f.Own, strings.Join(parts, ", "))
 }
 
-// ProfileWorkload runs w's rounds for span under the CPU profiler and under
-// a fine allocation profile, and returns the top functions of each.
+// ProfileWorkload runs w's rounds for span under the CPU profiler and,
+// unless w is CPUOnly, for span again under a fine allocation profile,
+// and returns the top functions of each.
 func ProfileWorkload(ctx context.Context, w Profiled, span time.Duration, top int) ([]Finding, error) {
+	if w.Prepare != nil {
+		if err := w.Prepare(ctx); err != nil {
+			return nil, err
+		}
+	}
 	var cpu bytes.Buffer
 	if err := pprof.StartCPUProfile(&cpu); err != nil {
 		return nil, fmt.Errorf("starting the cpu profile: %w", err)
@@ -67,6 +78,10 @@ func ProfileWorkload(ctx context.Context, w Profiled, span time.Duration, top in
 	cpuTop, cpuOwn, err := topFlat(cpu.Bytes(), nil, "cpu", top)
 	if err != nil {
 		return nil, err
+	}
+	cpuFinding := Finding{Workload: w.Name, Profile: "cpu", Top: cpuTop, Own: cpuOwn}
+	if w.CPUOnly {
+		return []Finding{cpuFinding}, nil
 	}
 
 	rate := runtime.MemProfileRate
@@ -87,10 +102,7 @@ func ProfileWorkload(ctx context.Context, w Profiled, span time.Duration, top in
 	if err != nil {
 		return nil, err
 	}
-	return []Finding{
-		{Workload: w.Name, Profile: "cpu", Top: cpuTop, Own: cpuOwn},
-		{Workload: w.Name, Profile: "alloc_objects", Top: allocTop, Own: allocOwn},
-	}, nil
+	return []Finding{cpuFinding, {Workload: w.Name, Profile: "alloc_objects", Top: allocTop, Own: allocOwn}}, nil
 }
 
 func repeat(ctx context.Context, round func(context.Context) (float64, error), span time.Duration) error {

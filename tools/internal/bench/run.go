@@ -17,9 +17,7 @@ type Report struct {
 	Results  []Result
 	Verdicts []Verdict
 	Sweeps   []SweepResult
-	// PlotSweep is the sweep the plan draws; see [WritePlot].
-	PlotSweep string
-	Findings  []Finding
+	Findings []Finding
 	// Notes are the lines the plan's notes derived.
 	Notes []string
 }
@@ -60,7 +58,7 @@ func (r *Report) Sweep(name string) (SweepResult, bool) {
 // comparison or sweep does not stop the others: its targets are judged
 // misses, and the errors are returned together with the report.
 func (p *Plan) Run(ctx context.Context, log io.Writer) (*Report, error) {
-	rep := &Report{Size: p.Size, Params: p.Params, Started: time.Now(), PlotSweep: p.PlotSweep}
+	rep := &Report{Size: p.Size, Params: p.Params, Started: time.Now()}
 	var errs []error
 	for _, c := range p.Comparisons {
 		fmt.Fprintf(log, "== %s (%d contenders)\n", c.Name, len(c.Contenders))
@@ -71,10 +69,11 @@ func (p *Plan) Run(ctx context.Context, log io.Writer) (*Report, error) {
 		if err != nil {
 			errs = append(errs, err)
 			fmt.Fprintf(log, "error: %v\n", err)
-			continue
 		}
-		writeResult(log, res)
-		writeTook(log, res.Took)
+		if res.Err == nil {
+			writeResult(log, res)
+			writeTook(log, res.Took)
+		}
 	}
 	for _, s := range p.Sweeps {
 		fmt.Fprintf(log, "== sweep %s\n", s.Name)

@@ -9,7 +9,8 @@ import (
 // Sweep measures one quantity per backend along an axis (payload bytes,
 // callers). Each cell is the median of Repeats measurements; the backends
 // of a cell are measured in turn, so a passing disturbance spreads over
-// them rather than one.
+// them rather than one. A backend is a line of the sweep: a store, or any
+// other thing measured along the axis.
 type Sweep struct {
 	Name     string
 	Axis     string // what Values are, such as "callers"
@@ -18,23 +19,28 @@ type Sweep struct {
 	Backends []Backend
 	Repeats  int
 	Measure  func(b Backend, value int) func(ctx context.Context) (float64, error)
+	// Plot is the title of the sweep's plot (see [WritePlot] and
+	// [PlotFile]), or empty for none.
+	Plot string
 }
 
 // SweepResult is a measured Sweep: Cells[backend][i] is the cell of
 // Values[i].
 type SweepResult struct {
 	Name, Axis, Unit string
-	Values           []int
-	Backends         []Backend
-	Cells            map[Backend][]float64
-	Err              error
+	// Plot is the sweep's Plot.
+	Plot     string
+	Values   []int
+	Backends []Backend
+	Cells    map[Backend][]float64
+	Err      error
 	// Took is how long the sweep ran.
 	Took time.Duration
 }
 
 // Run measures every cell of s.
 func (s Sweep) Run(ctx context.Context) (SweepResult, error) {
-	res := SweepResult{Name: s.Name, Axis: s.Axis, Unit: s.Unit, Values: s.Values, Backends: s.Backends,
+	res := SweepResult{Name: s.Name, Axis: s.Axis, Unit: s.Unit, Plot: s.Plot, Values: s.Values, Backends: s.Backends,
 		Cells: map[Backend][]float64{}}
 	for _, v := range s.Values {
 		samples := map[Backend][]float64{}

@@ -13,7 +13,7 @@ import (
 type amqpTopology struct{ url, exchange, queue string }
 
 func (a amqpTopology) declare() error {
-	return a.onChannel(func(ch *amqp091.Channel) error {
+	return a.wrap(onAMQPChannel(a.url, func(ch *amqp091.Channel) error {
 		if err := ch.ExchangeDeclare(a.exchange, "fanout", true, false, false, false, nil); err != nil {
 			return err
 		}
@@ -21,20 +21,25 @@ func (a amqpTopology) declare() error {
 			return err
 		}
 		return ch.QueueBind(a.queue, "", a.exchange, false, nil)
-	})
+	}))
 }
 
 func (a amqpTopology) remove() error {
-	return a.onChannel(func(ch *amqp091.Channel) error {
-		if _, err := ch.QueueDelete(a.queue, false, false, false); err != nil {
-			return err
-		}
-		return ch.ExchangeDelete(a.exchange, false, false)
-	})
+	return a.wrap(removeAMQP(a.url, []string{a.exchange}, []string{a.queue}))
 }
 
-func (a amqpTopology) onChannel(f func(*amqp091.Channel) error) error {
-	conn, err := amqp091.Dial(a.url)
+// wrap names the topology in err, if not nil.
+func (a amqpTopology) wrap(err error) error {
+	if err != nil {
+		return fmt.Errorf("queue %s on exchange %s: %w", a.queue, a.exchange, err)
+	}
+	return nil
+}
+
+// onAMQPChannel runs f on a channel of a connection of its own to the
+// RabbitMQ at url.
+func onAMQPChannel(url string, f func(*amqp091.Channel) error) error {
+	conn, err := amqp091.Dial(url)
 	if err != nil {
 		return fmt.Errorf("connecting to RabbitMQ: %w", err)
 	}
@@ -44,8 +49,22 @@ func (a amqpTopology) onChannel(f func(*amqp091.Channel) error) error {
 		return fmt.Errorf("opening a RabbitMQ channel: %w", err)
 	}
 	defer ch.Close()
-	if err := f(ch); err != nil {
-		return fmt.Errorf("queue %s on exchange %s: %w", a.queue, a.exchange, err)
-	}
-	return nil
+	return f(ch)
+}
+
+// removeAMQP deletes queues, then exchanges, on the RabbitMQ at url.
+func removeAMQP(url string, exchanges, queues []string) error {
+	return onAMQPChannel(url, func(ch *amqp091.Channel) error {
+		for _, q := range queues {
+			if _, err := ch.QueueDelete(q, false, false, false); err != nil {
+				return fmt.Errorf("deleting queue %s: %w", q, err)
+			}
+		}
+		for _, e := range exchanges {
+			if err := ch.ExchangeDelete(e, false, false); err != nil {
+				return fmt.Errorf("deleting exchange %s: %w", e, err)
+			}
+		}
+		return nil
+	})
 }

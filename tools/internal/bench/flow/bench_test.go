@@ -41,13 +41,10 @@ func BenchmarkTransport(b *testing.B) {
 				if kind == "kafka" {
 					o.Messages = benchSize(5000, DefaultKafkaMessages)
 				}
-				var times ReceiverTimes
+				var times RoundTimes
 				benchRounds(b, func(ctx context.Context) (*TransportBench, error) { return NewTransportBench(ctx, o) },
 					func(ctx context.Context, t *TransportBench) (rate float64, err error) {
-						if !receiver {
-							return t.Round(ctx, false)
-						}
-						times, err = t.ReceiverRound(ctx)
+						times, err = t.RoundWith(ctx, RoundOptions{Receiver: receiver})
 						return times.Rate, err
 					})
 				if receiver {

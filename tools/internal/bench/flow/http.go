@@ -17,7 +17,6 @@ import (
 	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/memory"
-	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
 
 // Variant is what stands in front of the payments handler in an HTTP round.
@@ -29,7 +28,8 @@ const (
 	NoMiddleware Variant = "none"
 	// MemoryStore puts the middleware in front, on the memory store.
 	MemoryStore Variant = "memory"
-	// RedisStore puts the middleware in front, on the Redis store.
+	// RedisStore puts the middleware in front, on the Redis store as the
+	// service sets it up by default (batched, behind the local cache).
 	RedisStore Variant = "redis"
 )
 
@@ -132,7 +132,7 @@ func (b *HTTPBench) handler(v Variant) (http.Handler, func(), error) {
 		if b.opts.Redis == nil {
 			return nil, nil, errors.New("the redis variant needs a Redis client")
 		}
-		store = redisstore.New(b.opts.Redis, redisstore.Config{KeyPrefix: b.keyPrefix, BatchSize: redisstore.Unbatched})
+		store = serviceStore(b.opts.Redis, b.keyPrefix, nil)
 	default:
 		return nil, nil, fmt.Errorf("unknown variant %q: use %s, %s or %s", v, NoMiddleware, MemoryStore, RedisStore)
 	}

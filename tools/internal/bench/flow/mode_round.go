@@ -54,7 +54,7 @@ func (b *ModeBench) round(ctx context.Context, mode Mode) (_ *tally, prefix stri
 	if err != nil {
 		return nil, "", err
 	}
-	msgs, _ := batch(id, b.opts.Messages, 0)
+	msgs, _ := batch(id, b.opts.Messages, 0, minCopyLag)
 	tl := newTally(b.opts.Messages, len(msgs))
 	handle := effectHandler(b.schema.pool, tl)
 	consume := func() (*routers, error) {

@@ -10,13 +10,13 @@ import (
 )
 
 // BenchmarkTransportScaling reports receiver-on and receiver-off messages
-// per second as the parallel units grow: Kafka partitions (consumed in
-// parallel, each serially) and RabbitMQ consumers (each one message at a
-// time). With the receiver on, each serial unit waits two Redis round trips
-// per message (see TransportBench.ReceiverRound), so the on/off ratio should approach
-// 1 as units multiply only once Redis, not the units, is the limit. With
-// the receiver on it also reports the mean Redis command latency seen
-// during the round.
+// per second as the parallel units grow: Kafka partitions and RabbitMQ
+// consumers, each consumer holding DefaultInFlight messages (the
+// messages in flight themselves are swept by make bench). With the
+// receiver on, each message waits two Redis round trips (see RoundTimes),
+// so the on/off ratio should approach 1 as units multiply only once
+// Redis, not the units, is the limit. With the receiver on it also
+// reports the mean Redis command latency seen during the round.
 func BenchmarkTransportScaling(b *testing.B) {
 	type shape struct {
 		kind                  string

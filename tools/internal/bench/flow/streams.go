@@ -13,17 +13,18 @@ import (
 	"github.com/onceflow/onceflow/tools/internal/bench"
 )
 
-// removeStreams deletes what a round left on a broker that keeps it: the
-// NATS streams (on disk) and the Redis streams whose names begin with the
-// round's topic prefix. Other kinds keep nothing or clean up elsewhere.
-func removeStreams(o TransportOptions, prefix string) error {
+// removeStreams deletes what a round or an instance left on a broker of
+// kind that keeps it: the NATS streams (on disk) and the Redis streams
+// whose names begin with prefix. Other kinds keep nothing or clean up
+// elsewhere.
+func removeStreams(kind, natsURL, redisStreamURL, prefix string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	switch o.Kind {
+	switch kind {
 	case transport.NATS:
-		return removeNATSStreams(ctx, o.NATSURL, transport.NATSStream(prefix))
+		return removeNATSStreams(ctx, natsURL, transport.NATSStream(prefix))
 	case transport.RedisStream:
-		return removeRedisStreams(ctx, o.RedisStreamURL, prefix)
+		return removeRedisKeys(ctx, redisStreamURL, prefix)
 	}
 	return nil
 }
@@ -48,7 +49,9 @@ func removeNATSStreams(ctx context.Context, url, prefix string) error {
 	return nil
 }
 
-func removeRedisStreams(ctx context.Context, url, prefix string) error {
+// removeRedisKeys unlinks every key whose name begins with prefix on the
+// Redis at url.
+func removeRedisKeys(ctx context.Context, url, prefix string) error {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return err
@@ -56,7 +59,7 @@ func removeRedisStreams(ctx context.Context, url, prefix string) error {
 	c := redis.NewClient(opts)
 	defer c.Close()
 	if err := bench.UnlinkKeys(ctx, c, prefix); err != nil {
-		return fmt.Errorf("removing the round's Redis streams: %w", err)
+		return fmt.Errorf("removing the Redis keys under %s: %w", prefix, err)
 	}
 	return nil
 }

@@ -3,12 +3,15 @@ package flow
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/onceflow/onceflow/tools/internal/bench"
 )
 
 // indexMetadata carries a message's index in its round, which the handler
@@ -26,10 +29,14 @@ type tally struct {
 	total      int64 // the deliveries that end the round
 	delivered  atomic.Int64
 	executions []atomic.Int32
-	first      atomic.Int64 // unix nanoseconds at which the first delivery began
-	last       atomic.Int64 // unix nanoseconds at which the latest ack came
-	storeWait  atomic.Int64 // nanoseconds the receiver waited on its store (waitingStore)
-	handling   atomic.Int64 // nanoseconds inside the middlewares below count and the handler
+	first      atomic.Int64                   // unix nanoseconds at which the first delivery began
+	last       atomic.Int64                   // unix nanoseconds at which the latest ack came
+	storeWait  atomic.Int64                   // nanoseconds the receiver waited on its store (waitingStore)
+	handling   atomic.Int64                   // nanoseconds inside the middlewares below count and the handler
+	claims     atomic.Int64                   // Claims the receiver's store sent in batches (observeBatch)
+	batches    atomic.Int64                   // and the batches that carried them
+	cpuFirst   atomic.Pointer[bench.CPUTimes] // the machine's CPU times at the first delivery
+	cpuLast    *bench.CPUTimes                // and at the last ack; written before done closes
 	done       chan struct{}
 	doneOnce   sync.Once
 	stop       chan struct{} // closed when the round is over
@@ -50,7 +57,11 @@ func (t *tally) close() { t.stopOnce.Do(func() { close(t.stop) }) }
 func (t *tally) count(h message.HandlerFunc) message.HandlerFunc {
 	return func(msg *message.Message) ([]*message.Message, error) {
 		start := time.Now()
-		t.first.CompareAndSwap(0, start.UnixNano())
+		if t.first.CompareAndSwap(0, start.UnixNano()) {
+			if c, ok := bench.ReadCPU(); ok {
+				t.cpuFirst.Store(&c)
+			}
+		}
 		out, err := h(msg)
 		t.handling.Add(int64(time.Since(start)))
 		if err == nil {
@@ -71,7 +82,12 @@ func (t *tally) acked(msg *message.Message) {
 	}
 	t.finished(time.Now())
 	if t.delivered.Add(1) >= t.total {
-		t.doneOnce.Do(func() { close(t.done) })
+		t.doneOnce.Do(func() {
+			if c, ok := bench.ReadCPU(); ok {
+				t.cpuLast = &c
+			}
+			close(t.done)
+		})
 	}
 }
 
@@ -124,6 +140,32 @@ func (t *tally) rate() float64 {
 		return 0
 	}
 	return float64(t.delivered.Load()) / elapsed.Seconds()
+}
+
+// observeBatch is the receiver's store's BatchObserver: it counts claim
+// batches and the Claims they carried.
+func (t *tally) observeBatch(op string, calls int) {
+	if op == "claim" {
+		t.batches.Add(1)
+		t.claims.Add(int64(calls))
+	}
+}
+
+// claimsPerBatch is the mean Claims per claim batch of the round, NaN when
+// the store sent none.
+func (t *tally) claimsPerBatch() float64 {
+	n := t.batches.Load()
+	if n == 0 {
+		return math.NaN()
+	}
+	return float64(t.claims.Load()) / float64(n)
+}
+
+// busy is the share of the machine's CPU time that was busy from the first
+// delivery to the last ack, and the share this process ran, NaN when they
+// could not be read. Call it once wait has returned nil.
+func (t *tally) busy() (busy, process float64) {
+	return busyOver(t.cpuFirst.Load(), t.cpuLast)
 }
 
 // storeWaitPerDelivery is the time the receiver waited on its store calls

@@ -14,6 +14,8 @@ import (
 	"github.com/onceflow/onceflow/internal/kfakebroker"
 	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/cache"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
 
@@ -83,10 +85,11 @@ type TransportOptions struct {
 // delivers to a router with a no-op handler, with the idempotent receiver
 // (Redis store) on or off, everything else equal.
 type TransportBench struct {
-	opts    TransportOptions
-	store   *redisstore.Store
-	schema  *schema        // sql only
-	cluster *kfake.Cluster // kafka without brokers given only
+	opts      TransportOptions
+	keyPrefix string         // of the receiver's records in Redis
+	schema    *schema        // sql only
+	cluster   *kfake.Cluster // kafka without brokers given only
+	borrowed  bool           // schema and cluster are another bench's (Sized)
 }
 
 // NewTransportBench checks opts, fills its defaults and, on sql, creates the
@@ -96,10 +99,7 @@ func NewTransportBench(ctx context.Context, opts TransportOptions) (*TransportBe
 	if err != nil {
 		return nil, err
 	}
-	b := &TransportBench{
-		opts:  opts,
-		store: redisstore.New(opts.Redis, redisstore.Config{KeyPrefix: "bench:flow:" + shortID() + ":", BatchSize: redisstore.Unbatched}),
-	}
+	b := &TransportBench{opts: opts, keyPrefix: "bench:flow:" + shortID() + ":"}
 	switch {
 	case opts.Kind == transport.SQL:
 		if b.schema, err = openSchema(ctx, opts.PostgresURL, "bench_flow_"); err != nil {
@@ -162,49 +162,108 @@ func (o TransportOptions) withDefaults() (TransportOptions, error) {
 
 // Round publishes Messages plus Duplicates messages to a fresh topic and
 // consumes them through Consumers routers whose handler does nothing, with
-// the receiver on or off. It returns the messages acked per second from the
-// first delivery to the last ack (copies included), and fails if a delivery
-// stalls for a minute. Publishing precedes consuming on every kind but
-// gochannel, which holds no messages: there the publishers run with the
-// consumers, as the transport's backpressure wants.
+// the receiver on or off, InFlight messages in flight per consumer. It
+// returns the messages acked per second from the first delivery to the
+// last ack (copies included), and fails if a delivery stalls for a minute.
+// Publishing precedes consuming on every kind but gochannel, which holds no
+// messages: there the publishers run with the consumers, as the
+// transport's backpressure wants.
 func (b *TransportBench) Round(ctx context.Context, receiver bool) (float64, error) {
-	t, err := b.round(ctx, receiver)
-	if err != nil {
-		return 0, err
-	}
-	return t.rate(), nil
+	t, err := b.RoundWith(ctx, RoundOptions{Receiver: receiver})
+	return t.Rate, err
 }
 
-// ReceiverTimes is what a round with the receiver on measured, besides
-// its rate: per delivery, where a lane's time went inside the receiver.
-type ReceiverTimes struct {
+// RoundOptions is what one round of a [TransportBench] changes.
+type RoundOptions struct {
+	// Receiver puts the idempotent receiver in front of the handler.
+	Receiver bool
+	// InFlight, when positive, is how many messages each consumer holds
+	// at once in this round, instead of the bench's InFlight: what
+	// HANDLER_CONCURRENCY sets in the service.
+	InFlight int
+}
+
+// RoundTimes is what a round measured: its rate, and where its
+// deliveries' time went.
+type RoundTimes struct {
 	// Rate is the round's deliveries per second, as Round returns it.
 	Rate float64
-	// StoreWait is how long the receiver waited on its store's Claims,
-	// Completes and Releases: on a transport that hands each lane one
-	// message at a time, the time its lanes spent waiting on Redis rather
-	// than moving messages.
+	// Lanes is how many messages the round's consumers could hold at once:
+	// InFlight per consumer, one on sql, whose subscribers hold one at a
+	// time and whose consumers take turns.
+	Lanes int
+	// Handling is how long a delivery spent, on average, inside the
+	// routers' middlewares (the receiver, when on) and the handler, which
+	// only counts it. By Little's law the round's lanes were busy
+	// Rate x Handling at a time on average (see Occupancy).
+	Handling time.Duration
+	// StoreWait is how long a delivery waited, on average, on the
+	// receiver's store's Claims, Completes and Releases: time its lane
+	// spent waiting on Redis rather than moving messages. Zero with the
+	// receiver off.
 	StoreWait time.Duration
-	// Own is the rest of the time spent in the receiver, and in the
-	// round's handler, which only counts the delivery: the receiver's own
-	// cost, as the lanes paid it in this round.
+	// Own is the rest of Handling: the receiver's own cost, as the lanes
+	// paid it in this round, and the handler's.
 	Own time.Duration
+	// ClaimsPerBatch is how many Claims the receiver's store sent per
+	// batch, on average (a Claim sent alone is a batch of one), and NaN
+	// when it sent none (the receiver off).
+	ClaimsPerBatch float64
+	// Busy is the share of the machine's CPU time, over all its cores,
+	// that was busy from the round's first delivery to its last ack (0 to
+	// 1; brokers and other tenants of the machine included), and NaN where
+	// the machine's CPU times cannot be read.
+	Busy float64
+	// Process is the share of the machine's CPU time this process ran
+	// over the same span: the routers, the receiver, the in-process Kafka
+	// broker and the service's instance, not the other brokers.
+	Process float64
 }
 
-// ReceiverRound runs a round with the receiver on, as Round does, and
-// returns its rate with where its lanes' time went inside the receiver.
-func (b *TransportBench) ReceiverRound(ctx context.Context) (ReceiverTimes, error) {
-	t, err := b.round(ctx, true)
-	if err != nil {
-		return ReceiverTimes{}, err
+// Occupancy is how many of the round's lanes held a message on average,
+// by Little's law: deliveries per second times the time each spent.
+func (t RoundTimes) Occupancy() float64 { return t.Rate * t.Handling.Seconds() }
+
+// RoundWith runs a round as Round does, changed by o, and returns its rate
+// with where its deliveries' time went.
+func (b *TransportBench) RoundWith(ctx context.Context, o RoundOptions) (RoundTimes, error) {
+	inFlight := b.opts.InFlight
+	if o.InFlight > 0 {
+		inFlight = o.InFlight
 	}
-	wait := t.storeWaitPerDelivery()
-	return ReceiverTimes{Rate: t.rate(), StoreWait: wait, Own: max(0, t.handlingPerDelivery()-wait)}, nil
+	t, err := b.round(ctx, o.Receiver, inFlight)
+	if err != nil {
+		return RoundTimes{}, err
+	}
+	lanes := inFlight * b.opts.Consumers
+	if b.opts.Kind == transport.SQL {
+		lanes = 1
+	}
+	handling, wait := t.handlingPerDelivery(), t.storeWaitPerDelivery()
+	busy, process := t.busy()
+	return RoundTimes{Rate: t.rate(), Lanes: lanes, Handling: handling, StoreWait: wait, Own: max(0, handling-wait),
+		ClaimsPerBatch: t.claimsPerBatch(), Busy: busy, Process: process}, nil
+}
+
+// Sized returns a bench on b's brokers and schema whose rounds send
+// messages unique messages and duplicates copies of them; b's Close
+// closes what they share, its own nothing.
+func (b *TransportBench) Sized(messages, duplicates int) (*TransportBench, error) {
+	o := b.opts
+	o.Messages, o.Duplicates = messages, duplicates
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &TransportBench{opts: o, keyPrefix: b.keyPrefix, schema: b.schema, cluster: b.cluster, borrowed: true}, nil
 }
 
 // Close drops the bench's schema and stops its Kafka broker, if any. Its
 // records in Redis expire on their own (recordTTL).
 func (b *TransportBench) Close() error {
+	if b.borrowed {
+		return nil
+	}
 	if b.cluster != nil {
 		b.cluster.Close()
 	}
@@ -214,9 +273,19 @@ func (b *TransportBench) Close() error {
 	return nil
 }
 
-// newReceiver is the receiver of the bench's rounds: the Redis store, its
-// waits added up in tl, defaults otherwise.
+// newReceiver is the receiver of one round: on a fresh store (see
+// serviceStore), its waits and batches counted in tl; defaults otherwise.
 func (b *TransportBench) newReceiver(tl *tally) (*middleware.Receiver, error) {
-	store := waitingStore{Store: b.store, waited: &tl.storeWait}
+	store := waitingStore{Store: serviceStore(b.opts.Redis, b.keyPrefix, tl.observeBatch), waited: &tl.storeWait}
 	return middleware.NewReceiver(middleware.Config{Store: store, TTL: recordTTL, Logger: b.opts.Logger})
+}
+
+// serviceStore is the record store as the service sets it up by default
+// with STORE=redis: the Redis store, batching concurrent Claims and
+// Completes as a zero Config does (STORE_BATCH_SIZE's default), behind
+// the local cache of completed records (DEDUP_CACHE_SIZE's default).
+// observe, when not nil, is told the size of every batch it sends.
+func serviceStore(client redis.UniversalClient, keyPrefix string, observe func(op string, calls int)) stores.Store {
+	s := redisstore.New(client, redisstore.Config{KeyPrefix: keyPrefix, BatchObserver: observe})
+	return cache.New(s, cache.Config{})
 }

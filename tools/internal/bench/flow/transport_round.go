@@ -17,9 +17,9 @@ const (
 	benchTopic   = "bench"
 )
 
-// round runs one round of the transport bench (see Round) and returns its
-// tally.
-func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, err error) {
+// round runs one round of the transport bench (see Round), each consumer
+// holding inFlight messages, and returns its tally.
+func (b *TransportBench) round(ctx context.Context, receiver bool, inFlight int) (_ *tally, err error) {
 	o := b.opts
 	id := shortID()
 	cfg := transport.Config{
@@ -48,9 +48,11 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, tr.Close(), removeStreams(o, cfg.TopicPrefix)) }()
+	defer func() {
+		err = errors.Join(err, tr.Close(), removeStreams(o.Kind, o.NATSURL, o.RedisStreamURL, cfg.TopicPrefix))
+	}()
 
-	msgs, _ := batch(id, o.Messages, o.Duplicates)
+	msgs, _ := batch(id, o.Messages, o.Duplicates, copyLag(inFlight*o.Consumers))
 	tl := newTally(o.Messages, len(msgs))
 	var mw []message.HandlerMiddleware
 	if receiver {
@@ -62,7 +64,7 @@ func (b *TransportBench) round(ctx context.Context, receiver bool) (_ *tally, er
 	}
 	consume := func() (*routers, error) {
 		return startRouters(ctx, o.Consumers, o.Logger, func(r *message.Router) error {
-			sub, err := tr.Subscriber(benchHandler, o.InFlight)
+			sub, err := tr.Subscriber(benchHandler, inFlight)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,8 @@ import (
 	"github.com/onceflow/onceflow/app"
 	"github.com/onceflow/onceflow/internal/redismeter"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/stores/cache"
+	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
 
 // transportOptions are small rounds of kind on the services of the test
@@ -51,9 +53,9 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 					t.Error(err)
 				}
 			}()
-			_, copies := batch("x", o.Messages, o.Duplicates)
+			_, copies := batch("x", o.Messages, o.Duplicates, copyLag(b.opts.InFlight*b.opts.Consumers))
 			for _, receiver := range []bool{true, false} {
-				tl, err := b.round(ctx, receiver)
+				tl, err := b.round(ctx, receiver, b.opts.InFlight)
 				if err != nil {
 					t.Fatalf("receiver %v: %v", receiver, err)
 				}
@@ -96,37 +98,56 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 }
 
 // TestBatchSpreadsCopies checks the publishing order: every original once,
-// the copies spread over the originals, each after its original.
+// the copies spread over the originals, each lag originals after its
+// original; and in a round too short for that, after the last original.
 func TestBatchSpreadsCopies(t *testing.T) {
-	msgs, copies := batch("r", 100, 30)
-	if len(msgs) != 130 {
-		t.Fatalf("%d messages, want 130", len(msgs))
-	}
-	seen := map[string]int{}
-	for _, m := range msgs {
-		k := m.Metadata.Get("idempotency_key")
-		if seen[k] == 0 && m.Metadata.Get(indexMetadata) == "" {
-			t.Fatal("message without index")
+	for _, c := range []struct {
+		unique, duplicates, lag int
+		trail                   int // the fewest originals between a message and its copy
+	}{
+		{unique: 100, duplicates: 30, lag: 10, trail: 10},
+		{unique: 1000, duplicates: 200, lag: 128, trail: 128},
+		{unique: 100, duplicates: 20, lag: 128, trail: 1},
+	} {
+		msgs, copies := batch("r", c.unique, c.duplicates, c.lag)
+		if len(msgs) != c.unique+c.duplicates {
+			t.Fatalf("%+v: %d messages, want %d", c, len(msgs), c.unique+c.duplicates)
 		}
-		seen[k]++
-	}
-	total := 0
-	for i, c := range copies {
-		total += c
-		if c > 1 {
-			t.Errorf("message %d has %d copies; 30 copies of 100 should spread one each", i, c)
+		position := map[string]int{} // of each original, counted in originals
+		originals := 0
+		for _, m := range msgs {
+			k := m.Metadata.Get("idempotency_key")
+			if m.Metadata.Get(indexMetadata) == "" {
+				t.Fatal("message without index")
+			}
+			p, seen := position[k]
+			if !seen {
+				position[k] = originals
+				originals++
+				continue
+			}
+			if trail := originals - 1 - p; trail < c.trail {
+				t.Errorf("%+v: a copy of %s follows it by %d originals, want at least %d", c, k, trail, c.trail)
+			}
 		}
-	}
-	if total != 30 || len(seen) != 100 {
-		t.Errorf("%d copies over %d keys, want 30 over 100", total, len(seen))
+		total := 0
+		for i, n := range copies {
+			total += n
+			if n > 1 {
+				t.Errorf("%+v: message %d has %d copies, want them spread one each", c, i, n)
+			}
+		}
+		if total != c.duplicates || len(position) != c.unique {
+			t.Errorf("%+v: %d copies over %d keys", c, total, len(position))
+		}
 	}
 }
 
 // TestReceiverRoundTripsPerMessage counts the Redis round trips of a round
-// with the receiver on: two per unique message (claim, complete), one per
-// copy (the claim that finds the completed record). One message is in
-// flight at a time, so that no copy finds its original in progress (which
-// costs a claim per redelivery).
+// with the receiver on: two per unique message (claim, complete), none per
+// copy (the service's local cache holds the completed record its claim
+// finds). One message is in flight at a time, so that no copy finds its
+// original in progress (which costs a claim per redelivery).
 func TestReceiverRoundTripsPerMessage(t *testing.T) {
 	o := transportOptions(t, "gochannel")
 	o.InFlight = 1
@@ -142,10 +163,10 @@ func TestReceiverRoundTripsPerMessage(t *testing.T) {
 	}
 	defer b.Close()
 	meter.Reset()
-	if _, err := b.round(ctx, true); err != nil {
+	if _, err := b.round(ctx, true, b.opts.InFlight); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := meter.RoundTrips(), int64(2*o.Messages+o.Duplicates); got != want {
+	if got, want := meter.RoundTrips(), int64(2*o.Messages); got != want {
 		t.Errorf("%d Redis round trips for %d messages and %d copies, want %d", got, o.Messages, o.Duplicates, want)
 	}
 }
@@ -182,5 +203,23 @@ func TestDefaultInFlightIsTheService(t *testing.T) {
 	}
 	if cfg.HandlerConcurrency != DefaultInFlight {
 		t.Errorf("DefaultInFlight = %d, HANDLER_CONCURRENCY defaults to %d", DefaultInFlight, cfg.HandlerConcurrency)
+	}
+}
+
+// The receiver's store in the rounds is the service's by default: a zero
+// Redis Config batches as STORE_BATCH_SIZE does, and a zero cache Config
+// holds as many completed records, as long, as DEDUP_CACHE_SIZE and
+// DEDUP_CACHE_MAX_AGE do.
+func TestServiceStoreIsTheServiceDefault(t *testing.T) {
+	cfg, err := app.LoadConfig([]string{"ALLOW_ANONYMOUS=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StoreBatchSize != redisstore.DefaultBatchSize {
+		t.Errorf("STORE_BATCH_SIZE defaults to %d, a zero Redis Config to %d", cfg.StoreBatchSize, redisstore.DefaultBatchSize)
+	}
+	if cfg.DedupCacheSize != cache.DefaultSize || cfg.DedupCacheMaxAge != cache.DefaultMaxAge {
+		t.Errorf("DEDUP_CACHE_SIZE and _MAX_AGE default to %d and %v, a zero cache Config to %d and %v",
+			cfg.DedupCacheSize, cfg.DedupCacheMaxAge, cache.DefaultSize, cache.DefaultMaxAge)
 	}
 }

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/onceflow/onceflow/tools/internal/bench"
+	"github.com/onceflow/onceflow/tools/internal/bench/flow"
+)
+
+// The contenders of a service comparison: a plain Watermill consumer that
+// only acks, and the whole service at its default concurrency and at one
+// message in flight per handler (HANDLER_CONCURRENCY=1).
+const (
+	plainAck   = "plain-ack"
+	serviceDef = "service"
+	serviceOne = "service-1"
+)
+
+// The service comparisons and their targets, each followed by the broker.
+const (
+	servicePrefix                  = "service-"
+	serviceConcurrencyTargetPrefix = "service-concurrency-"
+)
+
+// addServices adds a comparison per broker of the whole service (see
+// flow.ServiceBench), its rounds' times kept in times. The instances run
+// only while their comparison does. It returns the benches, for the
+// caller to close, even on error.
+func addServices(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers, z flowSizes, times roundTimes) ([]*flow.ServiceBench, error) {
+	env := deps.Env
+	var benches []*flow.ServiceBench
+	for _, kind := range flow.ServiceKinds {
+		payments := z.payments
+		if kind == "sql" {
+			// One message in flight per handler passes a few hundred
+			// payments a second: a quarter as many keep its rounds as
+			// short as the others'.
+			payments = max(1, payments/4)
+		}
+		sb, err := flow.NewServiceBench(ctx, flow.ServiceOptions{
+			Kind: kind, AMQPURL: urls.amqp, NATSURL: urls.nats, RedisStreamURL: urls.redisStream,
+			PostgresURL: env.BaseURL(), RedisAddr: env.RedisAddr, Payments: payments,
+		})
+		if err != nil {
+			return benches, fmt.Errorf("service on %s: %w", kind, err)
+		}
+		benches = append(benches, sb)
+		name := servicePrefix + kind
+		at := func(concurrency int) func(context.Context) (flow.RoundTimes, error) {
+			return func(ctx context.Context) (flow.RoundTimes, error) { return sb.Round(ctx, concurrency) }
+		}
+		contenders := []bench.Contender{
+			{Name: plainAck, Measure: times.measure(name, plainAck, sb.PlainRound)},
+			{Name: serviceDef, Measure: times.measure(name, serviceDef, at(flow.DefaultInFlight))},
+		}
+		var targets []bench.Target
+		if slices.Contains(inFlightKinds, kind) {
+			contenders = append(contenders, bench.Contender{Name: serviceOne, Measure: times.measure(name, serviceOne, at(1))})
+			targets = append(targets, bench.Target{Name: serviceConcurrencyTargetPrefix + kind, Of: serviceDef, Over: serviceOne,
+				Op: bench.AtLeast, Goal: concurrencyGoal})
+		}
+		plan.Add(bench.Comparison{Name: name, Unit: "payments/s", Rounds: z.serviceRounds, Contenders: contenders, Done: sb.Stop}, targets...)
+		if kind == "kafka" {
+			// Where the CPU goes when the service's concurrency target
+			// finds the cores busy; the run closes the instance.
+			plan.Profiles = append(plan.Profiles, bench.Profiled{
+				Name:    fmt.Sprintf("whole service on Kafka, %d messages in flight per handler (producer and in-process broker included)", flow.DefaultInFlight),
+				Prepare: func(ctx context.Context) error { return sb.Start(ctx, flow.DefaultInFlight) },
+				Round: func(ctx context.Context) (float64, error) {
+					t, err := sb.Round(ctx, flow.DefaultInFlight)
+					return t.Rate, err
+				},
+				CPUOnly: true,
+			})
+		}
+	}
+	return benches, nil
+}

@@ -1,0 +1,228 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/onceflow/onceflow/internal/kfakebroker"
+	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/tools/internal/bench"
+)
+
+// DefaultPayments is the number of payments a service round publishes by
+// default.
+const DefaultPayments = 2000
+
+// ServiceKinds are the transports a [ServiceBench] runs on: every broker.
+// The in-process transport has no broker a producer outside the instance
+// could publish to.
+var ServiceKinds = []string{transport.Kafka, transport.AMQP, transport.SQL, transport.NATS, transport.RedisStream}
+
+// ServiceOptions configures a [ServiceBench].
+type ServiceOptions struct {
+	// Kind is one of ServiceKinds.
+	Kind string
+	// KafkaBrokers are the seed brokers of Kafka. When empty on kafka, the
+	// bench starts an in-process broker of its own and stops it on Close.
+	KafkaBrokers []string
+	// AMQPURL, NATSURL and RedisStreamURL are the brokers of amqp, nats
+	// and redisstream, each required by its kind.
+	AMQPURL, NATSURL, RedisStreamURL string
+	// PostgresURL is a postgres:// URL: the service's ledger (and the sql
+	// transport's tables) live in a schema of the bench's own there,
+	// migrated by the service as it starts. Required.
+	PostgresURL string
+	// RedisAddr is the Redis (host:port) of the idempotency records
+	// (STORE=redis). Required.
+	RedisAddr string
+	// Payments is the number of payments per round. Default
+	// DefaultPayments.
+	Payments int
+	// Logger receives the instances' and routers' logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// ServiceBench measures the whole service on a broker: payments per second
+// through one instance of it, as cmd/onceflow runs it with the payments
+// domain (charge_payment, then notify_customer and issue_receipt; the
+// ledger in PostgreSQL, the idempotency records in Redis, every other
+// setting at its default), while a producer publishes PaymentRequested
+// events to the broker as `onceflow load` does. Beside it, a plain
+// Watermill router on the same transport whose handler only acks shows
+// what the broker delivers when handling costs nothing.
+//
+// Each instance (one per HANDLER_CONCURRENCY a round asks for) and the
+// plain consumer start at their first round and keep running, idle, until
+// Stop: a round measures a running service, not its start.
+type ServiceBench struct {
+	opts      ServiceOptions
+	schema    *schema
+	cluster   *kfake.Cluster
+	instances map[int]*instance // by HANDLER_CONCURRENCY
+	plain     *plainConsumer
+}
+
+// NewServiceBench checks opts, fills its defaults and creates the bench's
+// schema. The caller closes the bench.
+func NewServiceBench(ctx context.Context, opts ServiceOptions) (*ServiceBench, error) {
+	if opts.Payments == 0 {
+		opts.Payments = DefaultPayments
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	var errs []error
+	need := func(ok bool, what string) {
+		if !ok {
+			errs = append(errs, errors.New(what))
+		}
+	}
+	switch opts.Kind {
+	case transport.Kafka, transport.SQL:
+	case transport.AMQP:
+		need(opts.AMQPURL != "", "amqp needs a URL")
+	case transport.NATS:
+		need(opts.NATSURL != "", "nats needs a URL")
+	case transport.RedisStream:
+		need(opts.RedisStreamURL != "", "redisstream needs a URL")
+	default:
+		return nil, fmt.Errorf("unknown broker %q: use one of %s", opts.Kind, strings.Join(ServiceKinds, ", "))
+	}
+	need(opts.PostgresURL != "", "missing PostgreSQL URL")
+	need(opts.RedisAddr != "", "missing Redis address")
+	need(opts.Payments > 0, "payments must be positive")
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	b := &ServiceBench{opts: opts, instances: map[int]*instance{}}
+	var err error
+	if b.schema, err = openSchema(ctx, opts.PostgresURL, "bench_service_"); err != nil {
+		return nil, err
+	}
+	if opts.Kind == transport.Kafka && len(opts.KafkaBrokers) == 0 {
+		if b.cluster, err = kfakebroker.NewCluster("127.0.0.1:0", "onceflow-bench"); err != nil {
+			return nil, errors.Join(fmt.Errorf("starting the in-process Kafka broker: %w", err), b.Close())
+		}
+		b.opts.KafkaBrokers = b.cluster.ListenAddrs()
+	}
+	return b, nil
+}
+
+// Round publishes Payments payments to the instance running with
+// HANDLER_CONCURRENCY=concurrency, starting it first if it is not running,
+// and returns once every payment has been charged, notified and given a
+// receipt. Its rate is payments per second from the first charge_payment
+// call to the last effect's handler return, checked against the ledger:
+// exactly one charge, one notification and one receipt per payment. Its
+// Busy is the machine's over the same span; Lanes the concurrency.
+func (b *ServiceBench) Round(ctx context.Context, concurrency int) (RoundTimes, error) {
+	in, err := b.start(ctx, concurrency)
+	if err != nil {
+		return RoundTimes{}, err
+	}
+	return in.round(ctx, b.opts, b.schema, b.opts.Payments)
+}
+
+// Start starts the instance running with HANDLER_CONCURRENCY=concurrency,
+// warmed up, if it is not running: what Round would do first.
+func (b *ServiceBench) Start(ctx context.Context, concurrency int) error {
+	_, err := b.start(ctx, concurrency)
+	return err
+}
+
+func (b *ServiceBench) start(ctx context.Context, concurrency int) (*instance, error) {
+	if concurrency < 1 {
+		return nil, fmt.Errorf("concurrency %d, want at least 1", concurrency)
+	}
+	in := b.instances[concurrency]
+	if in == nil {
+		var err error
+		if in, err = startInstance(ctx, b.opts, b.schema, concurrency); err != nil {
+			return nil, err
+		}
+		b.instances[concurrency] = in
+	}
+	return in, nil
+}
+
+// PlainRound publishes Payments payments, as Round does, to a plain
+// Watermill router on the same transport, whose subscriber holds
+// DefaultInFlight messages and whose handler only acks (started at its
+// first round), and returns the messages acked per second from the first
+// delivery to the last ack.
+func (b *ServiceBench) PlainRound(ctx context.Context) (RoundTimes, error) {
+	if b.plain == nil {
+		p, err := startPlain(ctx, b.opts, b.schema)
+		if err != nil {
+			return RoundTimes{}, err
+		}
+		b.plain = p
+	}
+	return b.plain.round(ctx, b.opts, b.opts.Payments)
+}
+
+// Stop stops the instances and the plain consumer and removes what they
+// left on the brokers; the next round starts them again.
+func (b *ServiceBench) Stop() error {
+	var errs []error
+	for _, c := range slices.Sorted(maps.Keys(b.instances)) {
+		errs = append(errs, b.instances[c].stop(b.opts))
+		delete(b.instances, c)
+	}
+	if b.plain != nil {
+		errs = append(errs, b.plain.stop(b.opts))
+		b.plain = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops what runs, drops the bench's schema and stops its Kafka
+// broker, if any.
+func (b *ServiceBench) Close() error {
+	err := b.Stop()
+	if b.cluster != nil {
+		b.cluster.Close()
+	}
+	if b.schema != nil {
+		err = errors.Join(err, b.schema.close(context.Background()))
+	}
+	return err
+}
+
+// busyOver is the machine's busy share between two readings and this
+// process's share, NaN when either reading is missing or no tick passed.
+func busyOver(first, last *bench.CPUTimes) (busy, process float64) {
+	if first == nil || last == nil {
+		return math.NaN(), math.NaN()
+	}
+	busy, process, ok := bench.BusyFraction(*first, *last)
+	if !ok {
+		return math.NaN(), math.NaN()
+	}
+	return busy, process
+}
+
+// removeBrokerState removes what an instance or the plain consumer, whose
+// names begin with prefix, left on the brokers of o: its streams, its
+// records in Redis, and on RabbitMQ exchanges and queues.
+func removeBrokerState(o ServiceOptions, prefix string, exchanges, queues []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errs := []error{
+		removeStreams(o.Kind, o.NATSURL, o.RedisStreamURL, prefix),
+		removeRedisKeys(ctx, "redis://"+o.RedisAddr+"/0", prefix), // the records
+	}
+	if o.Kind == transport.AMQP {
+		errs = append(errs, removeAMQP(o.AMQPURL, exchanges, queues))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,182 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/onceflow/onceflow/app"
+	"github.com/onceflow/onceflow/domain"
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/handlers/payments"
+	"github.com/onceflow/onceflow/internal/transport"
+)
+
+// readyTimeout bounds an instance's start: its migrations, its broker's
+// topics and subscriptions.
+const readyTimeout = time.Minute
+
+// instance is one running service of a ServiceBench: an App running the
+// payments domain, whose route functions report to the round in current
+// (see timedDomain), and the producer that feeds it.
+type instance struct {
+	cfg      app.Config
+	app      *app.App
+	stopRun  context.CancelFunc
+	ran      chan error
+	producer *app.Producer
+	routes   domain.Routes
+	current  atomic.Pointer[progress]
+	base     string // http://host:port of its HTTP server
+}
+
+// startInstance starts a service on the broker of o, its ledger in s, with
+// HANDLER_CONCURRENCY=concurrency and every other setting at its default
+// but those naming where things are, and returns once /readyz answers.
+func startInstance(ctx context.Context, o ServiceOptions, s *schema, concurrency int) (_ *instance, err error) {
+	ns := "bs" + shortID()
+	environ := []string{
+		"TRANSPORT=" + o.Kind, "STORE=redis", "REDIS_URL=redis://" + o.RedisAddr + "/0", "DATABASE_URL=" + s.url,
+		"SERVICE_NAME=" + ns, "TOPIC_PREFIX=" + ns + ".", "HANDLER_CONCURRENCY=" + strconv.Itoa(concurrency),
+		// Records live as long as the bench's others, not a day, on a
+		// Redis the tests share.
+		"DEDUP_TTL=" + recordTTL.String(),
+		"HTTP_ADDR=127.0.0.1:0", "ALLOW_ANONYMOUS=true",
+	}
+	switch o.Kind {
+	case transport.Kafka:
+		environ = append(environ, "KAFKA_BROKERS="+strings.Join(o.KafkaBrokers, ","))
+	case transport.AMQP:
+		environ = append(environ, "AMQP_URL="+o.AMQPURL)
+	case transport.NATS:
+		environ = append(environ, "NATS_URL="+o.NATSURL)
+	case transport.RedisStream:
+		environ = append(environ, "REDIS_STREAM_URL="+o.RedisStreamURL)
+	}
+	cfg, err := app.LoadConfig(environ)
+	if err != nil {
+		return nil, err
+	}
+	in := &instance{cfg: cfg, ran: make(chan error, 1)}
+	if in.app, err = app.New(ctx, cfg, in.timedDomain(), o.Logger); err != nil {
+		return nil, fmt.Errorf("starting the service on %s: %w", o.Kind, err)
+	}
+	in.base = "http://" + in.app.Addr()
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	in.stopRun = stopRun
+	go func() { in.ran <- in.app.Run(runCtx) }()
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, in.stop(o))
+		}
+	}()
+	if err := in.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	if in.producer, err = app.OpenProducer(ctx, cfg, []string{handlers.TopicPaymentRequested}); err != nil {
+		return nil, fmt.Errorf("opening the producer: %w", err)
+	}
+	if _, err := in.round(ctx, o, s, warmup); err != nil {
+		return nil, fmt.Errorf("warming up: %w", err)
+	}
+	return in, nil
+}
+
+// warmup is how many payments a consumer handles before its first round:
+// enough that every handler of it is consuming (on Kafka, a member of its
+// group with its partitions) and its connections are open, so that its
+// first round runs as its others do.
+const warmup = 20
+
+// timedDomain is the payments domain with each route's function reporting
+// its calls and returns to the round in.current holds, if any: the
+// functions run as they are, inside the router, the receiver and every
+// middleware the service puts around them.
+func (in *instance) timedDomain() domain.Domain {
+	d := payments.Domain()
+	d.Commands = nil
+	open := d.Open
+	d.Open = func(ctx context.Context, deps domain.Deps) (*domain.Parts, error) {
+		parts, err := open(ctx, deps)
+		if err != nil {
+			return nil, err
+		}
+		for i := range parts.Routes {
+			r := &parts.Routes[i]
+			if h := r.Handle; h != nil {
+				r.Handle = func(msg *message.Message) ([]*message.Message, error) {
+					p := in.current.Load()
+					p.began()
+					out, err := h(msg)
+					p.returned(err)
+					return out, err
+				}
+			} else if c := r.Consume; c != nil {
+				r.Consume = func(msg *message.Message) error {
+					p := in.current.Load()
+					p.began()
+					err := c(msg)
+					p.returned(err)
+					return err
+				}
+			}
+		}
+		in.routes = parts.Routes
+		return parts, nil
+	}
+	return d
+}
+
+// waitReady returns once the instance's /readyz answers 200, or an error
+// when its Run ended or readyTimeout passed.
+func (in *instance) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, in.base+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-in.ran:
+			in.ran <- err
+			return fmt.Errorf("the service stopped before it was ready: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("the service was not ready within %v: %w", readyTimeout, context.Cause(ctx))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// stop stops the instance, closes it and its producer and removes what it
+// left on the brokers.
+func (in *instance) stop(o ServiceOptions) error {
+	var errs []error
+	if in.producer != nil {
+		errs = append(errs, in.producer.Close())
+	}
+	if in.stopRun != nil {
+		in.stopRun()
+		errs = append(errs, <-in.ran)
+	}
+	if in.app != nil {
+		errs = append(errs, in.app.Close())
+	}
+	exchanges, queues := in.cfg.AMQPDeclared(in.routes)
+	errs = append(errs, removeBrokerState(o, in.cfg.TopicPrefix, exchanges, queues))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,183 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/tools/internal/bench"
+)
+
+// round publishes n payments to the instance and waits until each has
+// been charged, notified and given a receipt (see ServiceBench.Round).
+func (in *instance) round(ctx context.Context, o ServiceOptions, s *schema, n int) (RoundTimes, error) {
+	before, err := scrapeClaimBatches(ctx, in.base)
+	if err != nil {
+		return RoundTimes{}, err
+	}
+	id := shortID()
+	p := newProgress(int64(n * len(in.routes)))
+	in.current.Store(p)
+	defer in.current.Store(nil)
+	msgs, err := paymentMessages(id, n)
+	if err != nil {
+		return RoundTimes{}, err
+	}
+	published := make(chan error, 1)
+	go func() {
+		published <- publishAll(ctx, in.producer, handlers.TopicPaymentRequested, msgs, publishingOf(o.Kind))
+	}()
+	if err := p.wait(ctx); err != nil {
+		return RoundTimes{}, errors.Join(err, <-published)
+	}
+	if err := <-published; err != nil {
+		return RoundTimes{}, fmt.Errorf("publishing: %w", err)
+	}
+	if err := checkLedger(ctx, s, id, n); err != nil {
+		return RoundTimes{}, err
+	}
+	after, err := scrapeClaimBatches(ctx, in.base)
+	if err != nil {
+		return RoundTimes{}, err
+	}
+	busy, process := busyOver(p.cpuFirst.Load(), p.cpuLast)
+	return RoundTimes{Rate: p.rate(n), Lanes: in.cfg.HandlerConcurrency, Busy: busy, Process: process,
+		ClaimsPerBatch: after.since(before)}, nil
+}
+
+// paymentMessages returns n PaymentRequested events of the anonymous
+// client, payment ids round-index, each carrying its index as the
+// transport rounds' messages do.
+func paymentMessages(round string, n int) ([]*message.Message, error) {
+	requestedAt := time.Now().UTC()
+	msgs := make([]*message.Message, n)
+	for i := range msgs {
+		msg, err := handlers.PaymentRequested{
+			PaymentID: paymentID(round, i), CustomerID: "bench", AmountCents: 1000, Currency: "EUR", RequestedAt: requestedAt,
+		}.Message()
+		if err != nil {
+			return nil, err
+		}
+		msg.Metadata.Set(indexMetadata, strconv.Itoa(i))
+		msgs[i] = msg
+	}
+	return msgs, nil
+}
+
+// paymentID is payment i of round: round, "-", then i, so that a round's
+// payments sort between round+"-" and round+"." (see checkLedger).
+func paymentID(round string, i int) string { return round + "-" + strconv.Itoa(i) }
+
+// checkLedger fails unless the ledger holds exactly n charges, n
+// notifications and n receipts of round's payments: each charged once,
+// notified once, given one receipt.
+func checkLedger(ctx context.Context, s *schema, round string, n int) error {
+	const count = `SELECT
+    (SELECT count(*) FROM charges WHERE client = '' AND payment_id >= $1 AND payment_id < $2),
+    (SELECT count(*) FROM notifications WHERE client = '' AND payment_id >= $1 AND payment_id < $2),
+    (SELECT count(*) FROM receipts WHERE client = '' AND payment_id >= $1 AND payment_id < $2)`
+	var charges, notifications, receipts int
+	if err := s.pool.QueryRow(ctx, count, round+"-", round+".").Scan(&charges, &notifications, &receipts); err != nil {
+		return fmt.Errorf("counting the round's effects in the ledger: %w", err)
+	}
+	if charges != n || notifications != n || receipts != n {
+		return fmt.Errorf("the ledger holds %d charges, %d notifications and %d receipts of %d payments, want one of each per payment",
+			charges, notifications, receipts, n)
+	}
+	return nil
+}
+
+// progress is what the route functions of an instance did in one round:
+// it ends when they have returned without error pending times in all,
+// once per payment and route.
+type progress struct {
+	pending  atomic.Int64
+	calls    atomic.Int64
+	first    atomic.Int64 // unix nanoseconds of the first call
+	last     atomic.Int64 // unix nanoseconds of the latest return without error
+	cpuFirst atomic.Pointer[bench.CPUTimes]
+	cpuLast  *bench.CPUTimes // written before done closes
+	done     chan struct{}
+	doneOnce sync.Once
+}
+
+func newProgress(pending int64) *progress {
+	p := &progress{done: make(chan struct{})}
+	p.pending.Store(pending)
+	return p
+}
+
+// began counts a call of a route function; a nil p (between rounds) does
+// nothing.
+func (p *progress) began() {
+	if p == nil {
+		return
+	}
+	p.calls.Add(1)
+	if p.first.CompareAndSwap(0, time.Now().UnixNano()) {
+		if c, ok := bench.ReadCPU(); ok {
+			p.cpuFirst.Store(&c)
+		}
+	}
+}
+
+// returned counts a return of a route function with err.
+func (p *progress) returned(err error) {
+	if p == nil || err != nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	for {
+		last := p.last.Load()
+		if now <= last || p.last.CompareAndSwap(last, now) {
+			break
+		}
+	}
+	if p.pending.Add(-1) == 0 {
+		p.doneOnce.Do(func() {
+			if c, ok := bench.ReadCPU(); ok {
+				p.cpuLast = &c
+			}
+			close(p.done)
+		})
+	}
+}
+
+// wait returns once every expected return came, or an error when ctx ends
+// or no route function was called for stallTimeout.
+func (p *progress) wait(ctx context.Context) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	seen, since := int64(-1), time.Now()
+	for {
+		select {
+		case <-p.done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("round ended with %d handler returns missing: %w", p.pending.Load(), context.Cause(ctx))
+		case now := <-tick.C:
+			if n := p.calls.Load(); n != seen {
+				seen, since = n, now
+			} else if now.Sub(since) > stallTimeout {
+				return fmt.Errorf("round stalled with %d handler returns missing for %v", p.pending.Load(), stallTimeout)
+			}
+		}
+	}
+}
+
+// rate is payments per second from the first call to the last return.
+func (p *progress) rate(payments int) float64 {
+	elapsed := time.Duration(p.last.Load() - p.first.Load())
+	if elapsed <= 0 {
+		return math.NaN()
+	}
+	return float64(payments) / elapsed.Seconds()
+}
