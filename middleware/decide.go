@@ -31,7 +31,7 @@ func (r *Receiver) resolve(c *call, claim *stores.Claim, waited bool) (Result, e
 // cancelled context is returned as is, a full store is refused, and an
 // unavailable one fails closed or, under FailOpen, runs fn without a
 // record.
-func (r *Receiver) claimFailed(ctx context.Context, c *call, err error) (Result, error) {
+func (r *Receiver) claimFailed(ctx context.Context, c *call, err error, fn handlerFunc) (Result, error) {
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return Result{}, err
 	}
@@ -44,7 +44,7 @@ func (r *Receiver) claimFailed(ctx context.Context, c *call, err error) (Result,
 	}
 	r.cfg.Logger.WarnContext(ctx, "processing without idempotency guard",
 		"scope", c.scope, "key", shown(c.k), "policy", FailOpen, "err", err)
-	v, ferr := c.run(ctx, OutcomeFailOpen)
+	v, ferr := c.run(ctx, fn, OutcomeFailOpen)
 	return Result{Outcome: OutcomeFailOpen, Value: v}, ferr
 }
 

@@ -18,7 +18,7 @@ const finishTimeout = 5 * time.Second
 // executeLeased is Execute in lease mode: claim the key with a lease,
 // answer a claim that was not acquired, run fn under the lease while a
 // heartbeat extends it, then complete the record or release the claim.
-func (r *Receiver) executeLeased(ctx context.Context, c *call) (Result, error) {
+func (r *Receiver) executeLeased(ctx context.Context, c *call, fn handlerFunc) (Result, error) {
 	claimed := time.Now()
 	claim, err := r.store.Claim(ctx, c.k, c.fingerprint, r.cfg.Lease)
 	waited := false
@@ -27,7 +27,7 @@ func (r *Receiver) executeLeased(ctx context.Context, c *call) (Result, error) {
 		waited = true
 	}
 	if err != nil {
-		return r.claimFailed(ctx, c, err)
+		return r.claimFailed(ctx, c, err, fn)
 	}
 	if claim.Status != stores.Acquired {
 		return r.resolve(c, &claim, waited)
@@ -52,7 +52,7 @@ func (r *Receiver) executeLeased(ctx context.Context, c *call) (Result, error) {
 			c.unwound = OutcomeLeaseLost
 		}
 	}()
-	v, err := c.run(&run.fnCtx, OutcomeFailed)
+	v, err := c.run(&run.fnCtx, fn, OutcomeFailed)
 	run.hb.stop()
 
 	if err != nil {

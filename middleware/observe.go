@@ -11,7 +11,7 @@ import (
 // ended with its context, before any outcome.
 const outcomeCancelled = "cancelled"
 
-// observe runs c (see execute) and tells how it ended: its outcome to the
+// observe runs c with fn (see execute) and tells how it ended: its outcome to the
 // Observer; with tracing on, as a span named "receiver" and the scope, with
 // the scope, the key and the outcome as attributes (and the error, if
 // any); and, when the logger takes debug lines, as one line "receiver
@@ -26,7 +26,7 @@ const outcomeCancelled = "cancelled"
 // HTTP key is scoped to its client, so knowing it replays nothing to anyone
 // else, and the API key that names the client is never part of it. Shown
 // as stored, a key finds its record; a truncated key could name two.
-func (r *Receiver) observe(ctx context.Context, c *call) (Result, error) {
+func (r *Receiver) observe(ctx context.Context, c *call, fn handlerFunc) (Result, error) {
 	var span trace.Span
 	if r.tracer != nil {
 		ctx, span = r.tracer.Start(ctx, "receiver "+c.scope,
@@ -38,7 +38,7 @@ func (r *Receiver) observe(ctx context.Context, c *call) (Result, error) {
 			r.report(ctx, c, span, c.unwound, nil)
 		}
 	}()
-	res, err := r.execute(ctx, c)
+	res, err := r.execute(ctx, c, fn)
 	r.report(ctx, c, span, res.Outcome, err)
 	return res, err
 }

@@ -87,24 +87,30 @@ func (r *Receiver) Execute(ctx context.Context, scope, key string, fingerprint [
 	if scope == "" || key == "" {
 		return Result{}, fmt.Errorf("%w: scope %q and key %q must not be empty", ErrNoKey, scope, key)
 	}
-	c := call{scope: scope, k: RecordKey(scope, key), fingerprint: fingerprint, fn: fn}
-	return r.observe(ctx, &c)
+	c := call{scope: scope, k: RecordKey(scope, key), fingerprint: fingerprint}
+	return r.observe(ctx, &c, fn)
 }
 
 // execute runs c through the state machine of the receiver's mode.
-func (r *Receiver) execute(ctx context.Context, c *call) (Result, error) {
+func (r *Receiver) execute(ctx context.Context, c *call, fn handlerFunc) (Result, error) {
 	if r.cfg.Transactor != nil {
-		return r.executeInTx(ctx, c)
+		return r.executeInTx(ctx, c, fn)
 	}
-	return r.executeLeased(ctx, c)
+	return r.executeLeased(ctx, c, fn)
 }
 
-// call is one Execute call as the state machine sees it.
+// handlerFunc is the function Execute runs at most once.
+type handlerFunc = func(ctx context.Context) ([]byte, error)
+
+// call is one Execute call as the state machine sees it. Its function is
+// passed alongside, never held in it: the strings of a call reach the
+// logger and the Observer, which makes everything a call points to escape
+// to the heap, and with the function so would everything the function
+// captures, on every message.
 type call struct {
 	scope       string
 	k           string // the record key
 	fingerprint []byte
-	fn          func(ctx context.Context) ([]byte, error)
 
 	// unwound is the outcome of the call should fn not return (a panic,
 	// runtime.Goexit): set while fn runs, and changed by the clean-up that
@@ -114,9 +120,9 @@ type call struct {
 
 // run calls fn. Should fn not return, the call ends in ifUnwound, which
 // Execute reports as the panic goes on.
-func (c *call) run(ctx context.Context, ifUnwound Outcome) ([]byte, error) {
+func (c *call) run(ctx context.Context, fn handlerFunc, ifUnwound Outcome) ([]byte, error) {
 	c.unwound = ifUnwound
-	v, err := c.fn(ctx)
+	v, err := fn(ctx)
 	c.unwound = ""
 	return v, err
 }

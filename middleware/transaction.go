@@ -45,23 +45,23 @@ type Unit interface {
 // Release is needed. Unlike lease mode, a failure to complete or commit is
 // returned as an error: the effects rolled back with the record, so a
 // redelivery must run fn again.
-func (r *Receiver) executeInTx(ctx context.Context, c *call) (Result, error) {
+func (r *Receiver) executeInTx(ctx context.Context, c *call, fn handlerFunc) (Result, error) {
 	u, err := r.cfg.Transactor.Begin(ctx)
 	if err != nil {
-		return r.claimFailed(ctx, c, fmt.Errorf("beginning a transaction for key %q: %w", shown(c.k), err))
+		return r.claimFailed(ctx, c, fmt.Errorf("beginning a transaction for key %q: %w", shown(c.k), err), fn)
 	}
 	defer r.rollback(ctx, c, u) // a no-op once committed
 	store := r.observed(u.Store())
 	claim, err := store.Claim(ctx, c.k, c.fingerprint, r.cfg.Lease)
 	if err != nil {
 		r.rollback(ctx, c, u) // before fn may run unguarded
-		return r.claimFailed(ctx, c, err)
+		return r.claimFailed(ctx, c, err, fn)
 	}
 	if claim.Status != stores.Acquired {
 		return r.resolve(c, &claim, false)
 	}
 
-	v, err := c.run(withToken(u.Context(), claim.Token), OutcomeFailed)
+	v, err := c.run(withToken(u.Context(), claim.Token), fn, OutcomeFailed)
 	switch {
 	case errors.Is(err, errNotStored):
 		// The result has reached its client, so its effects must stand:
