@@ -10,10 +10,10 @@ import (
 )
 
 // heartbeat extends the lease on k about every Lease/3 until stop is called
-// or fn's context ends. It cancels that context with cause [stores.ErrLeaseLost] when the
-// store says the token no longer owns the key, or when store errors have
-// kept it from extending until the lease, as last known (leaseEnd), has run
-// out.
+// or fn's context ends. It cancels that context with cause
+// [stores.ErrLeaseLost] when the store says the token no longer owns the
+// key, or when store errors have kept it from extending until the lease,
+// as last known (leaseEnd), has run out.
 //
 // It is neither a goroutine nor a timer of its own: the Receiver's beats
 // keep the heartbeats in flight and start an extension only when one is

@@ -33,14 +33,8 @@ func (r *Receiver) executeLeased(ctx context.Context, c *call, fn handlerFunc) (
 		return r.resolve(c, &claim, waited)
 	}
 
-	// The key is ours until the lease ends: fn runs with the token in its
-	// context, which ends with cause stores.ErrLeaseLost if the heartbeat
-	// finds the lease lost.
-	run := &leasedRun{fnCtx: fnContext{parent: ctx, token: claim.Token}}
+	run := r.startRun(ctx, c, claim.Token, claimed)
 	defer run.fnCtx.release()
-	run.hb = heartbeat{r: r, fnCtx: &run.fnCtx, scope: c.scope, k: c.k, token: claim.Token,
-		leaseEnd: claimed.Add(r.cfg.Lease)}
-	run.hb.start(claimed)
 	defer func() {
 		if c.unwound == "" {
 			return // fn returned
@@ -48,7 +42,7 @@ func (r *Receiver) executeLeased(ctx context.Context, c *call, fn handlerFunc) (
 		// fn panicked: free the key, then let the panic go on to the
 		// transport's recoverer.
 		run.hb.stop()
-		if r.release(ctx, &run.finishCtx, c, claim.Token, &run.fnCtx) {
+		if r.release(ctx, c, run) {
 			c.unwound = OutcomeLeaseLost
 		}
 	}()
@@ -56,32 +50,45 @@ func (r *Receiver) executeLeased(ctx context.Context, c *call, fn handlerFunc) (
 	run.hb.stop()
 
 	if err != nil {
-		if r.release(ctx, &run.finishCtx, c, claim.Token, &run.fnCtx) {
+		if r.release(ctx, c, run) {
 			return Result{Outcome: OutcomeLeaseLost}, fmt.Errorf("key %q: %w: %w", shown(c.k), stores.ErrLeaseLost, err)
 		}
 		return Result{Outcome: failedOutcome(err)}, err
 	}
-	return r.complete(ctx, &run.finishCtx, c, claim.Token, v)
+	return r.complete(ctx, c, run, v)
 }
 
-// leasedRun is the state of one acquired key in lease mode, in one
-// allocation: fn's context, the heartbeat and the context of the store call
+// leasedRun is one acquired key in lease mode, in one allocation: its
+// token, fn's context, the heartbeat and the context of the store call
 // that finishes the record.
 type leasedRun struct {
+	token     stores.Token
 	fnCtx     fnContext
 	hb        heartbeat
 	finishCtx detachedCtx
 }
 
+// startRun holds c's key under token, which was acquired at claimed: fn's
+// context carries the token and ends with cause stores.ErrLeaseLost should
+// the heartbeat, started now, find the lease lost. Release fn's context
+// and stop the heartbeat once fn returns.
+func (r *Receiver) startRun(ctx context.Context, c *call, token stores.Token, claimed time.Time) *leasedRun {
+	run := &leasedRun{token: token, fnCtx: fnContext{parent: ctx, token: token}}
+	run.hb = heartbeat{r: r, fnCtx: &run.fnCtx, scope: c.scope, k: c.k, token: token,
+		leaseEnd: claimed.Add(r.cfg.Lease)}
+	run.hb.start(claimed)
+	return run
+}
+
 // complete records fn's result v for c's key. The effect has happened, so
-// the record is written even if ctx was cancelled: on fc, made from ctx
-// with its values but not its cancellation, for up to finishTimeout. When
-// the record cannot be written, the result is returned all the same, with
-// the outcome lease_lost or store_error and a nil error (see Execute).
-func (r *Receiver) complete(ctx context.Context, fc *detachedCtx, c *call, token stores.Token, v []byte) (Result, error) {
-	fc.init(ctx, finishTimeout)
-	err := r.store.Complete(fc, c.k, token, v, r.cfg.TTL)
-	fc.stop()
+// the record is written even if ctx was cancelled: on a context with ctx's
+// values but not its cancellation, for up to finishTimeout. When the
+// record cannot be written, the result is returned all the same, with the
+// outcome lease_lost or store_error and a nil error (see Execute).
+func (r *Receiver) complete(ctx context.Context, c *call, run *leasedRun, v []byte) (Result, error) {
+	run.finishCtx.init(ctx, finishTimeout)
+	err := r.store.Complete(&run.finishCtx, c.k, run.token, v, r.cfg.TTL)
+	run.finishCtx.stop()
 	switch {
 	case err == nil:
 		return Result{Outcome: OutcomeProcessed, Value: v}, nil
@@ -101,17 +108,17 @@ func (r *Receiver) complete(ctx context.Context, fc *detachedCtx, c *call, token
 }
 
 // release frees c's key after fn failed or panicked (or its result is not
-// to be stored), so that a redelivery may claim it at once: on fc, made
-// from ctx as for complete. It reports whether the claim was lost: the
-// heartbeat fenced fnCtx off, or the store says the token no longer owns
-// the key. A release that fails otherwise leaves the claim until its lease
+// to be stored), so that a redelivery may claim it at once; on a context
+// made as complete's. It reports whether the claim was lost: the heartbeat
+// fenced fn's context off, or the store says the token no longer owns the
+// key. A release that fails otherwise leaves the claim until its lease
 // ends.
-func (r *Receiver) release(ctx context.Context, fc *detachedCtx, c *call, token stores.Token, fnCtx context.Context) (lost bool) {
-	fc.init(ctx, finishTimeout)
-	err := r.store.Release(fc, c.k, token)
-	fc.stop()
+func (r *Receiver) release(ctx context.Context, c *call, run *leasedRun) (lost bool) {
+	run.finishCtx.init(ctx, finishTimeout)
+	err := r.store.Release(&run.finishCtx, c.k, run.token)
+	run.finishCtx.stop()
 	switch {
-	case errors.Is(context.Cause(fnCtx), stores.ErrLeaseLost) || errors.Is(err, stores.ErrLeaseLost):
+	case errors.Is(context.Cause(&run.fnCtx), stores.ErrLeaseLost) || errors.Is(err, stores.ErrLeaseLost):
 		r.cfg.Logger.WarnContext(ctx, "lease lost while processing",
 			"scope", c.scope, "key", shown(c.k), "lease", r.cfg.Lease)
 		return true
