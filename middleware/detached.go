@@ -9,23 +9,23 @@ import (
 // detachedCtx is the context of the store calls that must happen whatever
 // became of the caller's context (Complete after the effect, Release after
 // a failure): it keeps the caller's values but not its cancellation, and
-// ends at its deadline. It is what
-// context.WithTimeout(context.WithoutCancel(parent), d) gives, built
-// lazily: its deadline is set d after the store first asks for it, Done or
-// Err, its Done channel and timer exist only once a store asks for Done, and
-// its view of the caller's values once a store asks for a value, so a store
-// that only checks Err (the memory store) reads the clock once and costs
-// none of the rest.
+// ends at its deadline. It is context.WithTimeout(context.WithoutCancel(
+// parent), d), built lazily: its deadline is set d after the store first
+// asks for it, Done or Err, and the standard context exists only once a
+// store asks for Done, so a store that only checks Err (the memory store)
+// reads the clock once and costs none of the rest. From then on every
+// method answers from the standard context, which a context derived from
+// this one, or context.AfterFunc (as pgx watches a query's context),
+// registers with directly, as with any standard context: no goroutine.
 type detachedCtx struct {
 	parent context.Context
 	d      time.Duration
 
 	mu       sync.Mutex
-	deadline time.Time       // zero until first asked for
-	values   context.Context // parent without its cancellation, made on first use
-	done     chan struct{}
-	timer    *time.Timer
-	err      error
+	deadline time.Time          // zero until first asked for
+	values   context.Context    // parent without its cancellation, made on first use
+	std      context.Context    // the standard context, made on the first Done
+	cancel   context.CancelFunc // std's
 }
 
 var _ context.Context = (*detachedCtx)(nil)
@@ -44,75 +44,63 @@ func (c *detachedCtx) Deadline() (time.Time, bool) {
 	return c.deadline, true
 }
 
-// startLocked sets the deadline, d from now, unless it is set. c.mu must be
-// held. It reports whether it set it: a deadline just set has not passed.
-func (c *detachedCtx) startLocked() bool {
-	if !c.deadline.IsZero() {
-		return false
-	}
-	c.deadline = time.Now().Add(c.d)
-	return true
-}
-
-func (c *detachedCtx) Value(key any) any {
-	c.mu.Lock()
-	if c.values == nil {
-		c.values = context.WithoutCancel(c.parent)
-	}
-	values := c.values
-	c.mu.Unlock()
-	return values.Value(key)
-}
-
 func (c *detachedCtx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.done == nil {
-		c.done = make(chan struct{})
-		if !c.startLocked() && c.expiredLocked() {
-			close(c.done)
-		} else {
-			c.timer = time.AfterFunc(time.Until(c.deadline), c.expire)
-		}
+	if c.std == nil {
+		c.startLocked()
+		c.std, c.cancel = context.WithDeadline(c.valuesLocked(), c.deadline)
 	}
-	return c.done
+	return c.std.Done()
 }
 
 func (c *detachedCtx) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.startLocked() && c.err == nil && c.expiredLocked() && c.done != nil {
-		close(c.done)
+	if c.std != nil {
+		return c.std.Err()
 	}
-	return c.err
+	c.startLocked()
+	if time.Now().Before(c.deadline) {
+		return nil
+	}
+	return context.DeadlineExceeded
 }
 
-// expiredLocked sets err once the deadline has passed and reports whether
-// it has. c.mu must be held.
-func (c *detachedCtx) expiredLocked() bool {
-	if c.err == nil && !time.Now().Before(c.deadline) {
-		c.err = context.DeadlineExceeded
-	}
-	return c.err != nil
-}
-
-// expire is the timer's end of the deadline.
-func (c *detachedCtx) expire() {
+func (c *detachedCtx) Value(key any) any {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		c.err = context.DeadlineExceeded
-		close(c.done)
+	ctx := c.std
+	if ctx == nil {
+		ctx = c.valuesLocked()
+	}
+	c.mu.Unlock()
+	return ctx.Value(key)
+}
+
+// startLocked sets the deadline, d from now, unless it is set. c.mu must be
+// held.
+func (c *detachedCtx) startLocked() {
+	if c.deadline.IsZero() {
+		c.deadline = time.Now().Add(c.d)
 	}
 }
 
-// stop releases the timer, if Done armed one; call it once the store call
-// has returned.
+// valuesLocked returns the parent without its cancellation, making it on
+// first use. c.mu must be held.
+func (c *detachedCtx) valuesLocked() context.Context {
+	if c.values == nil {
+		c.values = context.WithoutCancel(c.parent)
+	}
+	return c.values
+}
+
+// stop releases the standard context's timer, if Done made one; call it
+// once the store call has returned.
 func (c *detachedCtx) stop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.timer != nil {
-		c.timer.Stop()
+	if c.cancel != nil {
+		c.cancel()
 	}
 }
 

@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,10 +10,10 @@ import (
 )
 
 // heartbeat extends the lease on k about every Lease/3 until stop is called
-// or ctx ends. It cancels ctx with cause [stores.ErrLeaseLost] when the
-// store says the token no longer owns the key, or when store errors have
-// kept it from extending until the lease, as last known (leaseEnd), has run
-// out.
+// or fn's context ends. It cancels that context with cause
+// [stores.ErrLeaseLost] when the store says the token no longer owns the
+// key, or when store errors have kept it from extending until the lease,
+// as last known (leaseEnd), has run out.
 //
 // It is neither a goroutine nor a timer of its own: the Receiver's beats
 // keep the heartbeats in flight and start an extension only when one is
@@ -22,7 +21,6 @@ import (
 // it into a list and unlinking it.
 type heartbeat struct {
 	r     *Receiver
-	ctx   context.Context // fnCtx
 	fnCtx *fnContext
 	scope string
 	k     string
@@ -57,16 +55,16 @@ func (h *heartbeat) beat() {
 	defer h.r.beats.done(h)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.stopped || h.ctx.Err() != nil {
+	if h.stopped || h.fnCtx.Err() != nil {
 		return
 	}
 	start := time.Now()
-	err := h.r.extend(h.ctx, h.k, h.token)
+	_, err := h.r.store.Extend(h.fnCtx, h.k, h.token, h.r.cfg.Lease)
 	switch {
 	case err == nil:
 		h.leaseEnd = start.Add(h.r.cfg.Lease)
 		h.r.cfg.Observer.LeaseExtension(h.scope, ExtensionExtended)
-	case h.ctx.Err() != nil:
+	case h.fnCtx.Err() != nil:
 	case errors.Is(err, stores.ErrLeaseLost):
 		h.r.cfg.Observer.LeaseExtension(h.scope, ExtensionLost)
 		h.fnCtx.cancel(err) // it names the operation and the key
@@ -75,7 +73,7 @@ func (h *heartbeat) beat() {
 		h.fnCtx.cancel(fmt.Errorf("%w: %w", stores.ErrLeaseLost, err))
 	default:
 		h.r.cfg.Observer.LeaseExtension(h.scope, ExtensionFailed)
-		h.r.cfg.Logger.WarnContext(h.ctx, "extending lease failed, will retry",
+		h.r.cfg.Logger.WarnContext(h.fnCtx, "extending lease failed, will retry",
 			"scope", h.scope, "key", shown(h.k), "err", err)
 	}
 }

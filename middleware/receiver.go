@@ -2,9 +2,7 @@ package middleware
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -15,10 +13,13 @@ import (
 // Receiver is the transport-agnostic idempotent receiver. It is safe for
 // concurrent use; one Receiver serves every handler of a process.
 type Receiver struct {
-	cfg    Config
-	beats  *beats       // the lease-mode heartbeats in flight
+	cfg Config
+	// store is Config.Store, timed for the Observer and traced when either
+	// is set (see observedStore): the state machine calls it plainly.
+	store  stores.Store
 	tracer trace.Tracer // nil: no spans (Config.TracerProvider unset)
 	timing bool         // store calls are timed: Config.Observer is set
+	beats  *beats       // the lease-mode heartbeats in flight
 }
 
 // NewReceiver fills the defaults of cfg (see [Config]) and validates it.
@@ -28,10 +29,11 @@ func NewReceiver(cfg Config) (*Receiver, error) {
 		return nil, fmt.Errorf("invalid receiver config: %w", err)
 	}
 	_, nop := cfg.Observer.(nopObserver)
-	r := &Receiver{cfg: cfg, beats: newBeats(cfg.Lease / 3), timing: !nop}
+	r := &Receiver{cfg: cfg, timing: !nop, beats: newBeats(cfg.Lease / 3)}
 	if cfg.TracerProvider != nil {
 		r.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
+	r.store = r.observed(cfg.Store)
 	return r, nil
 }
 
@@ -65,8 +67,9 @@ func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 //     is returned (store_full), whatever the store-error policy: running
 //     unguarded would let whoever fills the store turn the guard off.
 //
-// With Config.Transactor set (transaction mode, see executeInTx), the claim,
-// fn's writes and the completed record share one unit of work instead.
+// With Config.Transactor set (transaction mode, see [Transactor]), the
+// claim, fn's writes and the completed record share one unit of work
+// instead.
 //
 // In lease mode, when fn succeeded but its result could not be recorded
 // (lease_lost or store_error), Execute still returns the result with a nil
@@ -75,101 +78,54 @@ func (r *Receiver) Lease() time.Duration { return r.cfg.Lease }
 // warning. In transaction mode the effect rolled back with the record, so
 // the error is returned and Result.Value is nil.
 //
-// With Config.TracerProvider set, each call is one span, "receiver" and the
-// scope, with attributes onceflow.scope, onceflow.key and onceflow.outcome
-// (an error, if any, recorded on it), and each store call within it a span
-// of its own, "store claim" and so on, with its onceflow.outcome. Each call
-// is also one debug line, "receiver decision", with the scope, the key and
-// the outcome.
+// Every call that ends in an outcome, a panic of fn included, reports it
+// to Config.Observer. With Config.TracerProvider set, each call is one
+// span, "receiver" and the scope, with attributes onceflow.scope,
+// onceflow.key and onceflow.outcome (an error, if any, recorded on it), and
+// each store call within it a span of its own, "store claim" and so on,
+// with its onceflow.outcome. Each call is also one debug line, "receiver
+// decision", with the scope, the key and the outcome.
 func (r *Receiver) Execute(ctx context.Context, scope, key string, fingerprint []byte,
 	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
 	if scope == "" || key == "" {
 		return Result{}, fmt.Errorf("%w: scope %q and key %q must not be empty", ErrNoKey, scope, key)
 	}
-	k := RecordKey(scope, key)
-	ctx = withEffectScope(ctx, k)
-	if debug := r.cfg.Logger.Enabled(ctx, slog.LevelDebug); r.tracer != nil || debug {
-		return r.executeObserved(ctx, scope, k, debug, fingerprint, fn)
-	}
-	return r.execute(ctx, scope, k, fingerprint, fn)
+	c := call{scope: scope, k: RecordKey(scope, key), fingerprint: fingerprint}
+	return r.observe(withEffectScope(ctx, c.k), &c, fn)
 }
 
-// execute is Execute once the record key k is known.
-func (r *Receiver) execute(ctx context.Context, scope, k string, fingerprint []byte,
-	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
+// execute runs c through the state machine of the receiver's mode.
+func (r *Receiver) execute(ctx context.Context, c *call, fn handlerFunc) (Result, error) {
 	if r.cfg.Transactor != nil {
-		return r.executeInTx(ctx, scope, k, fingerprint, fn)
+		return r.executeInTx(ctx, c, fn)
 	}
-	started := time.Now()
-	claim, err := r.claim(ctx, r.cfg.Store, k, fingerprint)
-	if err != nil {
-		return r.claimFailed(ctx, scope, k, err, fn)
-	}
-	if claim.Status == stores.Acquired {
-		return r.runOwned(ctx, scope, k, claim.Token, started, fn)
-	}
-	return r.resolve(ctx, scope, k, fingerprint, &claim, true, fn)
+	return r.executeLeased(ctx, c, fn)
 }
 
-// resolve decides a successful claim that was not acquired, the same way in
-// both modes; the caller runs fn on an acquired one. mayWait says whether
-// the Wait policy may still apply to an in-progress key.
-//
-// The claim is passed by pointer, and an acquired one never comes here,
-// because every frame on the way to fn counts: the transports run each
-// message in a goroutine of its own, whose stack starts small and is copied
-// each time it has to grow.
-func (r *Receiver) resolve(ctx context.Context, scope, k string, fingerprint []byte, claim *stores.Claim,
-	mayWait bool, fn func(ctx context.Context) ([]byte, error)) (Result, error) {
-	switch claim.Status {
-	case stores.Completed:
-		return r.completed(scope, k, fingerprint, claim.Record)
-	case stores.InProgress:
-		if !sameFingerprint(claim.Record.Fingerprint, fingerprint) {
-			return r.mismatch(scope, k)
-		}
-		if mayWait && r.cfg.OnInProgress == Wait {
-			return r.wait(ctx, scope, k, fingerprint, fn)
-		}
-		return r.outcome(scope, OutcomeInProgress, nil), fmt.Errorf("key %q: %w", shown(k), ErrInProgress)
-	}
-	return Result{}, fmt.Errorf("claiming key %q: unknown claim status %v", shown(k), claim.Status)
+// handlerFunc is the function Execute runs at most once.
+type handlerFunc = func(ctx context.Context) ([]byte, error)
+
+// call is one Execute call as the state machine sees it. Its function is
+// passed alongside, never held in it: the strings of a call reach the
+// logger and the Observer, which makes everything a call points to escape
+// to the heap, and with the function so would everything the function
+// captures, on every message.
+type call struct {
+	scope       string
+	k           string // the record key
+	fingerprint []byte
+
+	// unwound is the outcome of the call should fn not return (a panic,
+	// runtime.Goexit): set while fn runs, and changed by the clean-up that
+	// runs as fn unwinds if it finds the lease lost. Empty otherwise.
+	unwound Outcome
 }
 
-// completed answers a key whose record is completed.
-func (r *Receiver) completed(scope, k string, fingerprint []byte, rec stores.Record) (Result, error) {
-	if !sameFingerprint(rec.Fingerprint, fingerprint) {
-		return r.mismatch(scope, k)
-	}
-	return r.outcome(scope, OutcomeDuplicate, rec.Result), nil
-}
-
-func (r *Receiver) mismatch(scope, k string) (Result, error) {
-	return r.outcome(scope, OutcomeFingerprintMismatch, nil), fmt.Errorf("key %q: %w", shown(k), ErrFingerprintMismatch)
-}
-
-// claimFailed applies the store-error policy to a failed Claim.
-func (r *Receiver) claimFailed(ctx context.Context, scope, k string, err error,
-	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
-	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return Result{}, err
-	}
-	if errors.Is(err, stores.ErrFull) {
-		return r.outcome(scope, OutcomeStoreFull, nil), err
-	}
-	if !errors.Is(err, stores.ErrUnavailable) || r.cfg.OnStoreError == FailClosed {
-		// The store's error names the operation and the key already.
-		return r.outcome(scope, OutcomeStoreError, nil), err
-	}
-	r.cfg.Logger.WarnContext(ctx, "processing without idempotency guard",
-		"scope", scope, "key", shown(k), "policy", FailOpen, "err", err)
-	r.cfg.Observer.Outcome(scope, OutcomeFailOpen)
-	v, ferr := fn(ctx)
-	return Result{Outcome: OutcomeFailOpen, Value: v}, ferr
-}
-
-// outcome reports o to the observer and returns it as a Result.
-func (r *Receiver) outcome(scope string, o Outcome, v []byte) Result {
-	r.cfg.Observer.Outcome(scope, o)
-	return Result{Outcome: o, Value: v}
+// run calls fn. Should fn not return, the call ends in ifUnwound, which
+// Execute reports as the panic goes on.
+func (c *call) run(ctx context.Context, fn handlerFunc, ifUnwound Outcome) ([]byte, error) {
+	c.unwound = ifUnwound
+	v, err := fn(ctx)
+	c.unwound = ""
+	return v, err
 }

@@ -34,83 +34,64 @@ type Unit interface {
 	Rollback(ctx context.Context) error
 }
 
-// executeInTx is Execute in transaction mode. The claim is made through the
-// unit's store, so a concurrent duplicate waits on it in the database and
-// then sees the completed record; the same decisions as in lease mode
-// (resolve) follow. When the key is acquired, fn runs in the unit's context
-// and its result is completed and committed in the unit. An error or panic
-// rolls everything back, the claim included, so no Release is needed, and
-// no heartbeat runs: the open unit holds the key for as long as it lasts.
-// The Wait policy does not apply: the database already does the waiting.
+// executeInTx is Execute in transaction mode: begin a unit of work, claim
+// the key through the unit's store, answer a claim that was not acquired,
+// run fn in the unit, then complete the record and commit. A concurrent
+// duplicate's claim waits on the first one's in the database and then sees
+// the completed record, so the Wait policy does not apply; and no heartbeat
+// runs: the open unit holds the key for as long as it lasts.
 //
-// Unlike lease mode, a failure to complete or commit is returned as an
-// error: the effects rolled back with the record, so a redelivery must run
-// fn again.
-func (r *Receiver) executeInTx(ctx context.Context, scope, k string, fingerprint []byte,
-	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
+// An error or panic rolls everything back, the claim included, so no
+// Release is needed. Unlike lease mode, a failure to complete or commit is
+// returned as an error: the effects rolled back with the record, so a
+// redelivery must run fn again.
+func (r *Receiver) executeInTx(ctx context.Context, c *call, fn handlerFunc) (Result, error) {
 	u, err := r.cfg.Transactor.Begin(ctx)
 	if err != nil {
-		return r.claimFailed(ctx, scope, k, fmt.Errorf("beginning a transaction for key %q: %w", shown(k), err), fn)
+		return r.claimFailed(ctx, c, fmt.Errorf("beginning a transaction for key %q: %w", shown(c.k), err), fn)
 	}
-	finished := false
-	defer func() {
-		if !finished {
-			// fn panicked: undo everything, then let the panic go on.
-			r.rollback(ctx, scope, k, u)
-			r.cfg.Observer.Outcome(scope, OutcomeFailed)
-		}
-	}()
-	store := u.Store()
-	claim, err := r.claim(ctx, store, k, fingerprint)
+	defer r.rollback(ctx, c, u) // a no-op once committed
+	store := r.observed(u.Store())
+	claim, err := store.Claim(ctx, c.k, c.fingerprint, r.cfg.Lease)
 	if err != nil {
-		finished = true
-		r.rollback(ctx, scope, k, u)
-		return r.claimFailed(ctx, scope, k, err, fn)
+		r.rollback(ctx, c, u) // before fn may run unguarded
+		return r.claimFailed(ctx, c, err, fn)
 	}
-	var res Result
-	if claim.Status == stores.Acquired {
-		res, err = r.runInUnit(ctx, scope, k, u, claim.Token, fn)
-	} else {
-		res, err = r.resolve(ctx, scope, k, fingerprint, &claim, false, fn)
+	if claim.Status != stores.Acquired {
+		return r.resolve(c, &claim, false)
 	}
-	finished = true
-	r.rollback(ctx, scope, k, u) // a no-op once committed
-	return res, err
-}
 
-// runInUnit runs fn in the unit under token, then completes and commits.
-// A result too large to store (errNotStored) has already reached its
-// client, so its effects must stand: the claim is released inside the unit
-// and the unit committed without a record.
-func (r *Receiver) runInUnit(ctx context.Context, scope, k string, u Unit, token stores.Token,
-	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
-	v, err := fn(withToken(u.Context(), token))
+	v, err := c.run(withToken(u.Context(), claim.Token), fn, OutcomeFailed)
 	switch {
 	case errors.Is(err, errNotStored):
-		if rerr := u.Store().Release(u.Context(), k, token); rerr != nil {
-			return r.outcome(scope, OutcomeStoreError, nil), rerr // it names the key
+		// The result has reached its client, so its effects must stand:
+		// the claim is released inside the unit and the unit committed
+		// without a record.
+		if rerr := store.Release(u.Context(), c.k, claim.Token); rerr != nil {
+			return Result{Outcome: OutcomeStoreError}, rerr // it names the key
 		}
 		if cerr := u.Commit(ctx); cerr != nil {
-			return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("committing key %q: %w", shown(k), cerr)
+			return Result{Outcome: OutcomeStoreError}, fmt.Errorf("committing key %q: %w", shown(c.k), cerr)
 		}
-		return r.outcome(scope, OutcomeNotStored, nil), err
+		return Result{Outcome: OutcomeNotStored}, err
 	case err != nil:
-		return r.outcome(scope, failedOutcome(err), nil), err
+		return Result{Outcome: failedOutcome(err)}, err
 	}
-	if err := r.complete(u.Context(), u.Store(), k, token, v); err != nil {
-		return r.outcome(scope, OutcomeStoreError, nil), err // it names the key
+	if err := store.Complete(u.Context(), c.k, claim.Token, v, r.cfg.TTL); err != nil {
+		return Result{Outcome: OutcomeStoreError}, err // it names the key
 	}
 	if err := u.Commit(ctx); err != nil {
-		return r.outcome(scope, OutcomeStoreError, nil), fmt.Errorf("committing key %q: %w", shown(k), err)
+		return Result{Outcome: OutcomeStoreError}, fmt.Errorf("committing key %q: %w", shown(c.k), err)
 	}
-	return r.outcome(scope, OutcomeProcessed, v), nil
+	return Result{Outcome: OutcomeProcessed, Value: v}, nil
 }
 
-// rollback ends u even when ctx is cancelled.
-func (r *Receiver) rollback(ctx context.Context, scope, k string, u Unit) {
+// rollback ends u even when ctx is cancelled. After a commit or a previous
+// rollback it does nothing.
+func (r *Receiver) rollback(ctx context.Context, c *call, u Unit) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	if err := u.Rollback(ctx); err != nil {
-		r.cfg.Logger.WarnContext(ctx, "rolling back failed", "scope", scope, "key", shown(k), "err", err)
+		r.cfg.Logger.WarnContext(ctx, "rolling back failed", "scope", c.scope, "key", shown(c.k), "err", err)
 	}
 }

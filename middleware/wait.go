@@ -3,7 +3,6 @@ package middleware
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/sethvargo/go-retry"
@@ -18,32 +17,39 @@ const (
 	waitCap  = 250 * time.Millisecond
 )
 
-// errStillInProgress ends the wait when Config.Wait has passed.
+// errStillInProgress ends a poll that found the key still held.
 var errStillInProgress = errors.New("still in progress")
 
-// wait polls Claim until the key stops being in progress or Config.Wait has
-// passed, then acts on what the key has become.
-func (r *Receiver) wait(ctx context.Context, scope, k string, fingerprint []byte,
-	fn func(ctx context.Context) ([]byte, error)) (Result, error) {
+// heldAlike reports whether claim finds c's key held by another owner for
+// the same payload: what the Wait policy waits out.
+func heldAlike(claim *stores.Claim, c *call) bool {
+	return claim.Status == stores.InProgress && sameFingerprint(claim.Record.Fingerprint, c.fingerprint)
+}
+
+// waitClaim claims c's key again, with backoff, while another owner holds
+// it for the same payload, for up to Config.Wait. It returns the last claim
+// and when it was made: acquired, completed, held for another payload, or
+// still held once Wait has passed.
+func (r *Receiver) waitClaim(ctx context.Context, c *call) (time.Time, stores.Claim, error) {
 	backoff := retry.WithMaxDuration(r.cfg.Wait,
 		retry.WithJitterPercent(20, retry.WithCappedDuration(waitCap, retry.NewExponential(waitBase))))
-	var started time.Time
-	claim, err := retry.DoValue(ctx, backoff, func(ctx context.Context) (stores.Claim, error) {
-		started = time.Now()
-		c, err := r.claim(ctx, r.cfg.Store, k, fingerprint)
-		if err == nil && c.Status == stores.InProgress && sameFingerprint(c.Record.Fingerprint, fingerprint) {
-			return c, retry.RetryableError(errStillInProgress)
+	var (
+		claimed time.Time
+		claim   stores.Claim
+	)
+	err := retry.Do(ctx, backoff, func(ctx context.Context) error {
+		claimed = time.Now()
+		var err error
+		if claim, err = r.store.Claim(ctx, c.k, c.fingerprint, r.cfg.Lease); err != nil {
+			return err
 		}
-		return c, err
+		if heldAlike(&claim, c) {
+			return retry.RetryableError(errStillInProgress)
+		}
+		return nil
 	})
-	switch {
-	case errors.Is(err, errStillInProgress):
-		return r.outcome(scope, OutcomeInProgress, nil), fmt.Errorf("key %q after waiting %v: %w", shown(k), r.cfg.Wait, ErrInProgress)
-	case err != nil:
-		return r.claimFailed(ctx, scope, k, err, fn)
+	if errors.Is(err, errStillInProgress) {
+		err = nil
 	}
-	if claim.Status == stores.Acquired {
-		return r.runOwned(ctx, scope, k, claim.Token, started, fn)
-	}
-	return r.resolve(ctx, scope, k, fingerprint, &claim, false, fn)
+	return claimed, claim, err
 }

@@ -130,12 +130,17 @@ func terminated(app string) linearizable.Fault {
 				return err
 			}
 			defer conn.Close(ctx)
-			var n int
-			err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
-			if err == nil && n == 0 {
-				err = fmt.Errorf("no connection of %s to terminate", app)
+			// Right after a fault the pool may not have dialled again yet:
+			// look for a connection to terminate for a while.
+			for range 50 {
+				var n int
+				err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
+				if err != nil || n > 0 {
+					return err
+				}
+				time.Sleep(5 * time.Millisecond)
 			}
-			return err
+			return fmt.Errorf("no connection of %s to terminate", app)
 		},
 	}
 	if linearizable.Long() {

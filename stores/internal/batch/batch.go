@@ -178,6 +178,14 @@ func (b *Batcher[Req, Resp]) Do(ctx context.Context, req Req) (Resp, error) {
 	return b.wait(ctx, c)
 }
 
+// Queued returns how many calls wait in the queue for a worker. Tests use
+// it to hold a batch until the calls they race have queued behind it.
+func (b *Batcher[Req, Resp]) Queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
+}
+
 // inline runs req alone on the caller's goroutine.
 func (b *Batcher[Req, Resp]) inline(ctx context.Context, req Req) (Resp, error) {
 	var res [1]Result[Resp]

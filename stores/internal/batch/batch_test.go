@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/onceflow/onceflow/stores/internal/batch"
@@ -71,9 +72,16 @@ func TestIdleCallRunsInlineWithCallersContext(t *testing.T) {
 	}
 }
 
+// The tests below that depend on when goroutines block or timers fire run
+// in a synctest bubble: the batcher uses only goroutines, channels, mutexes
+// and timers, so synctest.Wait tells when every call has queued, and the
+// bubble's clock makes Timeout and Linger exact.
+
 // queueBehind occupies the only worker with a batch blocked on gate, then
 // queues n calls behind it and returns their outcomes once all are done.
-func queueBehind(t *testing.T, b *batch.Batcher[int, int], r *recorder, n int, ctxFor func(i int) context.Context) ([]int, []error) {
+// Once every call has queued, and before the gate opens, it calls queued,
+// when set. Call it in a synctest bubble.
+func queueBehind(t *testing.T, b *batch.Batcher[int, int], r *recorder, n int, ctxFor func(i int) context.Context, queued func()) ([]int, []error) {
 	t.Helper()
 	first := make(chan struct{})
 	go func() { defer close(first); _, _ = b.Do(context.Background(), 1000) }()
@@ -83,87 +91,96 @@ func queueBehind(t *testing.T, b *batch.Batcher[int, int], r *recorder, n int, c
 	for i := range n {
 		wg.Go(func() { got[i], errs[i] = b.Do(ctxFor(i), i) })
 	}
-	// Let the calls reach the queue, then release every batch.
-	time.Sleep(50 * time.Millisecond)
+	synctest.Wait() // every call is queued
+	if queued != nil {
+		queued()
+	}
 	close(r.gate)
 	wg.Wait()
 	<-first
 	return got, errs
 }
 
+// background is every call's context in queueBehind.
+func background(int) context.Context { return context.Background() }
+
 func TestQueuedCallsGetTheirOwnResultsAndErrors(t *testing.T) {
-	r := &recorder{started: make(chan struct{}), gate: make(chan struct{}), failOdd: true}
-	b := batch.New(r.run, batch.Config{MaxSize: 100, Workers: 1})
-	const n = 40
-	got, errs := queueBehind(t, b, r, n, func(int) context.Context { return context.Background() })
-	for i := range n {
-		if i%2 == 1 {
-			if errs[i] == nil || errs[i].Error() != fmt.Sprintf("request %d failed", i) {
-				t.Fatalf("call %d: error %v, want its own failure", i, errs[i])
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{started: make(chan struct{}), gate: make(chan struct{}), failOdd: true}
+		b := batch.New(r.run, batch.Config{MaxSize: 100, Workers: 1})
+		const n = 40
+		got, errs := queueBehind(t, b, r, n, background, nil)
+		for i := range n {
+			if i%2 == 1 {
+				if errs[i] == nil || errs[i].Error() != fmt.Sprintf("request %d failed", i) {
+					t.Fatalf("call %d: error %v, want its own failure", i, errs[i])
+				}
+				continue
 			}
-			continue
+			if errs[i] != nil || got[i] != 2*i {
+				t.Fatalf("call %d = %d, %v, want %d", i, got[i], errs[i], 2*i)
+			}
 		}
-		if errs[i] != nil || got[i] != 2*i {
-			t.Fatalf("call %d = %d, %v, want %d", i, got[i], errs[i], 2*i)
+		// The blocked batch of one, then the queue in as few batches as the
+		// size allows: here one.
+		if s := r.sizes(); len(s) != 2 || s[0] != 1 || s[1] != n {
+			t.Fatalf("batch sizes %v, want [1 %d]", s, n)
 		}
-	}
-	// The blocked batch of one, then the queue in as few batches as the
-	// size allows: here one.
-	if s := r.sizes(); len(s) != 2 || s[0] != 1 || s[1] != n {
-		t.Fatalf("batch sizes %v, want [1 %d]", s, n)
-	}
+	})
 }
 
 func TestBatchesRespectMaxSize(t *testing.T) {
-	r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
-	b := batch.New(r.run, batch.Config{MaxSize: 7, Workers: 1})
-	const n = 30
-	_, errs := queueBehind(t, b, r, n, func(int) context.Context { return context.Background() })
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	total := 0
-	for _, s := range r.sizes()[1:] {
-		if s > 7 {
-			t.Fatalf("batch of %d exceeds MaxSize 7: %v", s, r.sizes())
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
+		b := batch.New(r.run, batch.Config{MaxSize: 7, Workers: 1})
+		const n = 30
+		_, errs := queueBehind(t, b, r, n, background, nil)
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
 		}
-		total += s
-	}
-	if total != n || len(r.sizes()) != 1+5 {
-		t.Fatalf("batch sizes %v, want 1 then %d calls in 5 batches", r.sizes(), n)
-	}
+		if s := r.sizes(); fmt.Sprint(s) != "[1 7 7 7 7 2]" {
+			t.Fatalf("batch sizes %v, want 1 then %d calls in batches of at most 7", s, n)
+		}
+	})
 }
 
 func TestCancelledQueuedCallIsDroppedOthersAnswered(t *testing.T) {
-	r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
-	b := batch.New(r.run, batch.Config{MaxSize: 100, Workers: 1})
-	cancelled, cancel := context.WithCancel(context.Background())
-	const n, victim = 10, 3
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
-	got, errs := queueBehind(t, b, r, n, func(i int) context.Context {
-		if i == victim {
-			return cancelled
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
+		b := batch.New(r.run, batch.Config{MaxSize: 100, Workers: 1})
+		cancelled, cancel := context.WithCancel(context.Background())
+		const n, victim = 10, 3
+		got, errs := queueBehind(t, b, r, n, func(i int) context.Context {
+			if i == victim {
+				return cancelled
+			}
+			return context.Background()
+		}, func() {
+			cancel()
+			synctest.Wait() // the victim has given up
+		})
+		for i := range n {
+			if i == victim {
+				if !errors.Is(errs[i], context.Canceled) {
+					t.Fatalf("cancelled call: error %v, want context.Canceled", errs[i])
+				}
+				continue
+			}
+			if errs[i] != nil || got[i] != 2*i {
+				t.Fatalf("call %d = %d, %v", i, got[i], errs[i])
+			}
 		}
-		return context.Background()
+		if s := r.sizes(); fmt.Sprint(s) != fmt.Sprint([]int{1, n - 1}) {
+			t.Fatalf("batch sizes %v, want [1 %d]: every call but the cancelled one", s, n-1)
+		}
+		for _, bt := range r.batches {
+			for _, q := range bt {
+				if q == victim {
+					t.Fatal("the call cancelled while queued was run")
+				}
+			}
+		}
 	})
-	for i := range n {
-		if i == victim {
-			if !errors.Is(errs[i], context.Canceled) {
-				t.Fatalf("cancelled call: error %v, want context.Canceled", errs[i])
-			}
-			continue
-		}
-		if errs[i] != nil || got[i] != 2*i {
-			t.Fatalf("call %d = %d, %v", i, got[i], errs[i])
-		}
-	}
-	for _, bt := range r.batches {
-		for _, q := range bt {
-			if q == victim {
-				t.Fatal("the call cancelled while queued was run")
-			}
-		}
-	}
 }
 
 func TestDoneContextRunsNothing(t *testing.T) {
@@ -180,63 +197,74 @@ func TestDoneContextRunsNothing(t *testing.T) {
 }
 
 func TestTimeoutStartsAnExtraWorker(t *testing.T) {
-	started, gate := make(chan struct{}), make(chan struct{})
-	defer close(gate)
-	b := batch.New(func(ctx context.Context, reqs []int, res []batch.Result[int]) {
-		if reqs[0] == 1000 {
-			close(started)
-			<-gate
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 5 * time.Millisecond
+		started, gate := make(chan struct{}), make(chan struct{})
+		defer close(gate)
+		b := batch.New(func(ctx context.Context, reqs []int, res []batch.Result[int]) {
+			if reqs[0] == 1000 {
+				close(started)
+				<-gate
+			}
+		}, batch.Config{MaxSize: 100, Workers: 1, Timeout: timeout})
+		go func() { _, _ = b.Do(context.Background(), 1000) }()
+		<-started
+		// The only worker stays blocked: the queued call is sent only if its
+		// timeout starts an extra worker, and then exactly at its timeout.
+		if waited := answered(t, b); waited != timeout {
+			t.Fatalf("a queued call was answered after %v, want its timeout %v", waited, timeout)
 		}
-	}, batch.Config{MaxSize: 100, Workers: 1, Timeout: 5 * time.Millisecond})
-	go func() { _, _ = b.Do(context.Background(), 1000) }()
-	<-started
-	// The only worker stays blocked: the queued call is sent only if its
-	// timeout starts an extra worker.
-	answeredSoon(t, b, "a queued call was not sent although its timeout passed")
+	})
 }
 
 // A backlog of several batches' worth gets an extra worker per batch, so
 // that none of its calls waits for the others' batches; calls that queue
 // later are watched for in turn.
 func TestTimeoutSendsEachBatchOfABacklog(t *testing.T) {
-	const maxSize, batches = 2, 3
-	started, gate, backlogGate := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	defer close(gate)
-	var inFlight atomic.Int32
-	b := batch.New(func(ctx context.Context, reqs []int, res []batch.Result[int]) {
-		switch reqs[0] {
-		case 1000:
-			close(started)
-			<-gate
-		case 1:
-			inFlight.Add(1)
-			<-backlogGate
+	synctest.Test(t, func(t *testing.T) {
+		const maxSize, batches, timeout = 2, 3, 5 * time.Millisecond
+		started, gate, backlogGate := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		defer close(gate)
+		var inFlight atomic.Int32
+		b := batch.New(func(ctx context.Context, reqs []int, res []batch.Result[int]) {
+			switch reqs[0] {
+			case 1000:
+				close(started)
+				<-gate
+			case 1:
+				inFlight.Add(1)
+				<-backlogGate
+			}
+		}, batch.Config{MaxSize: maxSize, Workers: 1, Timeout: timeout})
+		go func() { _, _ = b.Do(context.Background(), 1000) }()
+		<-started
+		errs := make(chan error, maxSize*batches)
+		for range maxSize * batches {
+			go func() { _, err := b.Do(context.Background(), 1); errs <- err }()
 		}
-	}, batch.Config{MaxSize: maxSize, Workers: 1, Timeout: 5 * time.Millisecond})
-	go func() { _, _ = b.Do(context.Background(), 1000) }()
-	<-started
-	errs := make(chan error, maxSize*batches)
-	for range maxSize * batches {
-		go func() { _, err := b.Do(context.Background(), 1); errs <- err }()
-	}
-	for deadline := time.Now().Add(5 * time.Second); inFlight.Load() < batches; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of the backlog's %d batches in flight, want all: one waits for another", inFlight.Load(), batches)
+		time.Sleep(timeout)
+		synctest.Wait()
+		if n := inFlight.Load(); n != batches {
+			t.Fatalf("%d of the backlog's %d batches in flight once its timeout passed, want all: one waits for another", n, batches)
 		}
-	}
-	close(backlogGate)
-	for range maxSize * batches {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+		close(backlogGate)
+		for range maxSize * batches {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	answeredSoon(t, b, "a call queued after the backlog was not sent although its timeout passed")
+		if waited := answered(t, b); waited != timeout {
+			t.Fatalf("a call queued after the backlog was answered after %v, want its timeout %v", waited, timeout)
+		}
+	})
 }
 
-// answeredSoon fails the test unless a call is answered, without error,
-// within seconds.
-func answeredSoon(t *testing.T, b *batch.Batcher[int, int], failure string) {
+// answered makes a call, fails the test unless it is answered without
+// error within a minute, and returns how long it took. Call it in a
+// synctest bubble: the time is the bubble's.
+func answered(t *testing.T, b *batch.Batcher[int, int]) time.Duration {
 	t.Helper()
+	start := time.Now()
 	done := make(chan error, 1)
 	go func() { _, err := b.Do(context.Background(), 7); done <- err }()
 	select {
@@ -244,92 +272,102 @@ func answeredSoon(t *testing.T, b *batch.Batcher[int, int], failure string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal(failure)
+	case <-time.After(time.Minute):
+		t.Fatal("a queued call was never answered")
 	}
+	return time.Since(start)
 }
 
 func TestWithoutTimeoutQueuedCallWaitsForAWorker(t *testing.T) {
-	started, gate := make(chan struct{}), make(chan struct{})
-	b := batch.New(func(ctx context.Context, reqs []int, res []batch.Result[int]) {
-		if reqs[0] == 1000 {
-			close(started)
-			<-gate
+	synctest.Test(t, func(t *testing.T) {
+		started, gate := make(chan struct{}), make(chan struct{})
+		b := batch.New(func(ctx context.Context, reqs []int, res []batch.Result[int]) {
+			if reqs[0] == 1000 {
+				close(started)
+				<-gate
+			}
+		}, batch.Config{MaxSize: 100, Workers: 1})
+		go func() { _, _ = b.Do(context.Background(), 1000) }()
+		<-started
+		done := make(chan error, 1)
+		go func() { _, err := b.Do(context.Background(), 7); done <- err }()
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("a queued call ran while the only worker was busy")
+		default:
 		}
-	}, batch.Config{MaxSize: 100, Workers: 1})
-	go func() { _, _ = b.Do(context.Background(), 1000) }()
-	<-started
-	done := make(chan error, 1)
-	go func() { _, err := b.Do(context.Background(), 7); done <- err }()
-	select {
-	case <-done:
-		t.Fatal("a queued call ran while the only worker was busy")
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(gate)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+		close(gate)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestQueuedBatchOutlivesACallersDeadline(t *testing.T) {
-	var deadline time.Time
-	var hasDeadline bool
-	gate := make(chan struct{})
-	b := batch.New(func(ctx context.Context, reqs []int, res []batch.Result[int]) {
-		if reqs[0] == 1000 {
-			<-gate
-			return
+	synctest.Test(t, func(t *testing.T) {
+		var deadline time.Time
+		var hasDeadline bool
+		started, gate := make(chan struct{}), make(chan struct{})
+		b := batch.New(func(ctx context.Context, reqs []int, res []batch.Result[int]) {
+			if reqs[0] == 1000 {
+				close(started)
+				<-gate
+				return
+			}
+			deadline, hasDeadline = ctx.Deadline()
+		}, batch.Config{MaxSize: 10, Workers: 1})
+		go func() { _, _ = b.Do(context.Background(), 1000) }()
+		<-started
+		short, cancel1 := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel1()
+		long, cancel2 := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel2()
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = b.Do(short, 1) })
+		wg.Go(func() { _, _ = b.Do(long, 2) })
+		synctest.Wait() // both queued
+		close(gate)
+		wg.Wait()
+		want, _ := long.Deadline()
+		if !hasDeadline || !deadline.Equal(want) {
+			t.Fatalf("batch deadline %v (%v), want the latest caller's %v", deadline, hasDeadline, want)
 		}
-		deadline, hasDeadline = ctx.Deadline()
-	}, batch.Config{MaxSize: 10, Workers: 1})
-	go func() { _, _ = b.Do(context.Background(), 1000) }()
-	time.Sleep(20 * time.Millisecond)
-	short, cancel1 := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel1()
-	long, cancel2 := context.WithTimeout(context.Background(), time.Hour)
-	defer cancel2()
-	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = b.Do(short, 1) })
-	wg.Go(func() { _, _ = b.Do(long, 2) })
-	time.Sleep(20 * time.Millisecond)
-	close(gate)
-	wg.Wait()
-	want, _ := long.Deadline()
-	if !hasDeadline || !deadline.Equal(want) {
-		t.Fatalf("batch deadline %v (%v), want the latest caller's %v", deadline, hasDeadline, want)
-	}
+	})
 }
 
 func TestBatchKeepsArrivalOrder(t *testing.T) {
-	r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
-	b := batch.New(r.run, batch.Config{MaxSize: 100, Workers: 1})
-	go func() { _, _ = b.Do(context.Background(), 1000) }()
-	<-r.started
-	const n = 10
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { _, _ = b.Do(context.Background(), i) })
-		time.Sleep(5 * time.Millisecond) // each call queues before the next
-	}
-	close(r.gate)
-	wg.Wait()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.batches) != 2 || fmt.Sprint(r.batches[1]) != "[0 1 2 3 4 5 6 7 8 9]" {
-		t.Fatalf("batches %v, want the queued calls in arrival order", r.batches)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
+		b := batch.New(r.run, batch.Config{MaxSize: 100, Workers: 1})
+		go func() { _, _ = b.Do(context.Background(), 1000) }()
+		<-r.started
+		const n = 10
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { _, _ = b.Do(context.Background(), i) })
+			synctest.Wait() // each call queues before the next
+		}
+		close(r.gate)
+		wg.Wait()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.batches) != 2 || fmt.Sprint(r.batches[1]) != "[0 1 2 3 4 5 6 7 8 9]" {
+			t.Fatalf("batches %v, want the queued calls in arrival order", r.batches)
+		}
+	})
 }
 
 // lingering returns a one-worker batcher whose worker has just sent a batch
 // of four queued calls and so lingers for four more, with the recorder of
-// its batches.
+// its batches. Call it in a synctest bubble.
 func lingering(t *testing.T, cfg batch.Config) (*batch.Batcher[int, int], *recorder) {
 	t.Helper()
 	r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
 	cfg.MaxSize, cfg.Workers = 100, 1
 	b := batch.New(r.run, cfg)
-	if _, errs := queueBehind(t, b, r, 4, func(int) context.Context { return context.Background() }); errors.Join(errs...) != nil {
+	if _, errs := queueBehind(t, b, r, 4, background, nil); errors.Join(errs...) != nil {
 		t.Fatal(errors.Join(errs...))
 	}
 	if s := r.sizes(); fmt.Sprint(s) != "[1 4]" {
@@ -341,43 +379,51 @@ func lingering(t *testing.T, cfg batch.Config) (*batch.Batcher[int, int], *recor
 // Calls that trickle in while the worker lingers go as one batch of the
 // last batch's size, not one by one.
 func TestLingerFillsTheNextBatchBackToTheLastSize(t *testing.T) {
-	b, r := lingering(t, batch.Config{Linger: time.Minute})
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			if _, err := b.Do(context.Background(), i); err != nil {
-				t.Error(err)
-			}
-		})
-		time.Sleep(10 * time.Millisecond)
-	}
-	wg.Wait()
-	if s := r.sizes(); fmt.Sprint(s) != "[1 4 4]" {
-		t.Fatalf("batch sizes %v, want [1 4 4]: the trickle in one batch", s)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const linger = time.Minute
+		b, r := lingering(t, batch.Config{Linger: linger})
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Go(func() {
+				if _, err := b.Do(context.Background(), i); err != nil {
+					t.Error(err)
+				}
+			})
+			time.Sleep(10 * time.Millisecond)
+		}
+		wg.Wait()
+		if s := r.sizes(); fmt.Sprint(s) != "[1 4 4]" {
+			t.Fatalf("batch sizes %v, want [1 4 4]: the trickle in one batch", s)
+		}
+		time.Sleep(linger) // the worker lingers for four more, in vain, and stops
+	})
 }
 
 // A lingering worker sends what it has once Linger passes.
 func TestLingerEndsAfterLinger(t *testing.T) {
-	const linger = 50 * time.Millisecond
-	b, r := lingering(t, batch.Config{Linger: linger})
-	start := time.Now()
-	if _, err := b.Do(context.Background(), 7); err != nil {
-		t.Fatal(err)
-	}
-	if waited := time.Since(start); waited > 5*time.Second {
-		t.Fatalf("a lone call waited %v with Linger %v", waited, linger)
-	}
-	if s := r.sizes(); fmt.Sprint(s) != "[1 4 1]" {
-		t.Fatalf("batch sizes %v, want [1 4 1]", s)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const linger = 50 * time.Millisecond
+		b, r := lingering(t, batch.Config{Linger: linger})
+		if waited := answered(t, b); waited != linger {
+			t.Fatalf("a lone call waited %v with Linger %v, want exactly the linger", waited, linger)
+		}
+		if s := r.sizes(); fmt.Sprint(s) != "[1 4 1]" {
+			t.Fatalf("batch sizes %v, want [1 4 1]", s)
+		}
+	})
 }
 
 // Timeout bounds the linger too: a call queued past it starts a worker that
 // sends at once.
 func TestTimeoutCutsALingerShort(t *testing.T) {
-	b, _ := lingering(t, batch.Config{Linger: time.Hour, Timeout: 20 * time.Millisecond})
-	answeredSoon(t, b, "a queued call waited out the linger although its timeout passed")
+	synctest.Test(t, func(t *testing.T) {
+		const linger, timeout = time.Hour, 20 * time.Millisecond
+		b, _ := lingering(t, batch.Config{Linger: linger, Timeout: timeout})
+		if waited := answered(t, b); waited != timeout {
+			t.Fatalf("a queued call waited %v with Linger %v, want its timeout %v", waited, linger, timeout)
+		}
+		time.Sleep(linger) // the lingering worker stops
+	})
 }
 
 func TestConfigOrFillsOnlyZeroSettings(t *testing.T) {
@@ -391,24 +437,26 @@ func TestConfigOrFillsOnlyZeroSettings(t *testing.T) {
 // Observed tells its observer each batch's size under its op as the batch
 // starts, the call run alone included.
 func TestObservedTellsEachBatchSize(t *testing.T) {
-	r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
-	var (
-		mu   sync.Mutex
-		seen []string
-	)
-	observe := func(op string, calls int) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{started: make(chan struct{}), gate: make(chan struct{})}
+		var (
+			mu   sync.Mutex
+			seen []string
+		)
+		observe := func(op string, calls int) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, fmt.Sprintf("%s:%d", op, calls))
+		}
+		b := batch.New(batch.Observed(r.run, "claim", observe), batch.Config{MaxSize: 100, Workers: 1})
+		const n = 12
+		if _, errs := queueBehind(t, b, r, n, background, nil); errors.Join(errs...) != nil {
+			t.Fatal(errors.Join(errs...))
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		seen = append(seen, fmt.Sprintf("%s:%d", op, calls))
-	}
-	b := batch.New(batch.Observed(r.run, "claim", observe), batch.Config{MaxSize: 100, Workers: 1})
-	const n = 12
-	if _, errs := queueBehind(t, b, r, n, func(int) context.Context { return context.Background() }); errors.Join(errs...) != nil {
-		t.Fatal(errors.Join(errs...))
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if got, want := fmt.Sprint(seen), "[claim:1 claim:12]"; got != want {
-		t.Fatalf("observed %s, want %s (batches %v)", got, want, r.sizes())
-	}
+		if got, want := fmt.Sprint(seen), "[claim:1 claim:12]"; got != want {
+			t.Fatalf("observed %s, want %s (batches %v)", got, want, r.sizes())
+		}
+	})
 }
