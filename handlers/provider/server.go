@@ -1,0 +1,108 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceflow/onceflow/domain"
+)
+
+// DatabaseURLSetting is the variable of `onceflow provider`'s own
+// PostgreSQL database: a postgres:// URL, whose search_path may name a
+// schema. Unset, the command keeps records and charges in memory.
+const DatabaseURLSetting = "PROVIDER_DATABASE_URL"
+
+// Server is a Provider serving on an address of its own.
+type Server struct {
+	*Provider
+	listener net.Listener
+	server   *http.Server
+	served   chan error
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Listen starts a Provider on cfg serving on addr (host:port; port 0
+// picks a free one) and returns once it listens. Close stops it.
+func Listen(ctx context.Context, addr string, cfg Config) (*Server, error) {
+	p, err := New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		_ = p.Close()
+		return nil, fmt.Errorf("payment provider: %w", err)
+	}
+	s := &Server{Provider: p, listener: ln, served: make(chan error, 1),
+		server: &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}}
+	go func() { s.served <- s.server.Serve(ln) }()
+	return s, nil
+}
+
+// URL is the base URL the provider answers at, such as
+// http://127.0.0.1:43567.
+func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
+
+// Close stops serving, waiting up to 5 seconds for the requests in flight,
+// then closes the Provider. Calling it again returns the same.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := s.server.Shutdown(ctx)
+		if serr := <-s.served; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		s.closeErr = errors.Join(err, s.Provider.Close())
+	})
+	return s.closeErr
+}
+
+// Command is `onceflow provider`: the provider as a service of its own,
+// on --addr, its records and charges in PROVIDER_DATABASE_URL's database
+// (migrated at start-up) or in memory, until the process is told to stop.
+func Command() domain.Command {
+	return domain.Command{Summary: "run the payments example's payment provider (POST /charges, behind the Idempotency-Key face)", Run: run}
+}
+
+func run(ctx context.Context, env domain.CommandEnv) error {
+	fs := flag.NewFlagSet("provider", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	addr := fs.String("addr", "127.0.0.1:8090", "address to listen on")
+	if err := fs.Parse(env.Args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("provider takes flags only, not %q", fs.Arg(0))
+	}
+	logger := slog.New(slog.NewTextHandler(env.Stderr, nil))
+	cfg := Config{Logger: logger}
+	store := "memory"
+	if url := env.Getenv(DatabaseURLSetting); url != "" {
+		pool, err := pgxpool.New(ctx, url)
+		if err != nil {
+			return fmt.Errorf("%s: %w", DatabaseURLSetting, err)
+		}
+		defer pool.Close()
+		cfg.DB, store = pool, "postgres"
+	}
+	s, err := Listen(ctx, *addr, cfg)
+	if err != nil {
+		return err
+	}
+	logger.Info("payment provider serving", "url", s.URL(), "store", store)
+	<-ctx.Done()
+	logger.Info("payment provider stopping")
+	return s.Close()
+}
