@@ -3,6 +3,7 @@ package provider
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -13,16 +14,20 @@ import (
 	"github.com/onceflow/onceflow/problem"
 )
 
-// MaxRequestBody bounds the body of POST /charges, in bytes.
-const MaxRequestBody = 4 << 10
+// Bounds of a charge request, in bytes.
+const (
+	MaxRequestBody = 4 << 10
+	MaxFieldLength = 512
+)
 
 // ChargeRequest is the body of POST /charges: who pays how much, for
 // which payment of the caller's.
 type ChargeRequest struct {
-	// PaymentID is the caller's reference of the payment, 1 to 200
-	// characters. The provider does not deduplicate by it: only the
-	// Idempotency-Key does.
-	PaymentID   string `json:"payment_id"`
+	// PaymentID is the caller's reference of the payment, 1 to
+	// MaxFieldLength bytes. The provider does not deduplicate by it:
+	// only the Idempotency-Key does.
+	PaymentID string `json:"payment_id"`
+	// CustomerID is who pays, 1 to MaxFieldLength bytes.
 	CustomerID  string `json:"customer_id"`
 	AmountCents int64  `json:"amount_cents"`
 	// Currency is an ISO 4217 code in upper case, such as EUR.
@@ -122,11 +127,10 @@ func decodeCharge(body io.Reader) (ChargeRequest, error) {
 		return ChargeRequest{}, problem.New(problem.Invalid, "the body must hold one JSON object and nothing after it")
 	}
 	var fields []problem.FieldError
-	if n := len(req.PaymentID); n == 0 || n > 200 {
-		fields = append(fields, problem.FieldError{Field: "payment_id", Detail: "must be 1 to 200 characters"})
-	}
-	if req.CustomerID == "" {
-		fields = append(fields, problem.FieldError{Field: "customer_id", Detail: "must not be empty"})
+	for _, f := range []struct{ name, value string }{{"payment_id", req.PaymentID}, {"customer_id", req.CustomerID}} {
+		if n := len(f.value); n == 0 || n > MaxFieldLength {
+			fields = append(fields, problem.FieldError{Field: f.name, Detail: fmt.Sprintf("must be 1 to %d bytes", MaxFieldLength)})
+		}
 	}
 	if req.AmountCents <= 0 {
 		fields = append(fields, problem.FieldError{Field: "amount_cents", Detail: "must be positive"})

@@ -54,13 +54,20 @@ func Listen(ctx context.Context, addr string, cfg Config) (*Server, error) {
 // http://127.0.0.1:43567.
 func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
 
-// Close stops serving, waiting up to 5 seconds for the requests in flight,
-// then closes the Provider. Calling it again returns the same.
+// Close stops serving, waiting up to 5 seconds for the requests in flight
+// (and for connections a client opened but never used) before it closes
+// what is left, then closes the Provider. Calling it again returns the
+// same.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		err := s.server.Shutdown(ctx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			// Connections still busy, or opened and never used:
+			// close them.
+			err = s.server.Close()
+		}
 		if serr := <-s.served; !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
 		}
