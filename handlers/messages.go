@@ -5,9 +5,10 @@ import (
 	"log/slog"
 
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/onceflow/onceflow/handlers/provider"
+	"github.com/onceflow/onceflow/middleware"
 )
 
 // MessageHandlers holds the message handlers of the payments domain. Its
@@ -35,6 +36,12 @@ func NewMessageHandlers(ledger Ledger, charger Charger, logger *slog.Logger) *Me
 	return &MessageHandlers{ledger: ledger, charger: charger, logger: logger}
 }
 
+// chargeEffect names charge_payment's one effect, the charge at the
+// provider (see [middleware.WithEffectName]). Like a handler's name it is
+// part of every effect key: changed once deployed, a retry of a run that
+// charged before the change charges again.
+const chargeEffect = "charge"
+
 // ChargePayment is the ChargePaymentHandler: it decodes a PaymentRequested,
 // charges it at the payment provider through the [Charger], adds a charge
 // row with the provider's charge id to the ledger, and returns one
@@ -48,13 +55,15 @@ func NewMessageHandlers(ledger Ledger, charger Charger, logger *slog.Logger) *Me
 // A run that charged and then failed (the ledger write, say) charges again
 // when it is retried: the provider makes one charge of the two only when
 // the charger's requests carry the run's effect key
-// ([github.com/onceflow/onceflow/middleware.EffectKeys]).
+// ([middleware.EffectKeys]).
 func (h *MessageHandlers) ChargePayment(msg *message.Message) ([]*message.Message, error) {
 	req, err := DecodePaymentRequested(msg.Payload)
 	if err != nil {
 		return nil, err
 	}
-	ctx := msg.Context()
+	// The charge's effect key is named, not derived from the provider's
+	// URL, so that a retry after the URL changed sends the same key.
+	ctx := middleware.WithEffectName(msg.Context(), chargeEffect)
 	p := req.Payment()
 	charge, err := h.charger.Charge(ctx, provider.ChargeRequest{
 		PaymentID: p.IdempotencyKey(), CustomerID: p.CustomerID, AmountCents: p.AmountCents, Currency: p.Currency,
@@ -77,8 +86,8 @@ func (h *MessageHandlers) ChargePayment(msg *message.Message) ([]*message.Messag
 	if err != nil {
 		return nil, err
 	}
-	if id := middleware.MessageCorrelationID(msg); id != "" {
-		middleware.SetCorrelationID(id, out)
+	if id := wmmw.MessageCorrelationID(msg); id != "" {
+		wmmw.SetCorrelationID(id, out)
 	}
 	h.logger.InfoContext(ctx, "payment charged",
 		"payment_id", req.PaymentID, "charge_id", charge.ID, "replayed_by_provider", charge.Replayed, "message_uuid", msg.UUID)
