@@ -14,23 +14,21 @@ import (
 	"github.com/onceflow/onceflow/middleware"
 )
 
-// ProviderURLSetting is the domain's setting of the payment provider that
-// charge_payment charges: its base URL, such as http://provider:8080.
-// Unset, the domain starts the provider in process, on a loopback port
-// with its records in memory, so that `make run` needs nothing else.
-const ProviderURLSetting = "PAYMENT_PROVIDER_URL"
-
-// openCharger returns the client of the payment provider
-// PAYMENT_PROVIDER_URL names, or of one it starts in process, and what
-// releases them once the handlers have stopped. The client sends each
-// charge with the effect key of the run that makes it.
+// openCharger returns the client of the payment provider that charge_payment
+// charges, and what releases them once the handlers have stopped. The
+// client sends each charge with the effect key of the run that makes it.
+//
+// The provider is the domain's setting PAYMENT_PROVIDER_URL, its base URL
+// (http://provider:8080 in the compose stack). Unset, the domain starts
+// one in process, on a loopback port with its records in memory, so that
+// `make run` needs nothing else; each replica then charges a provider of
+// its own.
 func openCharger(ctx context.Context, deps domain.Deps) (*provider.Client, func() error, error) {
 	logger := deps.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
 	transport := &http.Transport{
-		Proxy:       http.ProxyFromEnvironment,
 		DialContext: (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		// One connection per charge in flight, kept for the next.
 		MaxIdleConnsPerHost: 64,
@@ -39,10 +37,10 @@ func openCharger(ctx context.Context, deps domain.Deps) (*provider.Client, func(
 	}
 	hc := &http.Client{Transport: middleware.EffectKeys(transport)}
 
-	if raw := deps.Getenv(ProviderURLSetting); raw != "" {
+	if raw := deps.Getenv("PAYMENT_PROVIDER_URL"); raw != "" {
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, nil, fmt.Errorf("%s=%q: want the provider's base URL, such as http://provider:8080", ProviderURLSetting, raw)
+			return nil, nil, fmt.Errorf("PAYMENT_PROVIDER_URL=%q: want the provider's base URL, such as http://provider:8080", raw)
 		}
 		logger.InfoContext(ctx, "charging the payment provider", "url", u.Redacted())
 		return provider.NewClient(raw, hc), func() error { transport.CloseIdleConnections(); return nil }, nil
@@ -51,7 +49,7 @@ func openCharger(ctx context.Context, deps domain.Deps) (*provider.Client, func(
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting the in-process payment provider: %w", err)
 	}
-	logger.InfoContext(ctx, "charging an in-process payment provider, its records in memory: set "+ProviderURLSetting+" to share one between replicas",
+	logger.InfoContext(ctx, "charging an in-process payment provider, its records in memory: set PAYMENT_PROVIDER_URL to share one between replicas",
 		"url", s.URL())
 	return provider.NewClient(s.URL(), hc), func() error {
 		// Connections the client opened and never used would hold up

@@ -16,11 +16,6 @@ import (
 	"github.com/onceflow/onceflow/domain"
 )
 
-// DatabaseURLSetting is the variable of `onceflow provider`'s own
-// PostgreSQL database: a postgres:// URL, whose search_path may name a
-// schema. Unset, the command keeps records and charges in memory.
-const DatabaseURLSetting = "PROVIDER_DATABASE_URL"
-
 // Server is a Provider serving on an address of its own.
 type Server struct {
 	*Provider
@@ -96,10 +91,12 @@ func run(ctx context.Context, env domain.CommandEnv) error {
 	logger := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	cfg := Config{Logger: logger}
 	store := "memory"
-	if url := env.Getenv(DatabaseURLSetting); url != "" {
+	// The provider's own PostgreSQL database: a postgres:// URL, whose
+	// search_path may name a schema.
+	if url := env.Getenv("PROVIDER_DATABASE_URL"); url != "" {
 		pool, err := pgxpool.New(ctx, url)
 		if err != nil {
-			return fmt.Errorf("%s: %w", DatabaseURLSetting, err)
+			return fmt.Errorf("PROVIDER_DATABASE_URL: %w", err)
 		}
 		defer pool.Close()
 		cfg.DB, store = pool, "postgres"
