@@ -24,14 +24,12 @@ func TestCommand(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			env := domain.CommandEnv{Args: []string{"--addr", "127.0.0.1:0"}, Environ: environ(t), Stdout: io.Discard}
 			var logs testenv.Buffer
+			env.Stderr = &logs
 			ctx, stop := context.WithCancel(t.Context())
 			done := make(chan error, 1)
-			go func() {
-				done <- provider.Command().Run(ctx, domain.CommandEnv{
-					Args: []string{"--addr", "127.0.0.1:0"}, Environ: environ(t), Stdout: io.Discard, Stderr: &logs,
-				})
-			}()
+			go func() { done <- provider.Command().Run(ctx, env) }()
 			serving := regexp.MustCompile(`msg="payment provider serving" url=(\S+) store=` + name)
 			var url string
 			testenv.WaitFor(t, 20*time.Second, "the provider serving", func() bool {
