@@ -52,8 +52,6 @@ func openCharger(ctx context.Context, deps domain.Deps) (*provider.Client, func(
 	logger.InfoContext(ctx, "charging an in-process payment provider, its records in memory: set PAYMENT_PROVIDER_URL to share one between replicas",
 		"url", s.URL())
 	return provider.NewClient(s.URL(), hc), func() error {
-		// Connections the client opened and never used would hold up
-		// the provider's graceful shutdown.
 		transport.CloseIdleConnections()
 		return s.Close()
 	}, nil

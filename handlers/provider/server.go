@@ -23,6 +23,9 @@ type Server struct {
 	server   *http.Server
 	served   chan error
 
+	mu     sync.Mutex
+	unused map[net.Conn]struct{} // connections no request has come on yet
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -39,10 +42,23 @@ func Listen(ctx context.Context, addr string, cfg Config) (*Server, error) {
 		_ = p.Close()
 		return nil, fmt.Errorf("payment provider: %w", err)
 	}
-	s := &Server{Provider: p, listener: ln, served: make(chan error, 1),
-		server: &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}}
+	s := &Server{Provider: p, listener: ln, served: make(chan error, 1), unused: map[net.Conn]struct{}{}}
+	s.server = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, ConnState: s.track}
 	go func() { s.served <- s.server.Serve(ln) }()
 	return s, nil
+}
+
+// track keeps the connections on which no request has come yet, which a
+// client's transport may open ahead of need: Close closes them at once,
+// rather than waiting for them as it waits for requests in flight.
+func (s *Server) track(c net.Conn, state http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if state == http.StateNew {
+		s.unused[c] = struct{}{}
+	} else {
+		delete(s.unused, c)
+	}
 }
 
 // URL is the base URL the provider answers at, such as
@@ -50,17 +66,19 @@ func Listen(ctx context.Context, addr string, cfg Config) (*Server, error) {
 func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
 
 // Close stops serving, waiting up to 5 seconds for the requests in flight
-// (and for connections a client opened but never used) before it closes
-// what is left, then closes the Provider. Calling it again returns the
-// same.
+// before it closes what is left, then closes the Provider. Calling it
+// again returns the same.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		for c := range s.unused {
+			_ = c.Close()
+		}
+		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		err := s.server.Shutdown(ctx)
 		if errors.Is(err, context.DeadlineExceeded) {
-			// Connections still busy, or opened and never used:
-			// close them.
 			err = s.server.Close()
 		}
 		if serr := <-s.served; !errors.Is(serr, http.ErrServerClosed) {
