@@ -61,10 +61,10 @@ func TestProviderURLSetting(t *testing.T) {
 	if err := parts.Close(); err != nil {
 		t.Errorf("closing the in-process provider: %v", err)
 	}
-	for _, bad := range []string{"provider:8080", "ftp://provider", "http://", "http://%zz"} {
+	for _, bad := range []string{"provider:8080", "ftp://provider", "http://", "http://%zz", "ftp://user:s3cret@provider"} {
 		_, err := d.Open(t.Context(), domain.Deps{Environ: []string{"PAYMENT_PROVIDER_URL=" + bad}})
-		if err == nil || !strings.Contains(err.Error(), "PAYMENT_PROVIDER_URL") {
-			t.Errorf("PAYMENT_PROVIDER_URL=%s: err = %v, want one naming the setting", bad, err)
+		if err == nil || !strings.Contains(err.Error(), "PAYMENT_PROVIDER_URL") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("PAYMENT_PROVIDER_URL=%s: err = %v, want one naming the setting, without its password", bad, err)
 		}
 	}
 }

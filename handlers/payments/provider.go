@@ -38,9 +38,13 @@ func openCharger(ctx context.Context, deps domain.Deps) (*provider.Client, func(
 	hc := &http.Client{Transport: middleware.EffectKeys(transport)}
 
 	if raw := deps.Getenv("PAYMENT_PROVIDER_URL"); raw != "" {
+		const want = "want the provider's base URL, such as http://provider:8080"
 		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, nil, fmt.Errorf("PAYMENT_PROVIDER_URL=%q: want the provider's base URL, such as http://provider:8080", raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("PAYMENT_PROVIDER_URL is not a URL: %s", want) // nor shown: it may hold a password
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, nil, fmt.Errorf("PAYMENT_PROVIDER_URL=%q: %s", u.Redacted(), want)
 		}
 		logger.InfoContext(ctx, "charging the payment provider", "url", u.Redacted())
 		return provider.NewClient(raw, hc), func() error { transport.CloseIdleConnections(); return nil }, nil
