@@ -38,8 +38,18 @@ help: ## list targets
 # client (the service refuses to start with neither API_KEYS nor
 # ALLOW_ANONYMOUS=true). With API_KEYS set (API_KEYS=k3y:me make run) every
 # request needs a key, and ALLOW_ANONYMOUS changes nothing.
-run: build ## run the service on :8080 (in-process transport, memory store, no API keys: nothing to install)
+run: build ## run the service on :8080 (in-process transport, memory store, in-process payment provider, no API keys: nothing to install)
 	ALLOW_ANONYMOUS=true ./bin/onceflow serve
+
+# make provider: the payments example's payment provider on its own, its
+# records and charges in memory, or in PostgreSQL with
+# PROVIDER_DATABASE_URL. `make run` starts one in process; to charge this
+# one instead, PAYMENT_PROVIDER_URL=http://127.0.0.1:8090 make run.
+PROVIDER_ADDR ?= 127.0.0.1:8090
+
+.PHONY: provider
+provider: build ## run the payments example's payment provider on PROVIDER_ADDR (127.0.0.1:8090): POST /charges, GET /charges/count
+	./bin/onceflow provider --addr $(PROVIDER_ADDR)
 
 build: ## build bin/onceflow
 	$(GO) build -o bin/onceflow ./cmd/onceflow

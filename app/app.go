@@ -40,7 +40,8 @@ type App struct {
 // New connects to every backend the configuration names, applies the
 // migrations, the service's and the domain's (or, with
 // MIGRATE_ON_START=false, refuses a schema that lacks some), opens the
-// domain d, assembles the router with its routes and binds the HTTP
+// domain d (which reads settings of its own only from an environment
+// given by [domain.Domain.WithEnviron], as Serve does), assembles the router with its routes and binds the HTTP
 // listener with its API (so Addr is known before Run; HTTP_ADDR may use
 // port 0). It refuses to start without API_KEYS unless
 // ALLOW_ANONYMOUS=true, and then warns. On error, whatever it opened is

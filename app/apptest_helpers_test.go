@@ -185,7 +185,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // every handler the service runs: a route added to
 // [handlers.MessageHandlers.Routes] is covered without editing them.
 func paymentRoutes() domain.Routes {
-	return handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes()
+	return handlers.NewMessageHandlers(memory.NewLedger(), nil, nil).Routes()
 }
 
 // startupFails builds an App from environ, its HTTP listener on loopback,

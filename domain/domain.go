@@ -54,6 +54,13 @@ type Deps struct {
 	Publisher message.Publisher
 	// Logger is the service's logger.
 	Logger *slog.Logger
+	// Environ is the environment the service read its settings from,
+	// os.Environ's form: the service hands it over (see
+	// [Domain.WithEnviron]) so that the domain reads its own settings,
+	// which the service does not know, with [Deps.Getenv] rather than
+	// from the process, and a test's service sees the test's settings.
+	// nil: nothing is set.
+	Environ []string
 }
 
 // Parts is a domain as Open built it.

@@ -3,7 +3,9 @@
 // the HTTP API that accepts payments, and the [Ledger] those handlers write
 // to. The ledger's implementations live in packages named after what they
 // keep it in: handlers/postgres (pgx, with the ledger's migrations) and
-// handlers/memory. handlers/payments hands the domain to the service,
+// handlers/memory. A payment is charged at a payment provider through a
+// [Charger]: handlers/provider is that provider, a small service of its
+// own, and its client. handlers/payments hands the domain to the service,
 // handlers/traffic adds its publish and load commands, and handlers/chaos
 // is its fault suite.
 //
@@ -12,7 +14,8 @@
 //	POST /v1/payments           ledger: the payment, accepted
 //	   │ PaymentRequested on payments.requested
 //	   ▼
-//	charge_payment              ledger: a charge row
+//	charge_payment              provider: a charge, the run's effect key its Idempotency-Key
+//	   │                        ledger: a charge row with the provider's charge id
 //	   │ PaymentCharged on payments.charged
 //	   ├──▶ notify_customer     ledger: a notification row
 //	   └──▶ issue_receipt       ledger: a receipt row
@@ -28,7 +31,11 @@
 // handlers are plain Watermill handler functions and do their side effects
 // naively — a charge, notification or receipt row per execution — because
 // the idempotent receiver that the application wraps around them is what
-// makes each side effect happen once. Every message they produce, and every
+// makes each side effect happen once. The charge at the provider is the
+// exception that shows the receiver's limit: a run that charged and then
+// failed runs again, and only the effect key the receiver hands on
+// ([middleware.EffectKeys]) lets the provider answer the second charge
+// with the first. Every message they produce, and every
 // PaymentRequested the HTTP API publishes, carries the payment's
 // [Payment.IdempotencyKey] (its id, after its client's name when it has
 // one) as metadata [middleware.MetadataKey], the receiver's idempotency

@@ -9,9 +9,11 @@ import (
 // Ledger records payments and the side effects done for them. It is
 // deliberately naive: AppendCharge, AppendNotification and AppendReceipt add
 // a row on every call, with no deduplication, because they stand for
-// external side effects (charging a card, sending an email, issuing a
-// receipt) that only the idempotent receiver in front of the handlers keeps
-// from happening twice.
+// external side effects (recording a charge the provider made, sending an
+// email, issuing a receipt) that only the idempotent receiver in front of
+// the handlers keeps from happening twice. It counts runs: two charge rows
+// of one payment are two runs of charge_payment, which the provider, given
+// the effect key, may have answered with one charge.
 //
 // A payment belongs to the API client that created it ([Payment].Client),
 // and payment ids are the client's own: one client's payment id never
@@ -33,8 +35,9 @@ type Ledger interface {
 	RecordPayment(ctx context.Context, p Payment) (acceptedAt time.Time, err error)
 
 	// AppendCharge adds one charge row for p (the payment of p.Client
-	// with id p.ID) and moves its status to charged unless it is further.
-	// A payment not yet recorded is recorded from p.
+	// with id p.ID), with chargeID, the provider's id of the charge, and
+	// moves its status to charged unless it is further. A payment not
+	// yet recorded is recorded from p.
 	AppendCharge(ctx context.Context, p Payment, chargeID string) error
 
 	// AppendNotification adds one notification row for p and moves its

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/ledgertest"
 	"github.com/onceflow/onceflow/handlers/memory"
+	"github.com/onceflow/onceflow/handlers/provider"
 	"github.com/onceflow/onceflow/middleware"
 )
 
@@ -25,10 +28,37 @@ func paymentRequestedMessage(t *testing.T, e handlers.PaymentRequested) *message
 	return msg
 }
 
+// charger starts a payment provider on a loopback port, stopped when t
+// ends, and returns it with its client, which sends the effect key of a
+// receiver's run ([middleware.EffectKeys]) as the payments domain's does.
+func charger(t *testing.T) (*provider.Server, *provider.Client) {
+	t.Helper()
+	s, err := provider.Listen(t.Context(), "127.0.0.1:0", provider.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, provider.NewClient(s.URL(), &http.Client{Transport: middleware.EffectKeys(nil)})
+}
+
+// assertCharges requires the provider to have made want charges of the
+// payment whose key is paymentKey.
+func assertCharges(t *testing.T, c *provider.Client, paymentKey string, want int64) {
+	t.Helper()
+	got, err := c.Count(t.Context(), paymentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("the provider made %d charges of payment %s, want %d", got, paymentKey, want)
+	}
+}
+
 func TestChargePayment(t *testing.T) {
 	t.Parallel()
 	ledger := memory.NewLedger()
-	h := handlers.NewMessageHandlers(ledger, nil)
+	_, c := charger(t)
+	h := handlers.NewMessageHandlers(ledger, c, nil)
 	req := handlers.PaymentRequested{PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1250, Currency: "EUR", RequestedAt: time.Now().UTC()}
 	in := paymentRequestedMessage(t, req)
 	wmmw.SetCorrelationID("corr-1", in)
@@ -52,6 +82,10 @@ func TestChargePayment(t *testing.T) {
 	if charged.ChargedAt.IsZero() {
 		t.Error("charged_at is zero")
 	}
+	if !strings.HasPrefix(charged.ChargeID, "ch_") {
+		t.Errorf("charge id %q, want the provider's", charged.ChargeID)
+	}
+	assertCharges(t, c, req.PaymentID, 1)
 	if msg.UUID == "" || msg.UUID == in.UUID {
 		t.Errorf("produced UUID %q, want a new one", msg.UUID)
 	}
@@ -64,7 +98,8 @@ func TestChargePayment(t *testing.T) {
 	ledgertest.AssertState(t, ledger, "", handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 1})
 
 	// Without the idempotent receiver, a redelivery charges again: the
-	// handler is naive on purpose, with a new charge id each time.
+	// handler is naive on purpose, and outside a receiver's run there is
+	// no effect key, so the provider charges again, with a new charge id.
 	again, err := h.ChargePayment(in)
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +112,7 @@ func TestChargePayment(t *testing.T) {
 		t.Errorf("charge id %q repeated", second.ChargeID)
 	}
 	ledgertest.AssertState(t, ledger, "", handlers.PaymentState{PaymentID: req.PaymentID, Status: handlers.StatusCharged, Charges: 2})
+	assertCharges(t, c, req.PaymentID, 2)
 }
 
 // paymentChargedMessage is the PaymentCharged of payment pay-1.
@@ -95,7 +131,7 @@ func paymentChargedMessage(t *testing.T) *message.Message {
 func TestNotifyCustomer(t *testing.T) {
 	t.Parallel()
 	ledger := memory.NewLedger()
-	h := handlers.NewMessageHandlers(ledger, nil)
+	h := handlers.NewMessageHandlers(ledger, nil, nil)
 	if err := h.NotifyCustomer(paymentChargedMessage(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +141,7 @@ func TestNotifyCustomer(t *testing.T) {
 func TestIssueReceipt(t *testing.T) {
 	t.Parallel()
 	ledger := memory.NewLedger()
-	h := handlers.NewMessageHandlers(ledger, nil)
+	h := handlers.NewMessageHandlers(ledger, nil, nil)
 	msg := paymentChargedMessage(t)
 	if err := h.IssueReceipt(msg); err != nil {
 		t.Fatal(err)
@@ -123,7 +159,8 @@ func TestIssueReceipt(t *testing.T) {
 func TestMessageHandlersRejectMalformedMessages(t *testing.T) {
 	t.Parallel()
 	ledger := memory.NewLedger()
-	h := handlers.NewMessageHandlers(ledger, nil)
+	s, c := charger(t)
+	h := handlers.NewMessageHandlers(ledger, c, nil)
 	payload, err := json.Marshal(map[string]any{"payment_id": "pay-1", "customer_id": "cus-1", "amount_cents": -1, "currency": "EUR", "charge_id": "ch-1"})
 	if err != nil {
 		t.Fatal(err)
@@ -138,11 +175,15 @@ func TestMessageHandlersRejectMalformedMessages(t *testing.T) {
 	assertMalformed(t, h.NotifyCustomer(msg), "amount_cents")
 	assertMalformed(t, h.IssueReceipt(msg), "amount_cents")
 	ledgertest.AssertSummary(t, ledger, "", handlers.Summary{})
+	if n, err := s.Count(t.Context(), ""); err != nil || n != 0 {
+		t.Errorf("the provider made %d charges (%v), want none", n, err)
+	}
 }
 
 func TestMessageHandlersReturnLedgerErrorsAsRetryable(t *testing.T) {
 	t.Parallel()
-	h := handlers.NewMessageHandlers(failingLedger{}, nil)
+	_, c := charger(t)
+	h := handlers.NewMessageHandlers(failingLedger{}, c, nil)
 	in := paymentRequestedMessage(t, handlers.PaymentRequested{PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1, Currency: "EUR"})
 	_, err := h.ChargePayment(in)
 	if !errors.Is(err, errLedgerDown) || errors.Is(err, handlers.ErrMalformed) {
@@ -162,7 +203,8 @@ func TestMessageHandlersReturnLedgerErrorsAsRetryable(t *testing.T) {
 
 func TestMessageHandlersUseMessageContext(t *testing.T) {
 	t.Parallel()
-	h := handlers.NewMessageHandlers(memory.NewLedger(), nil)
+	_, c := charger(t)
+	h := handlers.NewMessageHandlers(memory.NewLedger(), c, nil)
 	in := paymentRequestedMessage(t, handlers.PaymentRequested{PaymentID: "pay-1", CustomerID: "cus-1", AmountCents: 1, Currency: "EUR"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -201,7 +243,8 @@ func (failingLedger) Summary(context.Context, string) (handlers.Summary, error) 
 func TestMessageHandlersKeepTheClient(t *testing.T) {
 	t.Parallel()
 	ledger := memory.NewLedger()
-	h := handlers.NewMessageHandlers(ledger, nil)
+	_, c := charger(t)
+	h := handlers.NewMessageHandlers(ledger, c, nil)
 	other := handlers.Payment{Client: "client-b", ID: "pay-1", CustomerID: "cus-b", AmountCents: 5, Currency: "USD"}
 	ledgertest.MustRecord(t, ledger, other)
 
@@ -226,4 +269,6 @@ func TestMessageHandlersKeepTheClient(t *testing.T) {
 	ledgertest.AssertState(t, ledger, "client-a", handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusNotified, Charges: 1, Notifications: 1, Receipts: 1})
 	ledgertest.AssertState(t, ledger, "client-b", handlers.PaymentState{PaymentID: "pay-1", Status: handlers.StatusAccepted})
 	ledgertest.AssertNotFound(t, ledger, "", "pay-1")
+	assertCharges(t, c, "client-a/pay-1", 1)
+	assertCharges(t, c, "pay-1", 0)
 }

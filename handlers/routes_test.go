@@ -12,7 +12,7 @@ import (
 // the checks it runs at start-up.
 func TestPaymentRoutesAreValid(t *testing.T) {
 	t.Parallel()
-	routes := handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes()
+	routes := handlers.NewMessageHandlers(memory.NewLedger(), nil, nil).Routes()
 	if err := routes.Validate(); err != nil {
 		t.Fatal(err)
 	}

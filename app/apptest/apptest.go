@@ -33,7 +33,8 @@ type Service struct {
 // settings; HTTP_ADDR defaults to a free loopback port, LOG_LEVEL to warn,
 // RETRY_INTERVAL to 10ms, and unless environ sets API_KEYS,
 // ALLOW_ANONYMOUS to true) until the test ends, and returns once /readyz
-// answers 200. Its log goes to t.Log.
+// answers 200. The domain reads its own settings from environ too
+// ([domain.Deps.Getenv]). Its log goes to t.Log.
 func Start(t testing.TB, d domain.Domain, environ ...string) *Service {
 	t.Helper()
 	environ = append(defaults(environ), environ...)
@@ -42,7 +43,7 @@ func Start(t testing.TB, d domain.Domain, environ ...string) *Service {
 		t.Fatal(err)
 	}
 	logger := app.NewLogger(testWriter{t}, cfg.LogLevel, "text")
-	a, err := app.New(context.Background(), cfg, d, logger)
+	a, err := app.New(context.Background(), cfg, d.WithEnviron(environ), logger)
 	if err != nil {
 		t.Fatal(err)
 	}

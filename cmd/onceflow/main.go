@@ -4,7 +4,8 @@
 // migrations (onceflow migrate), or checks that one is ready (onceflow
 // healthcheck, the container image's health check). The domain adds
 // commands of its own: the payments example's are onceflow publish, the
-// duplicate demo, and onceflow load, a load test with a ledger check.
+// duplicate demo, onceflow load, a load test with a ledger check, and
+// onceflow provider, the payment provider it charges.
 //
 // Configuration comes from the environment; see docs/configuration.md.
 package main

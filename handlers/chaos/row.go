@@ -249,7 +249,7 @@ func deleteStreamsOnCleanup(t testing.TB, url, prefix string) {
 // prefix and service name declares on the shared broker.
 func deleteAMQP(url, prefix, service string) {
 	exchanges, queues := app.Config{TopicPrefix: prefix, ServiceName: service}.AMQPDeclared(
-		handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes())
+		handlers.NewMessageHandlers(memory.NewLedger(), nil, nil).Routes())
 	withAMQPChannel(url, func(ch *amqp091.Channel) {
 		for _, q := range queues {
 			_, _ = ch.QueueDelete(q, false, false, false)

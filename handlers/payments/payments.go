@@ -1,8 +1,9 @@
 // Package payments hands the example payments domain to the service: its
 // message routes and HTTP API on a ledger (PostgreSQL with DATABASE_URL,
-// memory otherwise), the ledger's migrations, the errors no redelivery
-// fixes, and its traffic commands. cmd/onceflow picks it in one line; a
-// fork replaces handlers/ and that line.
+// memory otherwise) and a payment provider (PAYMENT_PROVIDER_URL, or one
+// started in process), the ledger's migrations, the errors no redelivery
+// fixes, its traffic commands and `onceflow provider`. cmd/onceflow picks
+// it in one line; a fork replaces handlers/ and that line.
 package payments
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/memory"
 	ledgerpg "github.com/onceflow/onceflow/handlers/postgres"
+	"github.com/onceflow/onceflow/handlers/provider"
 	"github.com/onceflow/onceflow/handlers/traffic"
 	storepg "github.com/onceflow/onceflow/stores/postgres"
 )
@@ -27,28 +29,47 @@ func Domain() domain.Domain {
 	return domain.Domain{
 		Name:       Name,
 		Migrations: ledgerpg.Migrations(),
-		Permanent:  func(err error) bool { return errors.Is(err, handlers.ErrMalformed) },
+		Permanent:  permanent,
 		Open:       open,
-		Commands:   traffic.Commands(),
+		Commands:   commands(),
 	}
 }
 
-// open builds the handlers on the ledger: in PostgreSQL when the service
+// permanent reports the domain's errors that no redelivery fixes: a
+// malformed message, and a charge the provider refused for good.
+func permanent(err error) bool {
+	return errors.Is(err, handlers.ErrMalformed) || errors.Is(err, provider.ErrRefused)
+}
+
+// commands are the traffic commands and `onceflow provider`.
+func commands() map[string]domain.Command {
+	c := traffic.Commands()
+	c["provider"] = provider.Command()
+	return c
+}
+
+// open builds the handlers on the ledger — in PostgreSQL when the service
 // has a database, so that replicas share it and, in
 // DEDUP_MODE=transaction, its writes join the unit of work their context
-// carries; in memory otherwise.
-func open(_ context.Context, deps domain.Deps) (*domain.Parts, error) {
+// carries; in memory otherwise — and on the payment provider of
+// PAYMENT_PROVIDER_URL, or one it starts in process.
+func open(ctx context.Context, deps domain.Deps) (*domain.Parts, error) {
 	var ledger handlers.Ledger = memory.NewLedger()
 	if deps.DB != nil {
 		ledger = ledgerpg.NewLedger(deps.DB, ledgerpg.WithTxFromContext(storepg.TxFromContext))
 	}
+	charger, closeProvider, err := openCharger(ctx, deps)
+	if err != nil {
+		return nil, err
+	}
 	api := handlers.NewHTTP(ledger, deps.Publisher, deps.Logger)
 	return &domain.Parts{
-		Routes: handlers.NewMessageHandlers(ledger, deps.Logger).Routes(),
+		Routes: handlers.NewMessageHandlers(ledger, charger, deps.Logger).Routes(),
 		HTTP: domain.HTTP{
 			Register:         func(mux *http.ServeMux, idempotent func(http.Handler) http.Handler) { api.Routes(mux, idempotent) },
 			IdempotentRoutes: handlers.IdempotentRoutes(),
 			MaxRequestBody:   handlers.MaxRequestBody,
 		},
+		Close: closeProvider,
 	}, nil
 }

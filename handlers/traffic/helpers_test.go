@@ -63,7 +63,7 @@ func amqpAppEnv(t *testing.T) (env []string, url, prefix string) {
 	url = testenv.AMQP(t)
 	prefix, name := testenv.Names()
 	exchanges, queues := app.Config{TopicPrefix: prefix, ServiceName: name}.AMQPDeclared(
-		handlers.NewMessageHandlers(memory.NewLedger(), nil).Routes())
+		handlers.NewMessageHandlers(memory.NewLedger(), nil, nil).Routes())
 	testenv.DeleteAMQPOnCleanup(t, url, exchanges, queues)
 	return []string{"TRANSPORT=amqp", "AMQP_URL=" + url, "STORE=memory",
 		"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + name}, url, prefix
