@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"maps"
-	"math/rand/v2"
 	"net"
 	"reflect"
 	"slices"
@@ -23,13 +22,15 @@ import (
 
 // TestLinearizableWithRetries runs the linearizability check on a client
 // with go-redis's default retries, as the service's, through a proxy that
-// loses replies: it cuts a connection instead of forwarding one reply in
-// lostReplyOdds, after the server ran the call. The client resends the
-// call on a new connection, and the resent call must answer as the first
-// did: a Claim its own acquisition, a Complete or Release its success.
+// loses replies: it cuts a connection instead of forwarding a reply, after
+// the server ran the call. The client resends the call on another
+// connection, and the resent call must answer as the first did: a Claim
+// its own acquisition, a Complete, Release or Extend its success.
 //
-// Leases and TTLs are far longer than the client's retries take, so that
-// every retry comes while the record the first attempt wrote still lives.
+// The proxy loses at most one reply per lossGap, so that a call loses at
+// most one and its retry follows within go-redis's first backoff (30ms at
+// most), while the lease or record the first attempt wrote still lives:
+// the store answers a retry as the first attempt only until then.
 func TestLinearizableWithRetries(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -44,25 +45,39 @@ func TestLinearizableWithRetries(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testenv.Redis(t) // skips the test when Redis is down
-			p := lossyProxy(t, testenv.RedisAddr(), 20)
+			p := lossyProxy(t, testenv.RedisAddr())
 			c := redis.NewClient(&redis.Options{Addr: p.addr})
 			t.Cleanup(func() { _ = c.Close() })
 			linearizable.Run(t, redisstore.New(c, tc.cfg(t)), linearizable.Config{
-				Duration: 2 * time.Second, MinLease: 150 * time.Millisecond, MaxLease: 300 * time.Millisecond,
+				Duration: 2 * time.Second, MinLease: 120 * time.Millisecond, MaxLease: 240 * time.Millisecond,
 			})
-			t.Logf("%d replies lost", p.lost.Load())
+			n := p.lost.Load()
+			t.Logf("%d replies lost", n)
+			if n < 5 {
+				t.Errorf("%d replies lost, want 5 or more for the retries to be checked", n)
+			}
 		})
 	}
 }
 
+// lossGap is the least time between two replies lossyProxy loses: longer
+// than go-redis's retries of one call take.
+const lossGap = 100 * time.Millisecond
+
 // lossyProxy forwards loopback connections to target until the test ends,
-// and cuts a connection instead of forwarding what the server sent, one
-// read in odds: the server ran the call, its client never hears of it.
-func lossyProxy(t *testing.T, target string, odds int) *proxy {
+// and cuts a connection instead of forwarding what the server sent, the
+// first time it sends anything lossGap or more after the last cut: the
+// server ran the call, its client never hears of it.
+func lossyProxy(t *testing.T, target string) *proxy {
 	p := &proxy{}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var next atomic.Int64 // when the next reply may be lost, in ns since the epoch
+	lose := func() bool {
+		now, n := time.Now().UnixNano(), next.Load()
+		return now >= n && next.CompareAndSwap(n, now+int64(lossGap))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -92,7 +107,7 @@ func lossyProxy(t *testing.T, target string, odds int) *proxy {
 					if err != nil {
 						return
 					}
-					if rand.IntN(odds) == 0 {
+					if lose() {
 						p.lost.Add(1)
 						return
 					}
@@ -112,6 +127,7 @@ func lossyProxy(t *testing.T, target string, odds int) *proxy {
 	return p
 }
 
+// proxy is a lossyProxy: its address, and how many replies it lost.
 type proxy struct {
 	addr string
 	lost atomic.Int64
