@@ -32,6 +32,14 @@
 //     room. A store with a capacity refuses a Claim that would create a
 //     record beyond it with ErrFull, and answers Claims of the records it
 //     holds as ever.
+//   - Calls are safe to retry. A client library that resends a call whose
+//     reply it lost (go-redis does, by default) gets what the first attempt
+//     would have returned: a Claim its own acquisition, not InProgress; a
+//     Complete, Release or Extend its success, changing nothing more. That
+//     holds while the lease the first attempt took, extended or released
+//     would have lasted (for Complete, until the record expires). A second
+//     call, as opposed to a resent one, gets the answer it always got, but
+//     for Complete (see there).
 //   - A backend that cannot be reached yields an error matching ErrUnavailable
 //     that also wraps the driver's cause. A context already done when the
 //     call starts yields an error matching the context's error and changes
@@ -62,6 +70,10 @@ type Store interface {
 	// Complete stores result for key and makes the record completed for ttl.
 	// Only the owner of token may complete; anyone else gets ErrLeaseLost,
 	// including an owner whose lease ended (whether or not it was taken over).
+	// Completing again with the same token and result, while the completed
+	// record lives, succeeds and changes nothing (its expiry included), so a
+	// Complete whose outcome is unknown may be sent again; with another
+	// result it gets ErrLeaseLost.
 	Complete(ctx context.Context, key string, token Token, result []byte, ttl time.Duration) error
 
 	// Release deletes the in-progress record owned by token so that a retry
@@ -104,8 +116,10 @@ func (s Status) String() string {
 }
 
 // Token identifies one acquisition of a key. It is issued by the store on
-// Claim, is unique across acquisitions (128 random bits), and fences every
-// later write: only the current owner's token is accepted.
+// Claim (the networked stores draw it before the call, so that a resent
+// Claim knows its own acquisition), is unique across acquisitions (128 random
+// bits), and fences every later write: only the current owner's token is
+// accepted.
 type Token string
 
 // Claim is the result of Store.Claim.

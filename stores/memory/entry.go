@@ -10,7 +10,7 @@ import (
 // stored, so readers may copy them after releasing the mutex.
 type entry struct {
 	key         string
-	token       stores.Token // the owner's token while in progress
+	token       stores.Token // the owner's token, kept once completed
 	fingerprint []byte
 	result      []byte
 	createdAt   time.Time

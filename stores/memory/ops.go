@@ -80,7 +80,8 @@ func (s *Store) held(e *entry) stores.Claim {
 	}
 }
 
-// Complete implements stores.Store.
+// Complete implements stores.Store. Completing again with the same token
+// and result succeeds and changes nothing.
 func (s *Store) Complete(ctx context.Context, key string, token stores.Token, result []byte, ttl time.Duration) error {
 	k, err := stores.CheckToken(key, token)
 	if err == nil {
@@ -100,6 +101,9 @@ func (s *Store) Complete(ctx context.Context, key string, token stores.Token, re
 		return fmt.Errorf("completing key %q: %w", k, stores.Unavailable("complete", stores.ErrClosed))
 	}
 	now := time.Now()
+	if e, ok := s.entries[k]; ok && e.completed() && e.token == token && !e.expired(now) && bytes.Equal(e.result, result) {
+		return nil // completed already, by this token with this result
+	}
 	e, err := s.owned(k, token, now)
 	if err != nil {
 		return fmt.Errorf("completing key %q: %w", k, err)

@@ -27,24 +27,27 @@ const (
 )
 
 // completeBatchSQL completes many distinct keys in one statement: the
-// owned rows are locked first, in key order (as pgclaim.BatchSQL locks them),
-// then updated as completeSQL does. It returns the keys it completed.
+// rows to complete are locked first, in key order (as pgclaim.BatchSQL
+// locks them), then updated as completeSQL does. It returns the keys it
+// completed, or found completed already with the same token and result.
 const completeBatchSQL = `
 WITH u AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[]) AS u(key, token, result, ttl)
 ), locked AS (
 	SELECT r.key FROM %[1]s AS r JOIN u ON r.key = u.key
-	WHERE r.token = u.token AND r.state = 'in_progress' AND r.expires_at > now()
+	WHERE r.token = u.token AND r.expires_at > now()
+		AND (r.state = 'in_progress' OR coalesce(r.result, '') = coalesce(u.result, ''))
 	ORDER BY r.key
 	FOR UPDATE OF r
 )
 UPDATE %[1]s AS r SET
 	state        = 'completed',
-	result       = u.result,
-	completed_at = now(),
-	expires_at   = now() + u.ttl * interval '1 microsecond'
+	result       = CASE WHEN r.state = 'in_progress' THEN u.result ELSE r.result END,
+	completed_at = CASE WHEN r.state = 'in_progress' THEN now() ELSE r.completed_at END,
+	expires_at   = CASE WHEN r.state = 'in_progress' THEN now() + u.ttl * interval '1 microsecond' ELSE r.expires_at END
 FROM u JOIN locked ON locked.key = u.key
-WHERE r.key = u.key AND r.token = u.token AND r.state = 'in_progress' AND r.expires_at > now()
+WHERE r.key = u.key AND r.token = u.token AND r.expires_at > now()
+	AND (r.state = 'in_progress' OR coalesce(r.result, '') = coalesce(u.result, ''))
 RETURNING r.key`
 
 // batchers coalesce concurrent Claims and Completes (see Config.BatchSize).

@@ -13,18 +13,23 @@ import (
 
 // The token's owner is whoever holds the in-progress record with that token
 // and a lease that has not ended. Complete, Release and Extend all require
-// exactly that, so a token whose lease ended gets stores.ErrLeaseLost from
-// each of them, whether or not someone took the key over; its row stays
-// until a Claim takes it over or the sweeper deletes it.
+// exactly that (Complete also accepts the record that token completed with
+// the same result), so a token whose lease ended gets stores.ErrLeaseLost
+// from each of them, whether or not someone took the key over; its row
+// stays until a Claim takes it over or the sweeper deletes it.
 const owned = `key = $1 AND token = $2 AND state = 'in_progress' AND expires_at > now()`
 
+// completeSQL completes the owned record. A live record that token
+// completed with the same result ($3; NULL and empty compare equal, as in
+// Redis) matches too, and is left as it was: completing again succeeds.
 const completeSQL = `
 UPDATE %[1]s SET
 	state        = 'completed',
-	result       = $3,
-	completed_at = now(),
-	expires_at   = now() + $4::bigint * interval '1 microsecond'
-WHERE ` + owned
+	result       = CASE WHEN state = 'in_progress' THEN $3 ELSE result END,
+	completed_at = CASE WHEN state = 'in_progress' THEN now() ELSE completed_at END,
+	expires_at   = CASE WHEN state = 'in_progress' THEN now() + $4::bigint * interval '1 microsecond' ELSE expires_at END
+WHERE key = $1 AND token = $2 AND expires_at > now()
+	AND (state = 'in_progress' OR coalesce(result, '') = coalesce($3::bytea, ''))`
 
 const releaseSQL = `DELETE FROM %[1]s WHERE ` + owned
 
@@ -35,6 +40,8 @@ RETURNING expires_at`
 
 // Complete implements stores.Store in one UPDATE. The record then expires
 // ttl after now(). A nil result is stored as NULL and read back as nil.
+// Completing again with the same token and result succeeds and changes
+// nothing.
 func (s *Store) Complete(ctx context.Context, key string, token stores.Token, result []byte, ttl time.Duration) error {
 	k, err := stores.CheckToken(key, token)
 	if err == nil {

@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -12,16 +13,17 @@ import (
 
 // The batch claim script, run on its own as a tool such as redis-benchmark
 // runs it, claims for the store: the keys it claims are held when the store
-// is asked for them, each with its own fingerprint, and a second run finds
-// them held.
+// is asked for them, each with its own fingerprint; the same run again (a
+// client resending it) answers as the first, and a run with other tokens
+// finds them held.
 func TestClaimBatchScriptClaimsForTheStore(t *testing.T) {
 	client := testenv.Redis(t)
 	prefix := testenv.KeyPrefix(t)
 	s := redisstore.New(client, redisstore.Config{KeyPrefix: prefix})
-	run := func() []any {
+	run := func(tokA, tokB string) []any {
 		t.Helper()
 		reply, err := client.Eval(t.Context(), redisscript.ClaimBatch, []string{prefix + "a", prefix + "b"},
-			"tok-a", "fp-a", 30_000_000, "tok-b", "fp-b", 30_000_000).Slice()
+			tokA, "fp-a", 30_000_000, tokB, "fp-b", 30_000_000).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,14 +32,18 @@ func TestClaimBatchScriptClaimsForTheStore(t *testing.T) {
 		}
 		return reply
 	}
-	for i, r := range run() {
+	first := run("tok-a", "tok-b")
+	for i, r := range first {
 		if r.([]any)[0] != "acquired" {
 			t.Fatalf("first run, key %d = %v, want acquired", i, r)
 		}
 	}
-	for i, r := range run() {
+	if again := run("tok-a", "tok-b"); !reflect.DeepEqual(again, first) {
+		t.Errorf("the first run again = %v, want %v", again, first)
+	}
+	for i, r := range run("tok-c", "tok-d") {
 		if r.([]any)[0] != "in_progress" {
-			t.Errorf("second run, key %d = %v, want in_progress", i, r)
+			t.Errorf("run with other tokens, key %d = %v, want in_progress", i, r)
 		}
 	}
 	c, err := s.Claim(t.Context(), "b", []byte("fp"), time.Minute)

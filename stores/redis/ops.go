@@ -25,7 +25,9 @@ var (
 	extendScript      = redis.NewScript(redisscript.Extend)
 )
 
-// Claim implements stores.Store. It runs claimScript: one round trip.
+// Claim implements stores.Store. It runs claimScript: one round trip. The
+// token is drawn before the call, so that the script knows its own claim
+// when the client resends the call.
 func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease time.Duration) (stores.Claim, error) {
 	k, err := stores.CheckClaim(key, lease)
 	if err != nil {
@@ -77,7 +79,7 @@ func (s *Store) Release(ctx context.Context, key string, token stores.Token) err
 	if err != nil {
 		return fmt.Errorf("releasing key %q: %w", shown(key), err)
 	}
-	reply, err := s.run(ctx, "release", releaseScript, k, string(token))
+	reply, err := s.run(ctx, "release", releaseScript, k, string(token), callID())
 	if err == nil {
 		err = wantOwned(reply)
 	}
@@ -96,7 +98,7 @@ func (s *Store) Extend(ctx context.Context, key string, token stores.Token, leas
 	if err != nil {
 		return time.Time{}, fmt.Errorf("extending key %q: %w", shown(key), err)
 	}
-	reply, err := s.run(ctx, "extend", extendScript, k, string(token), stores.Micros(lease))
+	reply, err := s.run(ctx, "extend", extendScript, k, string(token), stores.Micros(lease), callID())
 	if err != nil {
 		return time.Time{}, fmt.Errorf("extending key %q: %w", k, err)
 	}
@@ -109,6 +111,11 @@ func (s *Store) Extend(ctx context.Context, key string, token stores.Token, leas
 	}
 	return time.UnixMicro(until), nil
 }
+
+// callID draws the id by which the Release and Extend scripts recognise a
+// call that the client resends after losing its reply (see package
+// internal/redisscript): random hex, as a token.
+func callID() string { return string(stores.NewToken()) }
 
 // run runs script on the record of storage key k and translates driver
 // errors (see failed).

@@ -28,7 +28,8 @@ func testCtx(t *testing.T) context.Context {
 
 // TestClusterKeepsEachRecordInOneKey runs every operation on keys owned by
 // every master and checks that each record is one hash at its own key, with
-// no other key written.
+// no other key written: a released key keeps only its released field,
+// until the lease it released would have ended.
 func TestClusterKeepsEachRecordInOneKey(t *testing.T) {
 	t.Parallel()
 	c := testenv.RedisCluster(t)
@@ -40,7 +41,7 @@ func TestClusterKeepsEachRecordInOneKey(t *testing.T) {
 	// two completed records.
 	owners := slotOwners(t, c)
 	completed := map[string]int{}
-	var want []string
+	var want, released []string
 	for i := 0; len(completed) < 3 || slices.Min(slices.Collect(maps.Values(completed))) < 2; i++ {
 		if i == 1000 {
 			t.Fatalf("completed records per master: %v", completed)
@@ -57,6 +58,7 @@ func TestClusterKeepsEachRecordInOneKey(t *testing.T) {
 			if err := s.Release(ctx, k, claim.Token); err != nil {
 				t.Fatalf("Release(%s): %v", k, err)
 			}
+			released = append(released, prefix+k)
 			continue
 		}
 		if err := s.Complete(ctx, k, claim.Token, []byte(k), time.Minute); err != nil {
@@ -80,6 +82,9 @@ func TestClusterKeepsEachRecordInOneKey(t *testing.T) {
 			if typ := n.Type(ctx, k).Val(); typ != "hash" {
 				return fmt.Errorf("key %s is a %s, want a hash", k, typ)
 			}
+			if fields := n.HKeys(ctx, k).Val(); slices.Contains(released, k) && !slices.Equal(fields, []string{"released"}) {
+				return fmt.Errorf("released key %s has fields %v, want only released", k, fields)
+			}
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -89,10 +94,11 @@ func TestClusterKeepsEachRecordInOneKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	want = append(want, released...)
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Fatalf("keys in the cluster:\n%v\nwant the completed records only:\n%v", got, want)
+		t.Fatalf("keys in the cluster:\n%v\nwant the completed and released records only:\n%v", got, want)
 	}
 }
 

@@ -27,6 +27,16 @@
 // pipeline per node. Either way each call is atomic on its key, so the
 // points above hold call by call.
 //
+// Calls are safe to retry. go-redis resends a command whose connection
+// broke before the reply came (Options.MaxRetries, 3 by default), though
+// the server may have run it. Each script recognises a call it already ran
+// (by the token a Claim draws before the call, a Complete's token and
+// result, and a call id that Release and Extend send) and answers as it
+// did, changing nothing more; so a client that retries reports the same
+// outcomes as one that does not, as long as the resent call arrives while
+// the lease the first run took, extended or released lasts (for Complete,
+// while the completed record lives). See package internal/redisscript.
+//
 // Scripts run with EVALSHA and fall back to EVAL when the server does not
 // know them (after a restart, a failover or SCRIPT FLUSH). Because they read
 // TIME they rely on scripts being replicated by their effects: the default

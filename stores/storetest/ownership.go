@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/onceflow/onceflow/stores"
 )
@@ -63,4 +64,37 @@ func testCompleteIsFinal(t *testing.T, h Harness) {
 	c := mustClaim(t, s, k, fingerprint, longLease)
 	wantStatus(t, c, stores.Completed)
 	wantBytes(t, "result", c.Record.Result, []byte("first"))
+}
+
+// testCompleteAgainSucceeds: the owner completing again with the same
+// result succeeds and changes nothing, so a Complete whose reply was lost
+// can be sent again; calls in a batch, and nil and empty results, alike.
+func testCompleteAgainSucceeds(t *testing.T, h Harness) {
+	s := h.New(t)
+	k := key(t, "k")
+	owner := mustAcquire(t, s, k, longLease)
+	mustComplete(t, s, k, owner.Token, []byte("result"))
+	before := mustClaim(t, s, k, fingerprint, longLease)
+	time.Sleep(10 * time.Millisecond) // the store's clock moves on
+	if err := s.Complete(ctx(t), k, owner.Token, []byte("result"), 2*longTTL); err != nil {
+		t.Fatalf("Complete again: %v", err)
+	}
+	after := mustClaim(t, s, k, fingerprint, longLease)
+	wantStatus(t, after, stores.Completed)
+	wantBytes(t, "result", after.Record.Result, []byte("result"))
+	if !after.Record.CompletedAt.Equal(before.Record.CompletedAt) || !after.Record.ExpiresAt.Equal(before.Record.ExpiresAt) {
+		t.Fatalf("Complete again moved completion and expiry from %v, %v to %v, %v",
+			before.Record.CompletedAt, before.Record.ExpiresAt, after.Record.CompletedAt, after.Record.ExpiresAt)
+	}
+	wantErr(t, "Complete with the same result and another token",
+		s.Complete(ctx(t), k, stores.NewToken(), []byte("result"), longTTL), stores.ErrLeaseLost)
+
+	empty := key(t, "empty")
+	o := mustAcquire(t, s, empty, longLease)
+	mustComplete(t, s, empty, o.Token, nil)
+	mustComplete(t, s, empty, o.Token, []byte{})
+
+	owners := RaceClaims(t, s, 16, 1)
+	RaceCompletes(t, s, owners)
+	RaceCompletes(t, s, owners)
 }

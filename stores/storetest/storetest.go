@@ -56,6 +56,7 @@ var cases = []testCase{
 	{"WrongTokenIsLeaseLost", testWrongTokenIsLeaseLost},
 	{"ReleaseFreesKeyAtOnce", testReleaseFreesKeyAtOnce},
 	{"CompleteIsFinal", testCompleteIsFinal},
+	{"CompleteAgainSucceeds", testCompleteAgainSucceeds},
 	// expiry.go: the store's clock ends leases and records.
 	{"TakeoverAfterLeaseEnds", testTakeoverAfterLeaseEnds},
 	{"ExtendKeepsLease", testExtendKeepsLease},

@@ -41,7 +41,10 @@
 //     completed until ttl after the instant it took effect, Release makes
 //     the key absent, Extend moves the lease end to what it returns. A
 //     token that is not the owner's gets ErrLeaseLost and changes nothing;
-//     the owner's gets it only if its lease could have ended.
+//     the owner's gets it only if its lease could have ended. Complete
+//     also succeeds, changing nothing, for the token and result that
+//     completed the record while it could still be live (the clients never
+//     call so: each Complete's result is its own).
 //   - Lookup returns the live record, its token included, or ErrNotFound
 //     only if the record could have ended.
 //

@@ -103,6 +103,11 @@ func (m model) write(s state, in input, out output, t0, j int64) (bool, state) {
 	owner := s.owns(in.token)
 	switch out.outcome {
 	case succeeded:
+		if in.kind == completeCall && s.completedBy(in.token, in.result) && m.liveAt(s, j) {
+			// Completing again changes nothing.
+			s.now = t0
+			return true, s
+		}
 		if !owner || !m.liveAt(s, j) {
 			return false, s
 		}

@@ -123,6 +123,18 @@ func TestModel(t *testing.T) {
 			call(0, completeIn("A", "rA", 40), 10, 11, accepted),
 			call(1, claimIn("fpB", 50), 20, 21, acquired("B", 70)),
 		}, porcupine.Illegal},
+		{"Complete again with the same result, and with another", []porcupine.Operation{
+			ownerA,
+			call(0, completeIn("A", "rA", 40), 10, 11, accepted),
+			call(0, completeIn("A", "rA", 40), 20, 21, accepted),
+			call(0, completeIn("A", "rZ", 40), 22, 23, refused),
+			call(1, claimIn("fpB", 50), 30, 31, completed("fpA", "rA", 50)),
+		}, porcupine.Ok},
+		{"Complete again after the record expired", []porcupine.Operation{
+			ownerA,
+			call(0, completeIn("A", "rA", 20), 10, 11, accepted),
+			call(0, completeIn("A", "rA", 20), 50, 51, accepted),
+		}, porcupine.Illegal},
 		{"result that nobody stored", []porcupine.Operation{
 			ownerA,
 			call(0, completeIn("A", "rA", 40), 10, 11, accepted),

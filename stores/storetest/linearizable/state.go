@@ -23,6 +23,11 @@ func (s state) owns(token stores.Token) bool {
 	return s.status == stores.InProgress && token != "" && s.token == token
 }
 
+// completedBy reports whether token completed the record with result.
+func (s state) completedBy(token stores.Token, result string) bool {
+	return s.status == stores.Completed && token != "" && s.token == token && s.result == result
+}
+
 // hash is an FNV-1a hash of the state, for porcupine's cache.
 func (s state) hash() uint64 {
 	h := uint64(14695981039346656037)
