@@ -172,7 +172,8 @@ func (p sqlPublisher) Publish(topic string, msgs ...*message.Message) error {
 	return p.Publisher.Publish(topic, msgs...)
 }
 
-// sqlSubscriber checks topic names before subscribing.
+// sqlSubscriber checks topic names before subscribing or creating a
+// topic's tables.
 type sqlSubscriber struct{ *wsql.Subscriber }
 
 func (s sqlSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
@@ -180,6 +181,14 @@ func (s sqlSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *mes
 		return nil, err
 	}
 	return s.Subscriber.Subscribe(ctx, topic)
+}
+
+// SubscribeInitialize creates the tables of topic unless they exist.
+func (s sqlSubscriber) SubscribeInitialize(topic string) error {
+	if err := checkSQLTopic(topic); err != nil {
+		return err
+	}
+	return s.Subscriber.SubscribeInitialize(topic)
 }
 
 // checkSQLTopic rejects topics whose table names PostgreSQL would truncate,
