@@ -137,7 +137,11 @@ func TestRedisStreamRestart(t *testing.T) {
 			t.Parallel()
 			args := []string{"--save", ""}
 			if persist {
-				args = append(args, "--appendonly", "yes")
+				// Every write is on disk before Redis answers: with the
+				// default (a flush every second, later while a flush is
+				// under way), a kill right after the publishes can lose
+				// them and the stream with them.
+				args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 			}
 			server := testenv.RedisServer(t, args...)
 			cfg, _ := redisStreamTestConfig(t, "redis://"+server.Addr()+"/0")
