@@ -150,7 +150,7 @@ type amqpSubscriber struct {
 func (s amqpSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	return subscribeLanes(ctx, s.inFlight, func(ctx context.Context) (<-chan *message.Message, error) {
 		return s.Subscriber.Subscribe(ctx, topic)
-	})
+	}, nil)
 }
 
 // close stops every subscriber (a message still unacknowledged is nacked

@@ -17,11 +17,13 @@ import (
 //
 // subscribe is called with a context that ends when ctx ends or a later
 // call fails. The channel closes once every lane's channel has closed
-// (the subscriber was closed, or ctx ended). A message a lane delivers
-// after ctx ended is nacked rather than handed out, so its lane hands it
-// back. If a call fails, the lanes already open are ended that way and the
+// (the subscriber was closed, or ctx ended) and ended, when not nil, has
+// returned: it is where a subscription hands back to the broker what its
+// lanes leave behind. A message a lane delivers after ctx ended is nacked
+// rather than handed out, so its lane hands it back. If a call fails, the
+// lanes already open are ended that way, ended is not called, and the
 // error is returned.
-func subscribeLanes(ctx context.Context, n int, subscribe func(context.Context) (<-chan *message.Message, error)) (<-chan *message.Message, error) {
+func subscribeLanes(ctx context.Context, n int, subscribe func(context.Context) (<-chan *message.Message, error), ended func()) (<-chan *message.Message, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	lanes := make([]<-chan *message.Message, 0, n)
 	for range n {
@@ -51,6 +53,9 @@ func subscribeLanes(ctx context.Context, n int, subscribe func(context.Context) 
 	go func() {
 		running.Wait()
 		cancel()
+		if ended != nil {
+			ended()
+		}
 		close(out)
 	}()
 	return out, nil
