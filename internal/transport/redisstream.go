@@ -105,8 +105,7 @@ type redisStreamTransport struct {
 // subscriber returns a new subscriber consuming as handler in the
 // handler's group, inFlight entries at a time. Safe for concurrent use.
 func (t *redisStreamTransport) subscriber(handler string, inFlight int) (message.Subscriber, error) {
-	s := &redisStreamSubscriber{t: t, group: t.cfg.ConsumerGroup(handler), inFlight: inFlight,
-		ends: map[*redisstream.Subscriber]context.CancelFunc{}}
+	s := &redisStreamSubscriber{t: t, group: t.cfg.ConsumerGroup(handler), inFlight: inFlight}
 	s.logger = closingLogger{t.logger, &s.closed}
 	t.subs.add(s)
 	return s, nil
@@ -146,22 +145,17 @@ type redisStreamSubscriber struct {
 	inFlight int
 	logger   watermill.LoggerAdapter // silent once closed is set
 	closed   atomic.Bool
-	// running counts the subscriptions that have not yet ended and
-	// handed back their entries.
-	running sync.WaitGroup
+	subs     laneSubscriptions
 
 	mu   sync.Mutex
-	ends map[*redisstream.Subscriber]context.CancelFunc // of the subscriptions running
-	errs []error                                        // of closing the subscriptions that ended
+	errs []error // of closing the subscriptions that ended
 }
 
 // Subscribe reads stream topic as a new consumer of the group, creating
 // the group, and the stream, when they do not exist. The subscription
-// ends with ctx or Close; its channel closes once it has handed back the
-// entries it read and did not ack (releasePending).
+// ends with ctx or Close; its channel closes once it has closed its client
+// and handed back the entries it read and did not ack (releasePending).
 func (s *redisStreamSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed.Load() {
 		return nil, errors.New("subscriber closed")
 	}
@@ -174,46 +168,33 @@ func (s *redisStreamSubscriber) Subscribe(ctx context.Context, topic string) (<-
 		_ = client.Close()
 		return nil, fmt.Errorf("creating the Redis Streams subscriber of %s: %w", s.group, err)
 	}
-	s.running.Add(1)
-	ctx, cancel := context.WithCancel(ctx)
-	end := func() {
-		defer s.running.Done()
-		cancel()
+	ch, err := s.subs.subscribe(ctx, s.inFlight, func(ctx context.Context) (<-chan *message.Message, error) {
+		return sub.Subscribe(ctx, topic)
+	}, func() {
 		err := ignoreClosed(sub.Close()) // its lanes have ended: this closes its client
 		s.releasePending(topic, consumer)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.ends, sub)
 		if err != nil {
+			s.mu.Lock()
+			defer s.mu.Unlock()
 			s.errs = append(s.errs, err)
 		}
-	}
-	ch, err := subscribeLanes(ctx, s.inFlight, func(ctx context.Context) (<-chan *message.Message, error) {
-		return sub.Subscribe(ctx, topic)
-	}, end)
+	})
 	if err != nil {
-		cancel()
-		s.running.Done()
 		_ = sub.Close()
 		s.releasePending(topic, consumer) // what the lanes that opened read
 		return nil, fmt.Errorf("subscribing %s to stream %s: %w", s.group, topic, err)
 	}
-	s.ends[sub] = cancel
 	return ch, nil
 }
 
 // Close ends every subscription, and returns once each has closed its
 // client and released the entries its consumer read and did not ack (see
-// releasePending). A message a subscription was handing out as it ended
-// is nacked, not handed out (see subscribeLanes).
+// releasePending), and its channel is closed. A message a subscription
+// was handing out as it ended is nacked, not handed out (see
+// subscribeLanes).
 func (s *redisStreamSubscriber) Close() error {
-	s.mu.Lock()
 	s.closed.Store(true)
-	for _, end := range s.ends {
-		end()
-	}
-	s.mu.Unlock()
-	s.running.Wait()
+	s.subs.end()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := errors.Join(s.errs...)
