@@ -69,9 +69,9 @@ func newKafkaSubscriber(cfg Config, handler string, inFlight int, logger watermi
 // and committed, what is out is redelivered, and the channel closes.
 //
 // A message's context carries its partition and offset
-// ([kafkaPositionFromCtx]); it ends when its partition's dispatch ends (a
-// rebalance, Close, the end of the Subscribe context). Safe for
-// concurrent use.
+// ([kafkaPositionFromCtx]); it ends once the message is acked or nacked,
+// or before, when its partition's dispatch ends (a rebalance, Close, the
+// end of the Subscribe context). Safe for concurrent use.
 type kafkaSubscriber struct {
 	brokers  []string
 	group    string
