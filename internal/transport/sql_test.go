@@ -237,6 +237,20 @@ func TestSQLTransportRefusesTooLongTopics(t *testing.T) {
 	}
 }
 
+// A subscriber's subscription has ended when its Close returns, as on
+// every transport (watermill-sql's own Close returns a moment before its
+// channels close; some rounds catch that moment).
+func TestSQLTransportCloseEndsSubscriptions(t *testing.T) {
+	tr := newTestSQL(t, testenv.Postgres(t))
+	for round := range 20 {
+		sub, msgs := subscribeSQL(t, tr, fmt.Sprintf("close%d", round))
+		if err := sub.Close(); err != nil {
+			t.Fatal(err)
+		}
+		checkClosed(t, fmt.Sprintf("round %d: the subscription", round), msgs)
+	}
+}
+
 // A unit of work open in the consumer transaction when the subscriber
 // closes (an attempt a graceful shutdown lets run to its end) holds the
 // transaction's end back: the subscriber would otherwise commit it at once,
