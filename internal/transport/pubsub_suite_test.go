@@ -21,10 +21,6 @@ const suiteDefaultInFlight = 16
 // SuiteDefaultInFlight is suiteDefaultInFlight for the external tests.
 const SuiteDefaultInFlight = suiteDefaultInFlight
 
-// suiteLongEnv, set to 1, runs Watermill's suite with its full message
-// counts (thousands per test) instead of its short ones.
-const suiteLongEnv = "PUBSUB_SUITE_LONG"
-
 // suiteTransport is a transport as Watermill's Pub/Sub suite meets it.
 type suiteTransport struct {
 	// config is the transport's configuration for one run of the suite:
@@ -68,7 +64,9 @@ func TestPubSubSuite(t *testing.T) {
 // flight per subscriber.
 func runSuite(t *testing.T, st suiteTransport, inFlight int) {
 	features := st.features(inFlight)
-	features.ForceShort = testenv.Getenv(suiteLongEnv, "") != "1"
+	// PUBSUB_SUITE_LONG=1: the suite's full message counts, thousands
+	// per test, instead of its short ones.
+	features.ForceShort = testenv.Getenv("PUBSUB_SUITE_LONG", "") != "1"
 	constructor := suiteConstructor(st, st.config(t), inFlight)
 	tests.TestPubSub(t, features,
 		func(t *testing.T) (message.Publisher, message.Subscriber) { return constructor(t, "suite") },
