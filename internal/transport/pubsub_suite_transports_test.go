@@ -38,7 +38,6 @@ var suiteTransports = map[string]suiteTransport{
 			"TestConcurrentSubscribe":               suiteDropsEarly,
 			"TestConcurrentSubscribeMultipleTopics": suiteDropsEarly,
 			"TestResendOnError":                     suiteDropsEarly,
-			"TestConcurrentClose":                   suiteDropsEarly,
 			"TestContinueAfterErrors":               suiteDropsEarly,
 			"TestPublisherClose":                    suiteDropsEarly,
 			"TestTopic":                             suiteDropsEarly,
