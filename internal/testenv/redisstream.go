@@ -16,7 +16,10 @@ func DeleteRedisKeysOnCleanup(t testing.TB, c *redis.Client, prefix string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		iter := c.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		// A SCAN call looks at about count keys: a shared server may hold
+		// millions (a bench's), and a round trip per hundred of them
+		// took seconds per test.
+		iter := c.Scan(ctx, 0, prefix+"*", 10000).Iterator()
 		for iter.Next(ctx) {
 			if err := c.Del(ctx, iter.Val()).Err(); err != nil {
 				t.Errorf("deleting %s: %v", iter.Val(), err)

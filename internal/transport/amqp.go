@@ -121,8 +121,9 @@ func (t *amqpTransport) subscriber(handler string, inFlight int) (message.Subscr
 	if err != nil {
 		return nil, fmt.Errorf("creating AMQP subscriber for handler %s: %w", handler, err)
 	}
-	t.subs.add(s)
-	return amqpSubscriber{s, inFlight}, nil
+	sub := &amqpSubscriber{Subscriber: s, inFlight: inFlight}
+	t.subs.add(sub)
+	return sub, nil
 }
 
 // amqpSubscriber holds inFlight messages of a handler's queue at once:
@@ -142,15 +143,30 @@ func (t *amqpTransport) subscriber(handler string, inFlight int) (message.Subscr
 // held at Close, and its topology. The cost of consumers is a channel
 // each on the subscribers' connection (RabbitMQ allows 2047 by default)
 // and the topology declared once per consumer when subscribing.
+//
+// Close ends the subscriptions (a message a lane was handing out is
+// nacked, see subscribeLanes), closes the adapter's subscriber, which
+// nacks the messages handed out and not settled (an adapter's lane waits
+// for them whatever its context), and returns once every subscription's
+// channel is closed. RabbitMQ requeues what was nacked, and what the
+// consumers' channels held unacked as they closed.
 type amqpSubscriber struct {
 	*amqp.Subscriber
 	inFlight int
+	subs     laneSubscriptions
 }
 
-func (s amqpSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	return subscribeLanes(ctx, s.inFlight, func(ctx context.Context) (<-chan *message.Message, error) {
+func (s *amqpSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	return s.subs.subscribe(ctx, s.inFlight, func(ctx context.Context) (<-chan *message.Message, error) {
 		return s.Subscriber.Subscribe(ctx, topic)
-	})
+	}, nil)
+}
+
+func (s *amqpSubscriber) Close() error {
+	s.subs.cancel()
+	err := s.Subscriber.Close()
+	s.subs.wait()
+	return err
 }
 
 // close stops every subscriber (a message still unacknowledged is nacked

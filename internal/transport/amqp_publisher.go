@@ -106,7 +106,7 @@ func (p *amqpPublisher) Publish(topic string, msgs ...*message.Message) error {
 		return err
 	}
 	exchange := p.config.Exchange.GenerateName(topic)
-	if err := p.declare(ch, exchange); err != nil {
+	if err := p.declare(exchange); err != nil {
 		return err
 	}
 	routingKey := p.config.Publish.GenerateRoutingKey(topic)
@@ -140,8 +140,14 @@ func confirmed(ctx context.Context, dc *amqp091.DeferredConfirmation) error {
 	return nil
 }
 
-// declare declares exchange as the subscribers do, once per publisher.
-func (p *amqpPublisher) declare(ch *amqp091.Channel, exchange string) error {
+// declare declares exchange as the subscribers do, once per publisher,
+// on a channel opened for it and closed after. amqp091 sends a declare
+// without the lock a publish holds across its frames, so on a channel
+// another Publish is using the declare could land between a message's
+// frames, and RabbitMQ would close the connection (UNEXPECTED_FRAME); a
+// declare RabbitMQ refuses closes its channel, which no Publish uses
+// either.
+func (p *amqpPublisher) declare(exchange string) error {
 	if exchange == "" {
 		return nil
 	}
@@ -150,6 +156,15 @@ func (p *amqpPublisher) declare(ch *amqp091.Channel, exchange string) error {
 	if p.exchanges[exchange] {
 		return nil
 	}
+	conn := p.conn.Connection()
+	if conn == nil {
+		return errors.New("not connected to RabbitMQ")
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Errorf("opening a channel to RabbitMQ: %w", err)
+	}
+	defer func() { _ = ch.Close() }() // closed already if RabbitMQ refused the declare
 	if err := p.config.TopologyBuilder.ExchangeDeclare(ch, exchange, p.config); err != nil {
 		return fmt.Errorf("declaring exchange %s: %w", exchange, err)
 	}

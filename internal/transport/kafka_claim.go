@@ -81,6 +81,7 @@ func (h *kafkaClaims) ConsumeClaim(sess sarama.ConsumerGroupSession, claim saram
 		h: h, sess: sess, claim: claim, ctx: ctx, slots: slots,
 		lanes:   newPartitionLanes(h.window),
 		out:     map[*laneEntry]*message.Message{},
+		cancels: map[*message.Message]context.CancelFunc{},
 		settled: make(chan settlement, h.window),
 		retries: make(chan *laneEntry, h.window),
 		marked:  -1,

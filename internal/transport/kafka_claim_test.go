@@ -199,6 +199,45 @@ func TestKafkaClaimNackRedelivers(t *testing.T) {
 	})
 }
 
+// A message's context lives while it is out and ends once it is acked or
+// nacked, as a Watermill message's does; the copy handed out after a nack
+// has a live context of its own, at the same position.
+func TestKafkaClaimMessageContextEndsWithItsVerdict(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, out, stop := testClaims(8)
+		defer stop()
+		r := startClaim(t, h, out)
+		r.send(0, "a", "b")
+		got := r.wantReceived("m0", "m1")
+		for _, m := range got {
+			if m.Context().Err() != nil {
+				t.Fatalf("the context of %s, out, has ended", m.UUID)
+			}
+		}
+		got["m0"].Nack()
+		got["m1"].Ack()
+		synctest.Wait()
+		for _, m := range got {
+			if m.Context().Err() == nil {
+				t.Errorf("the context of %s has not ended with its verdict", m.UUID)
+			}
+		}
+		time.Sleep(kafkaResendDelay)
+		again := r.wantReceived("m0")["m0"]
+		if again.Context().Err() != nil {
+			t.Error("the context of the copy handed out after the nack has ended")
+		}
+		if pos, ok := kafkaPositionFromCtx(again.Context()); !ok || pos.Offset != 0 {
+			t.Errorf("the copy's context holds %+v, %v; want offset 0", pos, ok)
+		}
+		again.Ack()
+		synctest.Wait()
+		if again.Context().Err() == nil {
+			t.Error("the context of the copy has not ended with its ack")
+		}
+	})
+}
+
 // At most inFlight messages are out across the partitions of a
 // subscription.
 func TestKafkaClaimSharesTheSlots(t *testing.T) {

@@ -19,6 +19,9 @@ type claimDispatch struct {
 	slots chan struct{}                   // a slot is taken by sending, freed by receiving
 	held  bool                            // a slot is taken for the next message to hand out
 	out   map[*laneEntry]*message.Message // handed out, not settled
+	// cancels ends the context of each message read or resent and not
+	// handed out yet; once out, its watcher ends it.
+	cancels map[*message.Message]context.CancelFunc
 
 	settled chan settlement // acks and nacks, from the watchers
 	retries chan *laneEntry // nacked messages due again
@@ -64,7 +67,9 @@ func (d *claimDispatch) run() error {
 			d.held = false
 			e := d.lanes.take()
 			d.out[e] = next
-			go d.watch(e, next)
+			cancel := d.cancels[next]
+			delete(d.cancels, next)
+			go d.watch(e, next, cancel)
 		case s := <-d.settled:
 			d.settle(s, true)
 		case e := <-d.retries:
@@ -90,15 +95,23 @@ func (d *claimDispatch) read(km *sarama.ConsumerMessage) error {
 	if key == "" {
 		key = msg.UUID
 	}
-	msg.SetContext(context.WithValue(d.ctx, kafkaPositionKey{},
-		kafkaPosition{Partition: km.Partition, Offset: km.Offset}))
+	d.setContext(msg, kafkaPosition{Partition: km.Partition, Offset: km.Offset})
 	d.lanes.add(km.Offset, key, msg)
 	return nil
 }
 
+// setContext gives msg a context of its own, carrying pos and ending with
+// the dispatch or once msg is acked or nacked, as a Watermill message's
+// does.
+func (d *claimDispatch) setContext(msg *message.Message, pos kafkaPosition) {
+	ctx, cancel := context.WithCancel(context.WithValue(d.ctx, kafkaPositionKey{}, pos))
+	msg.SetContext(ctx)
+	d.cancels[msg] = cancel
+}
+
 // watch reports the router's verdict on m, the handing out of e, until
-// the dispatch ends.
-func (d *claimDispatch) watch(e *laneEntry, m *message.Message) {
+// the dispatch ends, and ends m's context (cancel) once it has one.
+func (d *claimDispatch) watch(e *laneEntry, m *message.Message, cancel context.CancelFunc) {
 	var s settlement
 	select {
 	case <-m.Acked():
@@ -108,6 +121,7 @@ func (d *claimDispatch) watch(e *laneEntry, m *message.Message) {
 	case <-d.ctx.Done():
 		return
 	}
+	cancel()
 	select {
 	case d.settled <- s:
 	case <-d.ctx.Done():
@@ -134,7 +148,8 @@ func (d *claimDispatch) settle(s settlement, resend bool) {
 		return
 	}
 	again := s.e.msg.Copy()
-	again.SetContext(s.e.msg.Context())
+	pos, _ := kafkaPositionFromCtx(s.e.msg.Context())
+	d.setContext(again, pos)
 	s.e.msg = again
 	time.AfterFunc(d.h.resend, func() {
 		select {

@@ -35,6 +35,7 @@ func newKafkaSubscriber(cfg Config, handler string, inFlight int, logger watermi
 	if err != nil {
 		return nil, fmt.Errorf("kafka subscriber of %s: %w", handler, err)
 	}
+	s.createTopic = func(topic string) error { return createKafkaTopics(context.Background(), cfg, []string{topic}) }
 	return s, nil
 }
 
@@ -68,15 +69,18 @@ func newKafkaSubscriber(cfg Config, handler string, inFlight int, logger watermi
 // and committed, what is out is redelivered, and the channel closes.
 //
 // A message's context carries its partition and offset
-// ([kafkaPositionFromCtx]); it ends when its partition's dispatch ends (a
-// rebalance, Close, the end of the Subscribe context). Safe for
-// concurrent use.
+// ([kafkaPositionFromCtx]); it ends once the message is acked or nacked,
+// or before, when its partition's dispatch ends (a rebalance, Close, the
+// end of the Subscribe context). Safe for concurrent use.
 type kafkaSubscriber struct {
 	brokers  []string
 	group    string
 	config   *sarama.Config
 	inFlight int
 	logger   watermill.LoggerAdapter
+	// createTopic creates a topic as [New] creates [Config.Topics],
+	// unless it exists; nil: SubscribeInitialize creates nothing.
+	createTopic func(topic string) error
 
 	mu      sync.Mutex
 	closed  bool
@@ -84,7 +88,10 @@ type kafkaSubscriber struct {
 	running sync.WaitGroup
 }
 
-var _ message.Subscriber = (*kafkaSubscriber)(nil)
+var (
+	_ message.Subscriber           = (*kafkaSubscriber)(nil)
+	_ message.SubscribeInitializer = (*kafkaSubscriber)(nil)
+)
 
 // newKafkaGroupSubscriber returns a subscriber of consumer group on
 // brokers, configured by sc.
@@ -147,6 +154,21 @@ func (s *kafkaSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *
 		}
 	}()
 	return out, nil
+}
+
+// SubscribeInitialize creates topic unless it exists, as [New] creates
+// [Config.Topics]: with [Config.KafkaPartitions] partitions and the
+// cluster's default replication factor, where a first publish would get
+// whatever the cluster creates on demand, if it creates topics at all. A
+// subscriber built without a [Config] creates nothing.
+func (s *kafkaSubscriber) SubscribeInitialize(topic string) error {
+	if s.createTopic == nil {
+		return nil
+	}
+	if err := s.createTopic(topic); err != nil {
+		return oneLineError{err}
+	}
+	return nil
 }
 
 // consume runs the group's sessions until ctx ends: a session ends at

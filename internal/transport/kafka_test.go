@@ -41,6 +41,34 @@ func TestKafkaTransport(t *testing.T) {
 		}
 	})
 
+	t.Run("a subscriber initializes a topic with KafkaPartitions partitions", func(t *testing.T) {
+		sub, err := tr.Subscriber("init", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		init, ok := sub.(message.SubscribeInitializer)
+		if !ok {
+			t.Fatal("the Kafka subscriber does not initialize topics")
+		}
+		for range 2 { // the second finds the topic there
+			if err := init.SubscribeInitialize("initialized"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		admin, err := sarama.NewClusterAdmin(cfg.KafkaBrokers, sarama.NewConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close()
+		metas, err := admin.DescribeTopics([]string{prefix + "initialized"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := metas[0]; !errors.Is(m.Err, sarama.ErrNoError) || len(m.Partitions) != cfg.KafkaPartitions {
+			t.Errorf("topic %s: %d partitions (%v), want %d", m.Name, len(m.Partitions), m.Err, cfg.KafkaPartitions)
+		}
+	})
+
 	t.Run("every handler gets every message", func(t *testing.T) {
 		a := subscribe(t, tr, "a", topicRequested)
 		b := subscribe(t, tr, "b", topicRequested)

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -17,11 +18,15 @@ import (
 //
 // subscribe is called with a context that ends when ctx ends or a later
 // call fails. The channel closes once every lane's channel has closed
-// (the subscriber was closed, or ctx ended). A message a lane delivers
-// after ctx ended is nacked rather than handed out, so its lane hands it
-// back. If a call fails, the lanes already open are ended that way and the
-// error is returned.
-func subscribeLanes(ctx context.Context, n int, subscribe func(context.Context) (<-chan *message.Message, error)) (<-chan *message.Message, error) {
+// (the subscriber was closed, or ctx ended) and ended, when not nil, has
+// returned: it is where a subscription hands back to the broker what its
+// lanes leave behind. closed closes once the channel has. A message a lane
+// delivers after ctx ended is nacked rather than handed out, so its lane
+// hands it back. If a call fails, the lanes already open are ended that
+// way, ended is not called, and the error is returned.
+func subscribeLanes(ctx context.Context, n int, subscribe func(context.Context) (<-chan *message.Message, error), ended func()) (
+	msgs <-chan *message.Message, closed <-chan struct{}, err error,
+) {
 	ctx, cancel := context.WithCancel(ctx)
 	lanes := make([]<-chan *message.Message, 0, n)
 	for range n {
@@ -31,11 +36,12 @@ func subscribeLanes(ctx context.Context, n int, subscribe func(context.Context) 
 			for _, lane := range lanes {
 				go nackAll(lane)
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		lanes = append(lanes, ch)
 	}
 	out := make(chan *message.Message)
+	done := make(chan struct{})
 	var running sync.WaitGroup
 	for _, lane := range lanes {
 		running.Go(func() {
@@ -51,14 +57,88 @@ func subscribeLanes(ctx context.Context, n int, subscribe func(context.Context) 
 	go func() {
 		running.Wait()
 		cancel()
+		if ended != nil {
+			ended()
+		}
 		close(out)
+		close(done)
 	}()
-	return out, nil
+	return out, done, nil
 }
 
 // nackAll nacks what ch delivers until it closes.
 func nackAll(ch <-chan *message.Message) {
 	for m := range ch {
 		m.Nack()
+	}
+}
+
+// laneSubscriptions are the subscriptions of one subscriber, each merging
+// lanes (subscribeLanes), which its Close ends with end. Safe for
+// concurrent use.
+type laneSubscriptions struct {
+	mu    sync.Mutex
+	ended bool
+	open  map[<-chan struct{}]context.CancelFunc // each subscription's closed, and what ends it
+}
+
+// subscribe is subscribeLanes for a subscription that end ends too. It
+// fails once end was called.
+func (ls *laneSubscriptions) subscribe(ctx context.Context, n int, subscribe func(context.Context) (<-chan *message.Message, error), ended func()) (<-chan *message.Message, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.ended {
+		return nil, errors.New("subscriber closed")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	msgs, closed, err := subscribeLanes(ctx, n, subscribe, ended)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if ls.open == nil {
+		ls.open = map[<-chan struct{}]context.CancelFunc{}
+	}
+	ls.open[closed] = cancel
+	go func() {
+		<-closed
+		cancel()
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		delete(ls.open, closed)
+	}()
+	return msgs, nil
+}
+
+// end ends every subscription (cancel) and returns once their channels
+// are closed (wait).
+func (ls *laneSubscriptions) end() {
+	ls.cancel()
+	ls.wait()
+}
+
+// cancel ends every subscription as the end of its context does: a
+// message a lane still delivers is nacked, not handed out. Later calls to
+// subscribe fail.
+func (ls *laneSubscriptions) cancel() {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.ended = true
+	for _, cancel := range ls.open {
+		cancel()
+	}
+}
+
+// wait returns once the channel of every subscription open now is
+// closed, and so its ended hook has returned.
+func (ls *laneSubscriptions) wait() {
+	ls.mu.Lock()
+	open := make([]<-chan struct{}, 0, len(ls.open))
+	for closed := range ls.open {
+		open = append(open, closed)
+	}
+	ls.mu.Unlock()
+	for _, closed := range open {
+		<-closed
 	}
 }

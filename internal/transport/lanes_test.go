@@ -32,7 +32,7 @@ func (f *fakeLanes) subscribe(ctx context.Context) (<-chan *message.Message, err
 // the last lane's has.
 func TestSubscribeLanesMerges(t *testing.T) {
 	var f fakeLanes
-	out, err := subscribeLanes(t.Context(), 3, f.subscribe)
+	out, _, err := subscribeLanes(t.Context(), 3, f.subscribe, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +74,108 @@ func TestSubscribeLanesMerges(t *testing.T) {
 	}
 }
 
+// ended runs once every lane has closed, and the channel closes only
+// after it returned: a subscription hands back what its lanes left before
+// its end is seen.
+func TestSubscribeLanesEndedBeforeClosing(t *testing.T) {
+	var f fakeLanes
+	called, release := make(chan struct{}), make(chan struct{})
+	out, closed, err := subscribeLanes(t.Context(), 2, f.subscribe, func() {
+		close(called)
+		<-release
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(f.lanes[0])
+	select {
+	case <-called:
+		t.Fatal("ended ran while a lane is open")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(f.lanes[1])
+	select {
+	case <-called:
+	case <-time.After(5 * time.Second):
+		t.Fatal("ended not run 5s after every lane closed")
+	}
+	select {
+	case <-out:
+		t.Fatal("the channel closed before ended returned")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not closed 5s after ended returned")
+	}
+	select {
+	case _, open := <-out:
+		if open {
+			t.Fatal("a message after every lane closed")
+		}
+	default:
+		t.Fatal("closed signalled before the channel closed")
+	}
+}
+
+// end ends every subscription, even one with a message it cannot hand
+// out (nacked instead), runs their ended hooks and returns once their
+// channels are closed; a subscriber closed that way subscribes no more.
+func TestLaneSubscriptionsEnd(t *testing.T) {
+	var (
+		ls     laneSubscriptions
+		f      fakeLanes
+		handed bool
+	)
+	out, err := ls.subscribe(t.Context(), 2, f.subscribe, func() { handed = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := message.NewMessage(watermill.NewUUID(), nil)
+	f.lanes[0] <- m // taken by its lane, which nobody reads
+	go func() {
+		<-f.ctxs[0].Done() // the lanes end with their context, as an adapter's do
+		close(f.lanes[0])
+		close(f.lanes[1])
+	}()
+	ended := make(chan struct{})
+	go func() {
+		ls.end()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("end has not returned after 5s")
+	}
+	select {
+	case _, open := <-out:
+		if open {
+			t.Error("the subscription handed out a message after its end")
+		}
+	default:
+		t.Error("the channel is still open after end returned")
+	}
+	select {
+	case <-m.Nacked():
+	default:
+		t.Error("the message the lane held was not nacked")
+	}
+	if !handed {
+		t.Error("end returned before the ended hook ran")
+	}
+	if _, err := ls.subscribe(t.Context(), 1, f.subscribe, nil); err == nil {
+		t.Error("subscribing after end succeeded")
+	}
+}
+
 // A failed subscription ends the lanes already open, and nacks what they
 // still deliver, so that their adapter hands it back.
 func TestSubscribeLanesFailure(t *testing.T) {
 	f := fakeLanes{failAt: 3}
-	if _, err := subscribeLanes(t.Context(), 4, f.subscribe); err == nil {
+	if _, _, err := subscribeLanes(t.Context(), 4, f.subscribe, nil); err == nil {
 		t.Fatal("subscribing succeeded with a lane that failed")
 	}
 	for i, ctx := range f.ctxs {
@@ -94,7 +191,7 @@ func TestSubscribeLanesFailure(t *testing.T) {
 func TestSubscribeLanesEnded(t *testing.T) {
 	var f fakeLanes
 	ctx, cancel := context.WithCancel(t.Context())
-	if _, err := subscribeLanes(ctx, 2, f.subscribe); err != nil {
+	if _, _, err := subscribeLanes(ctx, 2, f.subscribe, nil); err != nil {
 		t.Fatal(err)
 	}
 	cancel()

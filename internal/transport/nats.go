@@ -102,8 +102,12 @@ const (
 //     in progress elsewhere, is redelivered after [Config.ResendInterval].
 //     Each replica handles the handler's in-flight count of messages at
 //     once; at most four times that (and at least 32) are out unacked at
-//     a time across the replicas. A replica that stops naks what it held
-//     and had not handled, for the others to take at once.
+//     a time across the replicas. A subscription that ends (a replica
+//     stopping) unsubscribes, then naks what it held and had not handled,
+//     for the others to take at once; a message the server was still
+//     pushing to it as it unsubscribed, in flight to nobody, comes back
+//     after the ack wait (so does the backlog the server pushes to a
+//     subscription that ends the moment it began).
 //   - Publishing: Publish returns once the stream stored the message (its
 //     publish ack), so the API answers 202 only then.
 //

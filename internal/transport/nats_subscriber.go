@@ -37,8 +37,9 @@ func (t *natsTransport) subscriber(handler string, inFlight int) (message.Subscr
 // the router settles it, then acks (synchronously) or naks it with the
 // resend delay, and only then takes the next. The consumer's ack pending
 // cap lets the server send each replica that many and more (see
-// natsMaxAckPending); what waits in the subscription's buffer when it ends
-// is handed back (handBack).
+// natsMaxAckPending). A subscription that ends unsubscribes first, then
+// hands back what its lanes hold and what waits in its buffer (natsEnding,
+// handBack).
 //
 // It stands in for watermill-nats's pkg/nats subscriber, which closes a
 // subscription's output channel after unsubscribing while nats.go may
@@ -61,9 +62,10 @@ type natsSubscriber struct {
 // Subscribe creates the topic's stream and the handler's durable consumer
 // if they are missing — so a message published before the first
 // subscription, or while none is open, is delivered — and joins the
-// consumer's queue group. The channel closes when ctx ends or the
-// subscriber closes; the messages it holds unsettled then are nacked, for
-// another replica to take at once.
+// consumer's queue group. The subscription ends when ctx ends or the
+// subscriber closes: it unsubscribes, so that the server pushes it no
+// more, then naks the messages it holds unsettled, for another replica to
+// take at once (see handBack), and then its channel closes.
 func (s *natsSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	if err := s.t.ensureStream(ctx, topic); err != nil {
 		return nil, err
@@ -78,36 +80,62 @@ func (s *natsSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *m
 	}
 	out := make(chan *message.Message)
 	ctx, cancel := context.WithCancel(ctx)
+	e := &natsEnding{unsubscribed: make(chan struct{})}
 	s.running.Add(1)
 	go func() {
 		defer s.running.Done()
 		defer close(out)
 		defer cancel()
-		go func() {
-			select {
-			case <-s.closing:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		var lanes sync.WaitGroup
 		for range s.inFlight {
-			lanes.Go(func() { s.consume(ctx, sub, out) })
+			lanes.Go(func() { s.consume(ctx, sub, out, e) })
 		}
-		lanes.Wait()
-		s.handBack(sub)
+		lanesEnded := make(chan struct{})
+		go func() {
+			lanes.Wait()
+			close(lanesEnded)
+		}()
+		select {
+		case <-ctx.Done():
+		case <-s.closing:
+		case <-lanesEnded: // the subscription or the connection is gone
+		}
+		cancel()
+		e.drained = sub.Drain() == nil
+		if !e.drained {
+			_ = sub.Unsubscribe()
+		}
+		close(e.unsubscribed)
+		<-lanesEnded
+		s.handBack(sub, e)
 	}()
 	return out, nil
 }
 
-// handBack ends sub and naks, without waiting, the messages the server
-// sent it that no lane took, so that another replica gets them at once
-// rather than after the ack wait: it drains sub, so that the server sends
-// no more, and takes what is left until the drain completes or
-// natsHandBackTimeout passes.
-func (s *natsSubscriber) handBack(sub *nats.Subscription) {
-	if err := sub.Drain(); err != nil {
-		_ = sub.Unsubscribe()
+// natsEnding is how a subscription ends: unsubscribed closes once the
+// server was told to push it no more (drained says whether by a drain,
+// which still delivers what the server sent before).
+type natsEnding struct {
+	unsubscribed chan struct{}
+	drained      bool
+}
+
+// nak naks nm, which the subscription held as it ended, once the server
+// was told to push it no more, without waiting for the server's answer.
+// A message nacked before then could be redelivered to this very
+// subscription, and be in flight to nobody as it unsubscribes: it would
+// come back only after the ack wait.
+func (e *natsEnding) nak(nm *nats.Msg) {
+	<-e.unsubscribed
+	_ = nm.Nak()
+}
+
+// handBack naks, without waiting, the messages the server sent sub before
+// it unsubscribed and no lane took, so that another replica gets them at
+// once rather than after the ack wait: it takes them until the drain
+// completes or natsHandBackTimeout passes.
+func (s *natsSubscriber) handBack(sub *nats.Subscription, e *natsEnding) {
+	if !e.drained {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), natsHandBackTimeout)
@@ -120,17 +148,20 @@ func (s *natsSubscriber) handBack(sub *nats.Subscription) {
 			}
 			return
 		}
-		_ = nm.Nak()
+		e.nak(nm)
 	}
 }
 
 // consume delivers sub's messages to out until ctx ends or sub is gone.
-func (s *natsSubscriber) consume(ctx context.Context, sub *nats.Subscription, out chan<- *message.Message) {
+func (s *natsSubscriber) consume(ctx context.Context, sub *nats.Subscription, out chan<- *message.Message, e *natsEnding) {
 	unmarshaler := natsMarshaler{keyEntry: middleware.MetadataKey}
 	for {
 		nm, err := sub.NextMsgWithContext(ctx)
 		switch {
 		case ctx.Err() != nil:
+			if err == nil {
+				e.nak(nm)
+			}
 			return
 		case errors.Is(err, nats.ErrBadSubscription) || errors.Is(err, nats.ErrConnectionClosed):
 			s.t.logger.Error("NATS subscription ended", err, watermill.LogFields{"handler": s.handler})
@@ -140,12 +171,12 @@ func (s *natsSubscriber) consume(ctx context.Context, sub *nats.Subscription, ou
 			continue
 		}
 		msg, _ := unmarshaler.Unmarshal(nm)
-		s.deliver(ctx, nm, msg, out)
+		s.deliver(ctx, nm, msg, out, e)
 	}
 }
 
 // deliver hands msg to out and settles nm as the router settles msg.
-func (s *natsSubscriber) deliver(ctx context.Context, nm *nats.Msg, msg *message.Message, out chan<- *message.Message) {
+func (s *natsSubscriber) deliver(ctx context.Context, nm *nats.Msg, msg *message.Message, out chan<- *message.Message, e *natsEnding) {
 	msgCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	msg.SetContext(msgCtx)
@@ -160,7 +191,7 @@ func (s *natsSubscriber) deliver(ctx context.Context, nm *nats.Msg, msg *message
 	select {
 	case out <- msg:
 	case <-ctx.Done():
-		_ = nm.Nak() // without waiting: the subscription is ending
+		e.nak(nm)
 		return
 	}
 	select {
@@ -169,7 +200,7 @@ func (s *natsSubscriber) deliver(ctx context.Context, nm *nats.Msg, msg *message
 	case <-msg.Nacked():
 		settle("nak", func(o ...nats.AckOpt) error { return nm.NakWithDelay(s.t.cfg.ResendInterval, o...) })
 	case <-ctx.Done():
-		_ = nm.Nak()
+		e.nak(nm)
 	}
 }
 

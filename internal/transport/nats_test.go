@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net"
 	"strings"
@@ -117,6 +118,42 @@ func TestNATSNames(t *testing.T) {
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}
+
+// A subscription that ends hands back at once every message it held,
+// also those its handler had just nacked, which the server redelivers
+// after the resend interval: one redelivered to the subscription as it
+// unsubscribed would be in flight to nobody, back only after the ack wait
+// (30 s). Each round ends a subscription at another time after the nacks.
+func TestNATSEndHandsBackAtOnce(t *testing.T) {
+	cfg := natsTestConfig(t, testenv.NATS(t))
+	tr := newTestTransport(t, cfg)
+	const inFlight = 16
+	for round := range 10 {
+		topic := fmt.Sprintf("end-%d", round)
+		sub, err := tr.Subscriber(topic, inFlight)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := publishN(t, tr, topic, 2*inFlight)
+		ctx, cancel := context.WithCancel(t.Context())
+		ch, err := sub.Subscribe(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := receive(t, ch, inFlight, hold)
+		for _, m := range held[:inFlight/2] {
+			m.Nack()
+		}
+		time.Sleep(time.Duration(round) * cfg.ResendInterval / 5)
+		cancel()
+		nackUntilClosed(t, ch)
+		start := time.Now()
+		got := uuids(receive(t, subscribeN(t, tr, topic, topic, inFlight), len(sent)))
+		if took := time.Since(start); len(got) != len(sent) || took > 5*time.Second {
+			t.Errorf("round %d: %d of the %d messages back in %v, want all at once", round, len(got), len(sent), took)
 		}
 	}
 }

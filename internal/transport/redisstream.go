@@ -34,12 +34,12 @@ import (
 //     (TopicPrefix + ServiceName + "." + handler), created at its first
 //     subscription from the start of the stream (ID "0"): a message
 //     published before the service ever ran is delivered, and so is every
-//     entry still in the stream when a handler is added. Each subscriber is
-//     a consumer of its own (host name and a random suffix), so replicas
-//     split the group's work, each entry going to one of them. A
-//     subscriber holds its in-flight count of entries at once: it reads
-//     the stream in as many lanes, each an XREADGROUP loop of that
-//     consumer handing out one entry at a time (see
+//     entry still in the stream when a handler is added. Each
+//     subscription is a consumer of its own (host name and a random
+//     suffix), so replicas split the group's work, each entry going to one
+//     of them. A subscription holds its in-flight count of entries at
+//     once: it reads the stream in as many lanes, each an XREADGROUP loop
+//     of that consumer handing out one entry at a time (see
 //     redisStreamSubscriber).
 //   - Ack and claim: an entry is XACKed once its handler acked it. A
 //     nacked entry is handed to the handler again by the same consumer
@@ -48,8 +48,9 @@ import (
 //     entry left unacknowledged for
 //     [Config.AckDeadline] since it was delivered (its consumer crashed)
 //     is XCLAIMed by another consumer of the group and delivered again;
-//     see redisStreamSubscriberConfig. A subscriber that is closed hands
-//     back at once the entries it read and did not ack (releasePending).
+//     see redisStreamSubscriberConfig. A subscription that ends (its
+//     context ended, its subscriber closed) hands back at once the entries
+//     it read and did not ack (releasePending).
 //   - Trimming: none by default, so no entry is dropped before every
 //     group has read it; the streams keep acknowledged entries until an
 //     operator trims them (XTRIM MINID below every group's last delivered
@@ -101,11 +102,10 @@ type redisStreamTransport struct {
 	subs      subscribers
 }
 
-// subscriber returns a new subscriber consuming as handler, a consumer of
-// the handler's group named after this process, inFlight entries at a
-// time. Safe for concurrent use.
+// subscriber returns a new subscriber consuming as handler in the
+// handler's group, inFlight entries at a time. Safe for concurrent use.
 func (t *redisStreamTransport) subscriber(handler string, inFlight int) (message.Subscriber, error) {
-	s := &redisStreamSubscriber{t: t, group: t.cfg.ConsumerGroup(handler), consumer: consumerName(), inFlight: inFlight}
+	s := &redisStreamSubscriber{t: t, group: t.cfg.ConsumerGroup(handler), inFlight: inFlight}
 	s.logger = closingLogger{t.logger, &s.closed}
 	t.subs.add(s)
 	return s, nil
@@ -118,87 +118,93 @@ func (t *redisStreamTransport) close() error {
 	return errors.Join(t.subs.close(), t.publisher.Close(), ignoreClosed(t.probe.Close()))
 }
 
-// redisStreamSubscriber subscribes a consumer of one group: each
-// Subscribe is a watermill-redisstream subscriber with a client of its
-// own, told the stream it reads, so that it can recreate the group should
-// the stream vanish (see redisStreamSubscriberConfig).
+// redisStreamSubscriber subscribes in one group: each Subscribe is a
+// consumer of its own (consumerName) through a watermill-redisstream
+// subscriber with a client of its own, told the stream it reads, so that
+// it can recreate the group should the stream vanish (see
+// redisStreamSubscriberConfig).
 //
 // Each Subscribe holds inFlight entries at once: it subscribes the
-// adapter's subscriber inFlight times, all as this one consumer, and
+// adapter's subscriber inFlight times, all as its one consumer, and
 // merges the subscriptions (subscribeLanes). An adapter's subscription
 // reads one entry, hands it out and waits for its ack (then XACKs it) or
 // nack (then hands it out again after the resend interval) before it
 // takes the next; the adapter has no setting for more. Lanes of one
 // consumer read distinct new entries (XREADGROUP ">"), and keep one
-// pending list, which releasePending hands back at Close. A lane reads up
-// to two entries ahead of its handler, so a subscriber holds up to three
-// times inFlight: those read ahead wait for their lane, even while
-// another replica is idle, until the subscriber closes. Each lane also
-// claims abandoned entries (a look every claim interval) and looks for
-// dead consumers, as a subscriber of its own would. The client has
-// connections for every lane's blocking read and its acks
-// (redisStreamPoolSize).
+// pending list, which releasePending hands back when the subscription
+// ends, by its context or Close. A lane reads up to two entries ahead of
+// its handler, so a subscription holds up to three times inFlight: those
+// read ahead wait for their lane, even while another replica is idle,
+// until the subscription ends. Each lane also claims abandoned entries (a
+// look every claim interval) and looks for dead consumers, as a
+// subscriber of its own would. The client has connections for every
+// lane's blocking read and its acks (redisStreamPoolSize).
 type redisStreamSubscriber struct {
-	t               *redisStreamTransport
-	group, consumer string
-	inFlight        int
-	logger          watermill.LoggerAdapter // silent once closed is set
-	closed          atomic.Bool
+	t        *redisStreamTransport
+	group    string
+	inFlight int
+	logger   watermill.LoggerAdapter // silent once closed is set
+	closed   atomic.Bool
+	subs     laneSubscriptions
 
-	mu      sync.Mutex
-	subs    []*redisstream.Subscriber
-	streams []string // of subs
+	mu   sync.Mutex
+	errs []error // of closing the subscriptions that ended
 }
 
-// Subscribe reads stream topic as a consumer of the group, creating the
-// group, and the stream, when they do not exist. The subscription ends
-// with ctx or Close.
+// Subscribe reads stream topic as a new consumer of the group, creating
+// the group, and the stream, when they do not exist. The subscription
+// ends with ctx or Close; its channel closes once it has closed its client
+// and handed back the entries it read and did not ack (releasePending).
 func (s *redisStreamSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed.Load() {
 		return nil, errors.New("subscriber closed")
 	}
+	consumer := consumerName()
 	opts := *s.t.opts
 	opts.PoolSize = redisStreamPoolSize(s.inFlight)
 	client := redis.NewClient(&opts)
-	sub, err := redisstream.NewSubscriber(redisStreamSubscriberConfig(s.t.cfg, client, topic, s.group, s.consumer), s.logger)
+	sub, err := redisstream.NewSubscriber(redisStreamSubscriberConfig(s.t.cfg, client, topic, s.group, consumer), s.logger)
 	if err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("creating the Redis Streams subscriber of %s: %w", s.group, err)
 	}
-	ch, err := subscribeLanes(ctx, s.inFlight, func(ctx context.Context) (<-chan *message.Message, error) {
+	ch, err := s.subs.subscribe(ctx, s.inFlight, func(ctx context.Context) (<-chan *message.Message, error) {
 		return sub.Subscribe(ctx, topic)
+	}, func() {
+		err := ignoreClosed(sub.Close()) // its lanes have ended: this closes its client
+		s.releasePending(topic, consumer)
+		if err != nil {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.errs = append(s.errs, err)
+		}
 	})
 	if err != nil {
 		_ = sub.Close()
+		s.releasePending(topic, consumer) // what the lanes that opened read
 		return nil, fmt.Errorf("subscribing %s to stream %s: %w", s.group, topic, err)
 	}
-	s.subs = append(s.subs, sub)
-	s.streams = append(s.streams, topic)
 	return ch, nil
 }
 
-// Close ends every subscription, closes their clients and releases the
-// entries this consumer read and did not ack (see releasePending).
+// Close ends every subscription, and returns once each has closed its
+// client and released the entries its consumer read and did not ack (see
+// releasePending), and its channel is closed. A message a subscription
+// was handing out as it ended is nacked, not handed out (see
+// subscribeLanes).
 func (s *redisStreamSubscriber) Close() error {
+	s.closed.Store(true)
+	s.subs.end()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closed.Store(true)
-	var err error
-	for _, sub := range s.subs {
-		err = errors.Join(err, ignoreClosed(sub.Close()))
-	}
-	if len(s.subs) > 0 {
-		s.releasePending()
-	}
-	s.subs, s.streams = nil, nil
+	err := errors.Join(s.errs...)
+	s.errs = nil
 	return err
 }
 
 // consumerName names a consumer of this process: the host name (the pod's,
-// in Kubernetes) and a random suffix, unique to each subscriber, so that
-// two subscribers never share one's pending entries.
+// in Kubernetes) and a random suffix, unique to each subscription, so
+// that two subscriptions never share one's pending entries.
 func consumerName() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {

@@ -124,6 +124,45 @@ func TestRedisStreamCloseReleasesEntries(t *testing.T) {
 	t.Logf("the closed subscriber held %d entries; the survivor had every message %v after the close", holding, took.Round(10*time.Millisecond))
 }
 
+// A subscription whose context ends hands back, as a closed subscriber
+// does, the entries it read and did not ack: the next subscription, here
+// of the same subscriber, gets them well before the ack deadline.
+func TestRedisStreamContextEndReleasesEntries(t *testing.T) {
+	t.Parallel() // seconds of waiting: overlap the other tests
+	const deadline = 8 * time.Second
+	cfg, client := redisStreamTestConfig(t, "redis://"+testenv.RedisAddr()+"/0")
+	cfg.AckDeadline = deadline
+	stream, group := cfg.TopicPrefix+"release", cfg.ConsumerGroup("h")
+	tr := newTestTransport(t, cfg)
+	sub, err := tr.Subscriber("h", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	held, err := sub.Subscribe(ctx, "release")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := publishN(t, tr, "release", 8)
+	receive(t, held, 2, hold) // and never acked
+	waitFor(t, "entries read ahead", func() bool { return client.XPending(t.Context(), stream, group).Val().Count >= 3 })
+	holding := client.XPending(t.Context(), stream, group).Val().Count
+
+	cancel()
+	nackUntilClosed(t, held)
+	ended := time.Now()
+	got := uuids(receive(t, subscribeN(t, tr, "h", "release", 2), len(sent)))
+	took := time.Since(ended)
+	if len(got) != len(sent) {
+		t.Errorf("the next subscription got %d distinct messages, want the %d sent", len(got), len(sent))
+	}
+	if took >= deadline-time.Second {
+		t.Errorf("the next subscription had every message %v after the end, want well before the ack deadline %v", took, deadline)
+	}
+	t.Logf("the ended subscription held %d entries; the next had every message %v after the end", holding, took.Round(10*time.Millisecond))
+}
+
 // A Redis with an append-only file restarts: while it is down readiness
 // fails and publishing fails; once it is back, both recover by themselves,
 // and the subscriber delivers every message published before and after.
@@ -137,7 +176,11 @@ func TestRedisStreamRestart(t *testing.T) {
 			t.Parallel()
 			args := []string{"--save", ""}
 			if persist {
-				args = append(args, "--appendonly", "yes")
+				// Every write is on disk before Redis answers: with the
+				// default (a flush every second, later while a flush is
+				// under way), a kill right after the publishes can lose
+				// them and the stream with them.
+				args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 			}
 			server := testenv.RedisServer(t, args...)
 			cfg, _ := redisStreamTestConfig(t, "redis://"+server.Addr()+"/0")

@@ -43,9 +43,9 @@ func redisStreamPoolSize(inFlight int) int { return 2*inFlight + 2 }
 //     and unacknowledged for that long is claimed by another. The service
 //     sets it longer than its router may spend on one delivery, retries
 //     included, so an entry still being handled is not taken over; only a
-//     consumer that crashed leaves entries that old (one that is closed
-//     releases its own, see releasePending). Each subscriber also claims
-//     such entries once as it starts.
+//     consumer that crashed leaves entries that old (one whose
+//     subscription ended releases its own, see releasePending). Each
+//     subscription also claims such entries once as it starts.
 //   - ClaimInterval is a quarter of AckDeadline, at most
 //     redisStreamMaxClaimInterval: an abandoned entry is delivered again
 //     between AckDeadline and AckDeadline plus that after its delivery.

@@ -84,8 +84,9 @@ func newSQL(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (Tr
 		if err != nil {
 			return nil, err
 		}
-		subs.add(s)
-		return sqlSubscriber{s}, nil
+		sub := &sqlSubscriber{Subscriber: s}
+		subs.add(sub)
+		return sub, nil
 	}
 	closeAll := func() error {
 		err := errors.Join(subs.close(), pub.Close())
@@ -172,14 +173,42 @@ func (p sqlPublisher) Publish(topic string, msgs ...*message.Message) error {
 	return p.Publisher.Publish(topic, msgs...)
 }
 
-// sqlSubscriber checks topic names before subscribing.
-type sqlSubscriber struct{ *wsql.Subscriber }
+// sqlSubscriber checks topic names before subscribing or creating a
+// topic's tables, and returns from Close once its subscriptions' channels
+// are closed: watermill-sql's Close returns as its subscriptions stop, a
+// moment before their channels close. Each subscription is
+// watermill-sql's, handed out through one lane (subscribeLanes). Close
+// closes the adapter's subscriber first, which lets a unit of work open in
+// the consumer transaction finish (see [exactlyonce.ConsumerBeginner]):
+// ending the lane's context first would roll that transaction back. It
+// then ends the lane, so a message the lane was handing out is nacked, and
+// waits for its channel.
+type sqlSubscriber struct {
+	*wsql.Subscriber
+	subs laneSubscriptions
+}
 
-func (s sqlSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+func (s *sqlSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	if err := checkSQLTopic(topic); err != nil {
 		return nil, err
 	}
-	return s.Subscriber.Subscribe(ctx, topic)
+	return s.subs.subscribe(ctx, 1, func(ctx context.Context) (<-chan *message.Message, error) {
+		return s.Subscriber.Subscribe(ctx, topic)
+	}, nil)
+}
+
+func (s *sqlSubscriber) Close() error {
+	err := s.Subscriber.Close()
+	s.subs.end()
+	return err
+}
+
+// SubscribeInitialize creates the tables of topic unless they exist.
+func (s *sqlSubscriber) SubscribeInitialize(topic string) error {
+	if err := checkSQLTopic(topic); err != nil {
+		return err
+	}
+	return s.Subscriber.SubscribeInitialize(topic)
 }
 
 // checkSQLTopic rejects topics whose table names PostgreSQL would truncate,

@@ -213,7 +213,8 @@ func TestSQLTransportRedeliversNacked(t *testing.T) {
 }
 
 // A topic whose table name PostgreSQL would truncate, and so perhaps share
-// with another topic, is refused.
+// with another topic, is refused: to publish, to subscribe and to create
+// its tables.
 func TestSQLTransportRefusesTooLongTopics(t *testing.T) {
 	tr := newTestSQL(t, testenv.Postgres(t))
 	long := strings.Repeat("x", sqlMaxTopicLen-len(".requested")+1) + ".requested"
@@ -226,6 +227,27 @@ func TestSQLTransportRefusesTooLongTopics(t *testing.T) {
 	}
 	if _, err := sub.Subscribe(t.Context(), long); err == nil {
 		t.Errorf("subscribing to %q succeeded, want an error", long)
+	}
+	init, ok := sub.(message.SubscribeInitializer)
+	if !ok {
+		t.Fatal("the SQL subscriber does not initialize topics")
+	}
+	if err := init.SubscribeInitialize(long); err == nil {
+		t.Errorf("initializing %q succeeded, want an error", long)
+	}
+}
+
+// A subscriber's subscription has ended when its Close returns, as on
+// every transport (watermill-sql's own Close returns a moment before its
+// channels close; some rounds catch that moment).
+func TestSQLTransportCloseEndsSubscriptions(t *testing.T) {
+	tr := newTestSQL(t, testenv.Postgres(t))
+	for round := range 20 {
+		sub, msgs := subscribeSQL(t, tr, fmt.Sprintf("close%d", round))
+		if err := sub.Close(); err != nil {
+			t.Fatal(err)
+		}
+		checkClosed(t, fmt.Sprintf("round %d: the subscription", round), msgs)
 	}
 }
 

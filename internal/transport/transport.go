@@ -72,8 +72,10 @@ func (t *Transport) Publisher() message.Publisher { return t.publisher }
 // replica. Each of its subscriptions hands out up to inFlight messages at
 // once, each acked or nacked on its own, in any order: a router runs them
 // concurrently. A message is acknowledged to the broker only once the
-// router acked it; a nacked one comes back; closing the subscriber hands
-// back what it had not finished. The SQL transport holds one message at a
+// router acked it; a nacked one comes back; a subscription that ends (its
+// context ended, its subscriber closed) hands back at once what it had
+// not finished, and the subscriber's Close returns once its subscriptions'
+// channels are closed. The SQL transport holds one message at a
 // time whatever inFlight is (see newSQL). inFlight must be at least 1.
 // On the in-process transport, closing a subscriber closes the transport's
 // pub/sub (see inProcessSubscriber.Close). Safe for concurrent use; Close
