@@ -154,23 +154,9 @@ func (p *progress) returned(err error) {
 // wait returns once every expected return came, or an error when ctx ends
 // or no route function was called for stallTimeout.
 func (p *progress) wait(ctx context.Context) error {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	seen, since := int64(-1), time.Now()
-	for {
-		select {
-		case <-p.done:
-			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("round ended with %d handler returns missing: %w", p.pending.Load(), context.Cause(ctx))
-		case now := <-tick.C:
-			if n := p.calls.Load(); n != seen {
-				seen, since = n, now
-			} else if now.Sub(since) > stallTimeout {
-				return fmt.Errorf("round stalled with %d handler returns missing for %v", p.pending.Load(), stallTimeout)
-			}
-		}
-	}
+	return waitDone(ctx, p.done, p.calls.Load, func() string {
+		return fmt.Sprintf("with %d handler returns missing", p.pending.Load())
+	})
 }
 
 // rate is payments per second from the first call to the last return.

@@ -114,20 +114,28 @@ func (t *tally) execute(msg *message.Message) error {
 // wait returns once every delivery was acked, or an error when ctx ends or
 // no delivery was acked for stallTimeout.
 func (t *tally) wait(ctx context.Context) error {
+	return waitDone(ctx, t.done, t.delivered.Load, func() string {
+		return fmt.Sprintf("at %d of %d deliveries", t.delivered.Load(), t.total)
+	})
+}
+
+// waitDone returns once done closes, or an error when ctx ends or count has
+// not moved for stallTimeout; where says how far the round got.
+func waitDone(ctx context.Context, done <-chan struct{}, count func() int64, where func() string) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	seen, since := int64(-1), time.Now()
 	for {
 		select {
-		case <-t.done:
+		case <-done:
 			return nil
 		case <-ctx.Done():
-			return fmt.Errorf("round ended after %d of %d deliveries: %w", t.delivered.Load(), t.total, context.Cause(ctx))
+			return fmt.Errorf("round ended %s: %w", where(), context.Cause(ctx))
 		case now := <-tick.C:
-			if n := t.delivered.Load(); n != seen {
+			if n := count(); n != seen {
 				seen, since = n, now
 			} else if now.Sub(since) > stallTimeout {
-				return fmt.Errorf("round stalled at %d of %d deliveries for %v", n, t.total, stallTimeout)
+				return fmt.Errorf("round stalled %s for %v", where(), stallTimeout)
 			}
 		}
 	}
