@@ -79,8 +79,13 @@ func (t *natsTransport) ensureStream(ctx context.Context, subject string) error 
 	defer cancel()
 	sc := t.natsStreamConfig(subject)
 	info, err := t.js.AddStream(sc, nats.Context(ctx))
-	if errors.Is(err, nats.ErrStreamNameAlreadyInUse) {
-		info, err = t.js.StreamInfo(sc.Name, nats.Context(ctx))
+	if err != nil {
+		// The stream may exist now: created before (the server answers
+		// that its name is in use), or by a replica at the same moment
+		// (it may answer that the subject overlaps an existing stream's).
+		if existing, ierr := t.js.StreamInfo(sc.Name, nats.Context(ctx)); ierr == nil {
+			info, err = existing, nil
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("creating NATS stream %s: %w", sc.Name, err)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/tests"
@@ -63,15 +62,20 @@ func TestPubSubSuite(t *testing.T) {
 // runSuite runs Watermill's suite once on st, with inFlight messages in
 // flight per subscriber.
 func runSuite(t *testing.T, st suiteTransport, inFlight int) {
-	features := st.features(inFlight)
-	// PUBSUB_SUITE_LONG=1: the suite's full message counts, thousands
-	// per test, instead of its short ones.
-	features.ForceShort = testenv.Getenv("PUBSUB_SUITE_LONG", "") != "1"
 	constructor := suiteConstructor(st, st.config(t), inFlight)
-	tests.TestPubSub(t, features,
+	tests.TestPubSub(t, suiteFeatures(st, inFlight),
 		func(t *testing.T) (message.Publisher, message.Subscriber) { return constructor(t, "suite") },
 		constructor,
 	)
+}
+
+// suiteFeatures are st's features with inFlight messages in flight, and
+// the suite's short message counts unless PUBSUB_SUITE_LONG=1 asks for
+// its full ones, thousands per test.
+func suiteFeatures(st suiteTransport, inFlight int) tests.Features {
+	features := st.features(inFlight)
+	features.ForceShort = testenv.Getenv("PUBSUB_SUITE_LONG", "") != "1"
+	return features
 }
 
 // suiteConstructor returns the suite's consumer group constructor for st
@@ -97,20 +101,39 @@ func suiteConstructor(st suiteTransport, cfg Config, inFlight int) tests.Consume
 	}
 }
 
-// Watermill's TestSubscribeCtx, which the NATS run of the suite skips, on
-// NATS with an ack deadline well inside the test's 15 s: the messages the
-// server pushed to the subscription the test ends at once, in flight to
-// nobody, come back after the deadline, and every one is delivered.
-func TestNATSSuiteSubscribeCtx(t *testing.T) {
-	st := suiteTransports[NATS]
-	cfg := st.config(t)
-	cfg.AckDeadline = 2 * time.Second
-	for _, inFlight := range []int{1, suiteDefaultInFlight} {
-		t.Run(fmt.Sprintf("in-flight-%d", inFlight), func(t *testing.T) {
+// Watermill's TestConcurrentClose and TestContinueAfterSubscribeClose,
+// which the suite runs only for a pub/sub that does not declare
+// exactly-once delivery, on the persistent transports that declare it
+// (SQL), reading as for one that does not (duplicates dropped):
+// they check what every transport owes, that closing subscribers, also
+// several at once, loses no message.
+func TestPubSubSuiteClosing(t *testing.T) {
+	for _, name := range Kinds {
+		st := suiteTransports[name]
+		if f := st.features(1); !f.ExactlyOnceDelivery || !f.Persistent {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			constructor := suiteConstructor(suiteTransport{}, cfg, inFlight)
-			tests.TestSubscribeCtx(t, tests.TestContext{TestID: tests.NewTestID(), Features: st.features(inFlight)},
-				func(t *testing.T) (message.Publisher, message.Subscriber) { return constructor(t, "suite") })
+			for _, inFlight := range []int{1, suiteDefaultInFlight} {
+				t.Run(fmt.Sprintf("in-flight-%d", inFlight), func(t *testing.T) {
+					t.Parallel()
+					features := suiteFeatures(st, inFlight)
+					features.ExactlyOnceDelivery = false
+					constructor := suiteConstructor(st, st.config(t), inFlight)
+					replica := func(t *testing.T) (message.Publisher, message.Subscriber) { return constructor(t, "suite") }
+					for name, test := range map[string]func(*testing.T, tests.TestContext, tests.PubSubConstructor){
+						"TestConcurrentClose":             tests.TestConcurrentClose,
+						"TestContinueAfterSubscribeClose": tests.TestContinueAfterSubscribeClose,
+					} {
+						t.Run(name, func(t *testing.T) {
+							t.Parallel()
+							tc := tests.TestContext{TestID: tests.NewTestID(), Features: features}
+							t.Run(string(tc.TestID), func(t *testing.T) { test(t, tc, replica) })
+						})
+					}
+				})
+			}
 		})
 	}
 }
