@@ -59,22 +59,15 @@ build: ## build bin/onceflow
 # smallest sizes) with the race detector, reusing the test step's build, to
 # keep them compiling and running; `make bench` is where they measure. (go
 # test runs benchmarks of different packages one at a time, so they are a
-# step of their own.) The root module's steps and tools/' run side by side:
-# most of the root's time is its services' and its timers', not the cores'.
+# step of their own.)
 bench_pkgs = $(shell cd $(1) && grep -rl --include='*_test.go' '^func Benchmark' . | grep -v '^\./$(TOOLS)/' | xargs -n1 dirname | sort -u)
 BENCH_PKGS = $(call bench_pkgs,.)
 TOOLS_BENCH_PKGS = $(call bench_pkgs,$(TOOLS))
 
-test: lint ## lint, then every test (unit and integration) with the race detector, then every benchmark once; the root module and tools/ side by side
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-root test-tools
-
-.PHONY: test-root test-tools
-test-root:
+test: lint ## lint, then every test (unit and integration) with the race detector, then every benchmark once; the root module, then tools/
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
-	BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
-
-test-tools:
 	cd $(TOOLS) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TOOLS_PKGS)
+	BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
 	cd $(TOOLS) && BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(TOOLS_BENCH_PKGS)
 
 test-short: ## unit tests only: no services needed
