@@ -56,6 +56,15 @@ func EffectKey(ctx context.Context, name string) (string, bool) {
 	return hex.EncodeToString(h.Sum(nil)), true
 }
 
+// WithoutEffectKeys returns ctx with the run's effect keys taken away:
+// [EffectKey] reports false for it and requests made with it through
+// [EffectKeys] carry no key. It is for a call whose repeats are wanted,
+// one that must reach the other side every time the handler runs, and for
+// measuring what the keys close.
+func WithoutEffectKeys(ctx context.Context) context.Context {
+	return context.WithValue(ctx, effectScopeKey{}, nil)
+}
+
 // WithEffectName names the effect of the requests made with ctx through
 // [EffectKeys]: a handler that sends two requests to one endpoint (two
 // charges, say) names each, so they get distinct keys.

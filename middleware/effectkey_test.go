@@ -186,3 +186,42 @@ func TestEffectKeysRoundTripper(t *testing.T) {
 		}
 	}
 }
+
+// WithoutEffectKeys takes a run's keys away: EffectKey reports none and
+// EffectKeys sends the request as it is, while the run's own context
+// keeps them.
+func TestWithoutEffectKeys(t *testing.T) {
+	r, _ := newReceiver(t, Config{})
+	var sent []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		sent = append(sent, req.Header.Get(IdempotencyKeyHeader))
+	}))
+	t.Cleanup(srv.Close)
+	client := &http.Client{Transport: EffectKeys(nil)}
+	post := func(ctx context.Context) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	_, err := r.Execute(t.Context(), "charge", "payment-1", []byte("fp"), func(ctx context.Context) ([]byte, error) {
+		without := WithoutEffectKeys(ctx)
+		if k, ok := EffectKey(without, ""); ok {
+			t.Errorf("EffectKey without keys = %q, want none", k)
+		}
+		if _, ok := EffectKey(ctx, ""); !ok {
+			t.Error("the run's own context lost its effect key")
+		}
+		post(without)
+		post(ctx)
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 2 || sent[0] != "" || sent[1] == "" {
+		t.Fatalf("Idempotency-Key sent without keys, then with: %q; want none, then the run's", sent)
+	}
+}

@@ -28,6 +28,11 @@ type Config struct {
 	FailAfter float64 `env:"CHAOS_FAIL_AFTER"`
 	// Delay makes each attempt sleep this long before the handler runs.
 	Delay time.Duration `env:"CHAOS_DELAY"`
+	// NoEffectKeys takes the receiver's effect keys away from every
+	// attempt ([middleware.WithoutEffectKeys]): the handlers' effects
+	// carry no key, as they would in a service that does not hand them
+	// on, so a run measures the window the keys close.
+	NoEffectKeys bool `env:"CHAOS_NO_EFFECT_KEYS"`
 	// Env names the deployment (ENV); the switches are refused with
 	// ENV=production.
 	Env string `env:"ENV"`
@@ -60,6 +65,8 @@ func (c Config) Validate() error {
 	if c.Env == "production" && c.Enabled() {
 		name := "CHAOS_DELAY"
 		switch {
+		case c.NoEffectKeys:
+			name = "CHAOS_NO_EFFECT_KEYS"
 		case c.FailBefore > 0:
 			name = "CHAOS_FAIL_BEFORE"
 		case c.FailAfter > 0:
@@ -71,4 +78,6 @@ func (c Config) Validate() error {
 }
 
 // Enabled reports whether any switch is on.
-func (c Config) Enabled() bool { return c.FailBefore > 0 || c.FailAfter > 0 || c.Delay > 0 }
+func (c Config) Enabled() bool {
+	return c.FailBefore > 0 || c.FailAfter > 0 || c.Delay > 0 || c.NoEffectKeys
+}

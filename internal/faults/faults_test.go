@@ -3,6 +3,7 @@ package faults_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/internal/faults"
+	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/stores/memory"
 )
 
 // handler records a side effect per run, as a ledger write would.
@@ -67,6 +70,36 @@ func TestMiddlewareDelay(t *testing.T) {
 	}
 }
 
+// CHAOS_NO_EFFECT_KEYS takes the receiver's effect keys away from the
+// handler's context, inside a receiver's run.
+func TestMiddlewareNoEffectKeys(t *testing.T) {
+	store := memory.New(memory.Config{})
+	t.Cleanup(func() { _ = store.Close() })
+	r, err := middleware.NewReceiver(middleware.Config{Store: store, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []bool{false, true} {
+		var keyed bool
+		h := faults.Middleware(faults.Config{NoEffectKeys: off})(func(msg *message.Message) ([]*message.Message, error) {
+			_, keyed = middleware.EffectKey(msg.Context(), "")
+			return nil, nil
+		})
+		msg := message.NewMessage("1", nil)
+		_, err := r.Execute(t.Context(), "charge", fmt.Sprintf("payment-%v", off), nil, func(ctx context.Context) ([]byte, error) {
+			msg.SetContext(ctx)
+			_, err := h(msg)
+			return nil, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keyed == off {
+			t.Errorf("CHAOS_NO_EFFECT_KEYS=%v: the handler had an effect key: %v", off, keyed)
+		}
+	}
+}
+
 // Wrap puts the switches around every route, those that return messages
 // and those that return none, and leaves a domain alone with every switch
 // off.
@@ -117,6 +150,7 @@ func TestFromEnv(t *testing.T) {
 		{[]string{"ENV=production", "CHAOS_FAIL_BEFORE=0.3"}, `CHAOS_FAIL_BEFORE is a test aid and is refused with ENV=production`},
 		{[]string{"ENV=production", "CHAOS_FAIL_AFTER=1"}, `CHAOS_FAIL_AFTER is a test aid and is refused with ENV=production`},
 		{[]string{"ENV=production", "CHAOS_DELAY=10ms"}, `CHAOS_DELAY is a test aid and is refused with ENV=production`},
+		{[]string{"ENV=production", "CHAOS_NO_EFFECT_KEYS=true"}, `CHAOS_NO_EFFECT_KEYS is a test aid and is refused with ENV=production`},
 	} {
 		if _, err := faults.FromEnv(tc.environ); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.environ, err, tc.want)

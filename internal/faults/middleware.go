@@ -8,6 +8,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/domain"
+	"github.com/onceflow/onceflow/middleware"
 )
 
 // Middleware is the switches of c around a handler: each attempt sleeps
@@ -21,6 +22,9 @@ import (
 func Middleware(c Config) message.HandlerMiddleware {
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
+			if c.NoEffectKeys {
+				msg.SetContext(middleware.WithoutEffectKeys(msg.Context()))
+			}
 			if err := sleep(msg.Context(), c.Delay); err != nil {
 				return nil, err
 			}
