@@ -68,15 +68,11 @@ func brokerFault(t *testing.T, svc Services, transport string) (own Services, do
 		if err != nil {
 			t.Fatal(err)
 		}
-		proxy, err := StartProxy(u.Host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = proxy.Close() })
-		u.Host = proxy.Addr
+		link := NewLink(t, "amqp", u.Host)
+		u.Host = link.Addr
 		own.AMQPURL = u.String()
-		return own, func() error { proxy.Pause(); return nil }, func() error { proxy.Resume(); return nil },
-			"RabbitMQ cut off from the instances 10 s (TCP proxy in front of the node)"
+		return own, func() error { link.Cut(); return nil }, link.Restore,
+			"RabbitMQ cut off from the instances 10 s (a Toxiproxy link in front of the node taken down)"
 	case "nats":
 		server := testenv.NATSServer(t)
 		own.NATSURL = server.URL()
