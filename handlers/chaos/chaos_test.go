@@ -107,11 +107,23 @@ var modes = []struct {
 	{"lease-postgres", "postgres", "lease"},
 }
 
-func (s Setup) modeLabel() string { return s.Mode + ", " + s.Store }
+// noKeysTransport is where the crash loop also runs lease mode without
+// effect keys, beside its lease-redis row.
+const noKeysTransport = "redisstream"
+
+func (s Setup) modeLabel() string {
+	label := s.Mode + ", " + s.Store
+	if s.NoEffectKeys {
+		label += ", no effect keys"
+	}
+	return label
+}
 
 // verdict checks the figures against what the mode promises: every payment
-// charged and notified; in transaction mode exactly once. Lease mode's
-// doubles are counted, not failed.
+// charged and notified; in transaction mode exactly once; with effect keys,
+// no payment charged twice at the provider, in either mode. Lease mode's
+// doubles in the ledger, and at the provider without effect keys, are
+// counted, not failed.
 func verdict(t *testing.T, s Setup, unique int, f Figures, err error) string {
 	t.Helper()
 	if err != nil {
@@ -127,6 +139,9 @@ func verdict(t *testing.T, s Setup, unique int, f Figures, err error) string {
 	}
 	if s.Mode == "transaction" && (f.Charges != unique || f.Notifications != unique) {
 		problems = append(problems, fmt.Sprintf("%d charges and %d notifications, want exactly %d", f.Charges, f.Notifications, unique))
+	}
+	if !s.NoEffectKeys && f.ProviderDoubles() != 0 {
+		problems = append(problems, fmt.Sprintf("%d payments charged twice at the provider with effect keys, want none", f.ProviderDoubles()))
 	}
 	if len(problems) > 0 {
 		t.Errorf("%s: %s", t.Name(), strings.Join(problems, "; "))
@@ -149,7 +164,8 @@ func reportHeader() []string {
 	return []string{
 		fmt.Sprintf("Sizes: %d unique payments x %d copies per row (%d in the handler-fault rows), published in shuffled order from 8 goroutines by a plain-Watermill producer to two instances; crash loop: %d SIGKILLs of one of them at random moments, each restarted at once.", sc.payments, copies, sc.faultPayments, sc.kills),
 		"Settings of every instance unless the row says otherwise: `" + strings.Join(RowDefaults, " ") + "`.",
-		"Figures are read from the ledger in PostgreSQL after the row finished: charges (rows), missing = unique - distinct payments charged, doubles = charges - distinct payments charged. A row has finished when every payment is charged and notified and the counts have not moved for DEDUP_LEASE + 2 s; one whose counts stop moving for " + StallAfter.String() + " with payments missing, or that has not finished " + sc.bound.String() + " after its last fault, is `stalled`.",
+		"Every row's instances charge one payment provider (handlers/provider, run by the test with its records and charges in PostgreSQL), with the receiver's effect keys as Idempotency-Key unless the row says \"no effect keys\".",
+		"Figures are read after the row finished, from the ledger in PostgreSQL: charges (rows), missing = unique - distinct payments charged, doubles = charges - distinct payments charged; and from the provider's charges: provider charges, provider doubles = provider charges - distinct payments it charged. A row has finished when every payment is charged and notified and the counts have not moved for DEDUP_LEASE + 2 s; one whose counts stop moving for " + StallAfter.String() + " with payments missing, or that has not finished " + sc.bound.String() + " after its last fault, is `stalled`.",
 		"Recovery: crash loop, from the restart after the last SIGKILL until every payment is charged and notified (it includes taking over the leases the killed instance held); graceful shutdown, from SIGTERM until the process exited; store and broker outages, from the store or broker returning until the ledger's charges next grew (— when nothing was left to charge). Outage rows also require /readyz to answer 503 in the middle of the outage and 200 within 30 s after it.",
 		"Kafka is the in-process Kafka-protocol broker (kfake) hosted by the test process; the instances reach it over TCP.",
 	}

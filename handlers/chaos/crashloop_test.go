@@ -28,6 +28,12 @@ func TestChaos(t *testing.T) {
 						crashLoop(t, svc, sc, Setup{Transport: transport, Store: m.store, Mode: m.mode})
 					})
 				}
+				if transport == noKeysTransport && (sc.full || shortRow("crash_loop", transport, "lease-redis-no-effect-keys")) {
+					t.Run("lease-redis-no-effect-keys", func(t *testing.T) {
+						sc.parallel(t)
+						crashLoop(t, svc, sc, Setup{Transport: transport, Store: "redis", Mode: "lease", NoEffectKeys: true})
+					})
+				}
 			})
 		}
 	})
@@ -35,6 +41,7 @@ func TestChaos(t *testing.T) {
 	t.Run("graceful_shutdown", func(t *testing.T) { sc.parallel(t); gracefulShutdown(t, svc, sc) })
 	t.Run("store_outage", func(t *testing.T) { sc.parallel(t); storeOutage(t, svc, sc) })
 	t.Run("broker_outage", func(t *testing.T) { sc.parallel(t); brokerOutage(t, svc, sc) })
+	t.Run("network", func(t *testing.T) { sc.parallel(t); networkFaults(t, svc, sc) })
 }
 
 // shortRows are the rows the short variant (make test) runs: one per
@@ -51,6 +58,8 @@ var shortRows = map[string]bool{
 	"broker_outage/amqp/lease-redis":              true,
 	"broker_outage/nats/lease-redis":              true,
 	"broker_outage/redisstream/lease-redis":       true,
+	"network/amqp/partition/lease-redis":          true,
+	"network/amqp/pause/lease-redis":              true,
 }
 
 func shortRow(parts ...string) bool {

@@ -18,18 +18,20 @@ func handlerFaults(t *testing.T, svc Services, sc scale) {
 		for _, c := range []struct {
 			name, env   string
 			store, mode string
+			noKeys      bool
 		}{
-			{"fail-before-tx", "CHAOS_FAIL_BEFORE=0.3", "postgres", "transaction"},
-			{"fail-before-lease", "CHAOS_FAIL_BEFORE=0.3", "redis", "lease"},
-			{"fail-after-tx", "CHAOS_FAIL_AFTER=0.3", "postgres", "transaction"},
-			{"fail-after-lease", "CHAOS_FAIL_AFTER=0.3", "redis", "lease"},
+			{"fail-before-tx", "CHAOS_FAIL_BEFORE=0.3", "postgres", "transaction", false},
+			{"fail-before-lease", "CHAOS_FAIL_BEFORE=0.3", "redis", "lease", false},
+			{"fail-after-tx", "CHAOS_FAIL_AFTER=0.3", "postgres", "transaction", false},
+			{"fail-after-lease", "CHAOS_FAIL_AFTER=0.3", "redis", "lease", false},
+			{"fail-after-lease-no-effect-keys", "CHAOS_FAIL_AFTER=0.3", "redis", "lease", true},
 		} {
 			if !sc.full && !shortRow("handler_faults", transport, c.name) {
 				continue
 			}
 			t.Run(c.name, func(t *testing.T) {
 				sc.parallel(t)
-				setup := Setup{Transport: transport, Store: c.store, Mode: c.mode, Env: []string{c.env}}
+				setup := Setup{Transport: transport, Store: c.store, Mode: c.mode, Env: []string{c.env}, NoEffectKeys: c.noKeys}
 				row := NewRow(t, svc, setup)
 				row.Start(2)
 				ids := row.IDs(sc.faultPayments)

@@ -160,6 +160,28 @@ func (i *Instance) signal(sig syscall.Signal, within time.Duration) (time.Durati
 	return took, err
 }
 
+// Suspend stops the process with SIGSTOP until Resume (SIGCONT): a long
+// garbage-collection pause or a frozen VM. Its connections stay open, its
+// timers stand still, and the leases it holds expire meanwhile.
+func (i *Instance) Suspend() error { return i.send(syscall.SIGSTOP) }
+
+// Resume lets a suspended process go on.
+func (i *Instance) Resume() error { return i.send(syscall.SIGCONT) }
+
+// send sends sig to the running process and returns at once.
+func (i *Instance) send(sig syscall.Signal) error {
+	i.mu.Lock()
+	cmd := i.cmd
+	i.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("%s is not running", i.Name)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("signalling %s: %w", i.Name, err)
+	}
+	return nil
+}
+
 // Stop kills the process if it runs; for cleanup.
 func (i *Instance) Stop() {
 	i.mu.Lock()

@@ -9,7 +9,7 @@ import (
 // Outage is what one outage row measured.
 type Outage struct {
 	Sent int
-	// ReadyDuring is whether /readyz of the first instance answered 200
+	// ReadyDuring is whether /readyz of the row's Victim answered 200
 	// in the middle of the outage; ReadyAfter, within 30 s after it.
 	ReadyDuring, ReadyAfter bool
 	// Resumed is the time from the service returning until the ledger's
@@ -41,7 +41,7 @@ func (r *Row) RunOutage(ids []string, copies int, hold time.Duration, down, up f
 		return o, fmt.Errorf("starting the outage: %w", err)
 	}
 	time.Sleep(hold / 2)
-	o.ReadyDuring = r.Instances[0].Ready()
+	o.ReadyDuring = r.Instances[r.Victim].Ready()
 	time.Sleep(hold - hold/2)
 	before, _ := r.Ledger()
 	if err := up(); err != nil {
@@ -59,7 +59,7 @@ func (r *Row) RunOutage(ids []string, copies int, hold time.Duration, down, up f
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	o.ReadyAfter = r.Instances[0].WaitReady(30*time.Second) == nil
+	o.ReadyAfter = r.Instances[r.Victim].WaitReady(30*time.Second) == nil
 	return o, <-published
 }
 

@@ -70,16 +70,16 @@ func (rep *Report) Write(path string, header []string, command string, took time
 	}
 	fmt.Fprintf(&b, "Machine: %s/%s, %d CPUs, %s memory. Run: %s, %s.\n\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), memTotal(), time.Now().UTC().Format("2006-01-02 15:04 MST"), took.Round(time.Second))
-	b.WriteString("| scenario | transport | mode, store | fault | sent | unique | charges | missing | doubles | notifications | recovery | peak RSS | verdict | reproduce |\n")
-	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	b.WriteString("| scenario | transport | mode, store | fault | sent | unique | charges | missing | doubles | provider charges | provider doubles | notifications | recovery | peak RSS | verdict | reproduce |\n")
+	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for _, r := range rows {
 		recovery := "—"
 		if r.Recovery > 0 {
 			recovery = r.Recovery.Round(100 * time.Millisecond).String()
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %d | %d | %d | %d | %s | %d MiB | %s | `make chaos CHAOS_RUN='^%s$'` |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %s | %d MiB | %s | `make chaos CHAOS_RUN='^%s$'` |\n",
 			r.Scenario, r.Transport, r.Mode, r.Fault, r.Sent, r.Unique, r.Charges, r.Missing(r.Unique), r.Doubles(),
-			r.Notifications, recovery, r.PeakRSS>>20, r.Verdict, runPattern(r.Run))
+			r.ProviderCharges, r.ProviderDoubles(), r.Notifications, recovery, r.PeakRSS>>20, r.Verdict, runPattern(r.Run))
 	}
 	writeRisks(&b, rows)
 	return os.WriteFile(path, []byte(b.String()), 0o644)
@@ -103,7 +103,7 @@ func writeRisks(b *strings.Builder, rows []Result) {
 		return
 	}
 	b.WriteString("\n## What can still charge twice\n\n")
-	b.WriteString("Each way to a second charge that the rows above measure, with the doubles they counted (charges beyond one per payment, of the unique payments sent).\n\n")
+	b.WriteString("Each way to a second charge that the rows above measure, with the doubles they counted, of the unique payments sent: in the ledger (charge rows beyond one per payment: the handler ran its effect again) and at the provider (charges beyond one per payment: the customer paid twice). Rows marked \"no effect keys\" ran with the receiver's effect keys taken away; beside them, the same fault with the keys.\n\n")
 	for _, risk := range risks {
 		fmt.Fprintf(b, "- **%s**:", risk)
 		for i, r := range byRisk[risk] {
@@ -111,7 +111,7 @@ func writeRisks(b *strings.Builder, rows []Result) {
 			if i == 0 {
 				sep = ""
 			}
-			fmt.Fprintf(b, "%s %d doubles of %d (%s, %s, %s)", sep, r.Doubles(), r.Unique, r.Scenario, r.Transport, r.Mode)
+			fmt.Fprintf(b, "%s %d in the ledger and %d at the provider of %d (%s, %s, %s)", sep, r.Doubles(), r.ProviderDoubles(), r.Unique, r.Scenario, r.Transport, r.Mode)
 		}
 		b.WriteString(".\n")
 	}

@@ -3,8 +3,10 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +41,13 @@ type Setup struct {
 	Store     string   // postgres or redis
 	Mode      string   // transaction or lease
 	Env       []string // further KEY=VALUE settings, overriding the defaults
+	// NoEffectKeys takes the receiver's effect keys away from the
+	// handlers (CHAOS_NO_EFFECT_KEYS): their charges at the provider and
+	// their ledger rows carry no key, which measures what the keys close.
+	NoEffectKeys bool
+	// StoreLinks puts a Link of its own between each instance and the
+	// record store (Row.StoreLink), for faults on one instance's path.
+	StoreLinks bool
 }
 
 // RowDefaults are the settings every instance runs with unless Setup.Env
@@ -61,11 +70,18 @@ type Row struct {
 	// AMQPURL unless a row cuts the instances off but not the producer.
 	ProducerAMQPURL string
 	Instances       []*Instance
+	// Victim is the index of the instance a fault hits, whose /readyz an
+	// outage probes: the first unless the row says otherwise.
+	Victim int
+	// ProviderDatabaseURL is the database of the payment provider the
+	// instances charge (startProvider).
+	ProviderDatabaseURL string
 
-	t   testing.TB
-	svc Services
-	env []string
-	dir string // instance logs; removed after the failure report reads them
+	t          testing.TB
+	svc        Services
+	env        []string
+	storeLinks []*Link // by instance, with StoreLinks
+	dir        string  // instance logs; removed after the failure report reads them
 }
 
 // NewRow prepares a row of setup for t.
@@ -74,7 +90,9 @@ func NewRow(t testing.TB, svc Services, setup Setup) *Row {
 	id := strings.ToLower(testenv.NewID()[:8])
 	r := &Row{Setup: setup, DatabaseURL: testenv.PostgresSchema(t), Prefix: "chaos_" + id + "_", t: t, svc: svc, dir: t.TempDir()}
 	r.ProducerAMQPURL = svc.AMQPURL
-	r.env = append([]string{"TRANSPORT=" + setup.Transport, "STORE=" + setup.Store, "DEDUP_MODE=" + setup.Mode,
+	providerURL, providerDB := startProvider(t, filepath.Join(r.dir, "provider.log"))
+	r.ProviderDatabaseURL = providerDB
+	r.env = append([]string{"PAYMENT_PROVIDER_URL=" + providerURL, "TRANSPORT=" + setup.Transport, "STORE=" + setup.Store, "DEDUP_MODE=" + setup.Mode,
 		"DATABASE_URL=" + r.DatabaseURL, "TOPIC_PREFIX=" + r.Prefix, "SERVICE_NAME=onceflow_" + id}, RowDefaults...)
 	switch setup.Transport {
 	case "kafka":
@@ -91,6 +109,9 @@ func NewRow(t testing.TB, svc Services, setup Setup) *Row {
 	}
 	if setup.Store == "redis" {
 		r.env = append(r.env, "REDIS_URL="+svc.RedisURL)
+	}
+	if setup.NoEffectKeys {
+		r.env = append(r.env, "CHAOS_NO_EFFECT_KEYS=true")
 	}
 	r.env = append(r.env, setup.Env...)
 	t.Cleanup(func() {
@@ -111,7 +132,11 @@ func (r *Row) Start(n int) {
 	r.t.Helper()
 	for range n {
 		name := fmt.Sprintf("instance-%d", len(r.Instances)+1)
-		i, err := NewInstance(name, r.svc.Bin, filepath.Join(r.dir, name+".log"), r.env)
+		env := r.env
+		if r.StoreLinks {
+			env = r.linkStore(name)
+		}
+		i, err := NewInstance(name, r.svc.Bin, filepath.Join(r.dir, name+".log"), env)
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -121,6 +146,27 @@ func (r *Row) Start(n int) {
 		}
 	}
 }
+
+// linkStore starts a Link from the instance name to the record store and
+// returns the row's settings with the store's URL through it.
+func (r *Row) linkStore(name string) []string {
+	raw, setting := r.DatabaseURL, "DATABASE_URL"
+	if r.Store == "redis" {
+		raw, setting = r.svc.RedisURL, "REDIS_URL"
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	link := NewLink(r.t, name+"-store", u.Host)
+	r.storeLinks = append(r.storeLinks, link)
+	u.Host = link.Addr
+	return append(slices.Clip(r.env), setting+"="+u.String())
+}
+
+// StoreLink is the Link between the i-th instance (from 0) and the record
+// store; the row's Setup has StoreLinks.
+func (r *Row) StoreLink(i int) *Link { return r.storeLinks[i] }
 
 // IDs returns n payment ids of this row's own.
 func (r *Row) IDs(n int) []string {
@@ -160,11 +206,16 @@ func (r *Row) publisher() (message.Publisher, error) {
 	return NewPublisher(r.Transport, addr, brokers)
 }
 
-// Ledger reads the row's ledger.
+// Ledger reads the row's ledger and counts its provider's charges.
 func (r *Row) Ledger() (Figures, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return ReadLedger(ctx, r.DatabaseURL)
+	f, err := ReadLedger(ctx, r.DatabaseURL)
+	if err != nil {
+		return f, err
+	}
+	f.ProviderCharges, f.ProviderCharged, err = ReadProvider(ctx, r.ProviderDatabaseURL)
+	return f, err
 }
 
 // ErrStalled is WaitFinished's error for a row that stopped making
