@@ -145,6 +145,7 @@ type faultyStore struct {
 	stores.Store
 	mu     sync.Mutex
 	fails  map[string]error // op -> error returned instead of calling Store
+	times  map[string]int   // op -> how many more calls fail; absent: every one
 	result []byte           // when set, what Complete stores instead of its result
 }
 
@@ -157,7 +158,7 @@ func (f *faultyStore) completeWith(result []byte) {
 }
 
 func newFaultyStore(t *testing.T) *faultyStore {
-	return &faultyStore{Store: newMemory(t), fails: map[string]error{}}
+	return &faultyStore{Store: newMemory(t), fails: map[string]error{}, times: map[string]int{}}
 }
 
 func (f *faultyStore) fail(op string, err error) {
@@ -166,10 +167,27 @@ func (f *faultyStore) fail(op string, err error) {
 	f.fails[op] = err
 }
 
+// failTimes makes the next n calls of op fail with err, and the calls
+// after them succeed.
+func (f *faultyStore) failTimes(op string, err error, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fails[op], f.times[op] = err, n
+}
+
 func (f *faultyStore) injected(op string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.fails[op]
+	err := f.fails[op]
+	if n, ok := f.times[op]; ok {
+		if n <= 1 {
+			delete(f.fails, op)
+			delete(f.times, op)
+		} else {
+			f.times[op] = n - 1
+		}
+	}
+	return err
 }
 
 func (f *faultyStore) Claim(ctx context.Context, key string, fp []byte, lease time.Duration) (stores.Claim, error) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sethvargo/go-retry"
+
 	"github.com/onceflow/onceflow/stores"
 )
 
@@ -14,6 +16,14 @@ import (
 // cancelled after its effect must still record it, and a failed one must
 // still release its claim.
 const finishTimeout = 5 * time.Second
+
+// Backoff of a Complete asked again while the store is unavailable: from
+// completeRetryBase, doubling, capped at completeRetryCap, with jitter,
+// within finishTimeout.
+const (
+	completeRetryBase = 50 * time.Millisecond
+	completeRetryCap  = time.Second
+)
 
 // executeLeased is Execute in lease mode: claim the key with a lease,
 // answer a claim that was not acquired, run fn under the lease while a
@@ -82,12 +92,18 @@ func (r *Receiver) startRun(ctx context.Context, c *call, token stores.Token, cl
 
 // complete records fn's result v for c's key. The effect has happened, so
 // the record is written even if ctx was cancelled: on a context with ctx's
-// values but not its cancellation, for up to finishTimeout. When the
-// record cannot be written, the result is returned all the same, with the
-// outcome lease_lost or store_error and a nil error (see Execute).
+// values but not its cancellation, for up to finishTimeout, asked again
+// with backoff while the store is unavailable. Complete is idempotent for
+// one token and one result, so asking again after a write that landed
+// (its answer lost, or too few replicas acknowledged it) confirms it. When
+// the record cannot be written, the result is returned all the same, with
+// the outcome lease_lost or store_error and a nil error (see Execute).
 func (r *Receiver) complete(ctx context.Context, c *call, run *leasedRun, v []byte) (Result, error) {
 	run.finishCtx.init(ctx, finishTimeout)
 	err := r.store.Complete(&run.finishCtx, c.k, run.token, v, r.cfg.TTL)
+	if errors.Is(err, stores.ErrUnavailable) {
+		err = r.completeAgain(&run.finishCtx, c, run.token, v)
+	}
 	run.finishCtx.stop()
 	switch {
 	case err == nil:
@@ -100,11 +116,28 @@ func (r *Receiver) complete(ctx context.Context, c *call, run *leasedRun, v []by
 			"scope", c.scope, "key", shown(c.k), "lease", r.cfg.Lease, "err", err)
 		return Result{Outcome: OutcomeLeaseLost, Value: v}, nil
 	default:
-		// The record stays in progress until its lease ends.
+		// The record stays in progress until its lease ends; or it was
+		// written but too few replicas acknowledged it, and a failover
+		// may lose it.
 		r.cfg.Logger.ErrorContext(ctx, "completing key failed: effect may be repeated",
 			"scope", c.scope, "key", shown(c.k), "err", err)
 		return Result{Outcome: OutcomeStoreError, Value: v}, nil
 	}
+}
+
+// completeAgain asks the store to complete c's key again, with backoff,
+// while it answers unavailable and ctx lasts, and returns its last answer.
+func (r *Receiver) completeAgain(ctx context.Context, c *call, token stores.Token, v []byte) error {
+	backoff := retry.WithJitterPercent(20, retry.WithCappedDuration(completeRetryCap, retry.NewExponential(completeRetryBase)))
+	var err error
+	_ = retry.Do(ctx, backoff, func(ctx context.Context) error {
+		err = r.store.Complete(ctx, c.k, token, v, r.cfg.TTL)
+		if errors.Is(err, stores.ErrUnavailable) {
+			return retry.RetryableError(err)
+		}
+		return err
+	})
+	return err
 }
 
 // release frees c's key after fn failed or panicked (or its result is not

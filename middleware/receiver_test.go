@@ -55,6 +55,7 @@ func TestExecuteOutcomes(t *testing.T) {
 		cfg       Config
 		before    func(t *testing.T, s stores.Store)
 		faults    map[string]error
+		failTimes int // each fault fails this many calls; 0: every one
 		fnErr     error
 		want      Outcome
 		wantErr   error // matched with errors.Is; nil means success
@@ -100,6 +101,9 @@ func TestExecuteOutcomes(t *testing.T) {
 		{name: "store down at completion still returns the result",
 			faults: map[string]error{"complete": stores.Unavailable("complete", errDriver)},
 			want:   OutcomeStoreError, wantRuns: 1, wantValue: "value"},
+		{name: "store down briefly at completion is asked again",
+			faults:    map[string]error{"complete": stores.Unavailable("complete", errDriver)},
+			failTimes: 3, want: OutcomeProcessed, wantRuns: 1, wantValue: "value"},
 		{name: "lease lost at release", fnErr: errHandler, faults: map[string]error{"release": stores.ErrLeaseLost},
 			want: OutcomeLeaseLost, wantErr: errHandler, wantRuns: 1},
 		{name: "store down at release", fnErr: errHandler,
@@ -114,7 +118,11 @@ func TestExecuteOutcomes(t *testing.T) {
 				tc.before(t, store.Store)
 			}
 			for op, err := range tc.faults {
-				store.fail(op, err)
+				if tc.failTimes > 0 {
+					store.failTimes(op, err, tc.failTimes)
+				} else {
+					store.fail(op, err)
+				}
 			}
 			cfg := tc.cfg
 			cfg.Store = store
