@@ -42,6 +42,7 @@ func TestChaos(t *testing.T) {
 	t.Run("store_outage", func(t *testing.T) { sc.parallel(t); storeOutage(t, svc, sc) })
 	t.Run("broker_outage", func(t *testing.T) { sc.parallel(t); brokerOutage(t, svc, sc) })
 	t.Run("network", func(t *testing.T) { sc.parallel(t); networkFaults(t, svc, sc) })
+	t.Run("redis_failover", func(t *testing.T) { sc.parallel(t); redisFailover(t, svc, sc) })
 }
 
 // shortRows are the rows the short variant (make test) runs: one per
