@@ -37,19 +37,30 @@ func (c failoverCase) name() string {
 // its own before the old master rejoins as one.
 const rejoinAfter = 5 * time.Second
 
-// Scenario 8, Redis failover, on RabbitMQ in lease mode: the record store
-// is a Redis master of the row's own (append-only file) with one replica,
-// reached through one link. While the payments are handled the master is
-// killed (SIGKILL), the replica promoted (REPLICAOF NO ONE) and the link
-// moved to it, as Sentinel and a virtual IP would do; 5 s later the old
-// master is started again as a replica of the new one. Records the master
-// wrote and had not yet replicated are gone after the promotion;
-// REDIS_WAIT_REPLICAS=1 makes Complete wait until the replica has the
-// record. Until the old master is back the new one has no replica: each
-// Complete then waits REDIS_WAIT_TIMEOUT and fails, its record on the
-// master, and the message is acknowledged all the same (the row logs how
-// many). Each setting runs with the effect keys and without them
-// (CHAOS_NO_EFFECT_KEYS). The short variant runs failover-no-wait alone.
+// downAfter is how long the master is gone before its replica is
+// promoted: Sentinel's down-after-milliseconds, and the time its quorum
+// takes to agree.
+const downAfter = 2 * time.Second
+
+// replicationLag is the latency of the link the replica replicates
+// through, as between two zones: the replica is always a little behind.
+const replicationLag = 20 // ms, ± a quarter
+
+// Scenario 9, Redis failover, on RabbitMQ in lease mode: the record store
+// is a Redis master of the row's own (append-only file) with one replica
+// that replicates through a link 20 ms slow, as across zones; the
+// instances reach the master through another link. While the payments are
+// handled the master is killed (SIGKILL); 2 s later the replica is
+// promoted (REPLICAOF NO ONE) and the link moved to it, as Sentinel and a
+// virtual IP would do; 5 s later the old master is started again as a
+// replica of the new one. Records the master wrote and had not yet
+// replicated are gone after the promotion; REDIS_WAIT_REPLICAS=1 makes
+// Complete wait until the replica has the record. Until the old master is
+// back the new one has no replica: each Complete then waits
+// REDIS_WAIT_TIMEOUT, is asked again while it fails, and gives up after
+// the receiver's finish timeout, its record on the master (the row logs
+// how many). Each setting runs with the effect keys and without them. The
+// short variant runs failover-no-wait alone.
 func redisFailover(t *testing.T, svc Services, sc scale) {
 	const transport = "amqp"
 	for _, c := range []failoverCase{{0, false}, {1, false}, {0, true}, {1, true}} {
@@ -68,15 +79,22 @@ func failoverRow(t *testing.T, svc Services, sc scale, transport string, c failo
 	// sends its data to one; the promoted replica is the old master's.
 	args := append(redisArgs(true), "--repl-diskless-sync-delay", "0")
 	master := testenv.RedisServer(t, args...)
-	replica := testenv.RedisReplica(t, master, args...)
+	replication := NewLink(t, "replication-"+c.name(), master.Addr())
+	if err := replication.Add("lag", "latency", Downstream, map[string]any{"latency": replicationLag, "jitter": replicationLag / 4}); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := strings.Cut(replication.Addr, ":")
+	replica := testenv.RedisServer(t, append(args, "--replicaof", host, port)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := replicaOnline(ctx, master); err != nil {
+		t.Fatal(err)
+	}
 	link := NewLink(t, "redis-"+c.name(), master.Addr())
 	own := svc
 	own.RedisURL = "redis://" + link.Addr + "/0"
-	setup := Setup{Transport: transport, Store: "redis", Mode: "lease",
+	setup := Setup{Transport: transport, Store: "redis", Mode: "lease", NoEffectKeys: c.noEffectKeys,
 		Env: []string{fmt.Sprintf("REDIS_WAIT_REPLICAS=%d", c.wait)}}
-	if c.noEffectKeys {
-		setup.Env = append(setup.Env, "CHAOS_NO_EFFECT_KEYS=true")
-	}
 	row := NewRow(t, own, setup)
 	ids := row.IDs(sc.payments)
 
@@ -100,18 +118,13 @@ func failoverRow(t *testing.T, svc Services, sc scale, transport string, c failo
 	}
 
 	mode := setup.modeLabel() + ", " + fmt.Sprintf("REDIS_WAIT_REPLICAS=%d", c.wait)
-	if c.noEffectKeys {
-		mode += ", no effect keys"
-	}
 	res := Result{Run: t.Name(), Scenario: "Redis failover", Transport: transport, Mode: mode,
-		Fault: "Redis master (append-only file) killed (SIGKILL) a third of the way in, its replica promoted " +
-			"(REPLICAOF NO ONE) and the link moved to it, the old master back as its replica 5 s later; " +
+		Fault: "Redis master (append-only file; its replica replicating over a link 20 ms slow) killed (SIGKILL) a third of the way in, " +
+			"its replica promoted (REPLICAOF NO ONE) 2 s later and the link moved to it, the old master back as its replica 5 s after that; " +
 			"recovery from the link moving until the ledger's charges next grew",
 		Sent: sent, Unique: len(ids), Figures: f, Recovery: fo.resumed, PeakRSS: row.PeakRSS()}
 	res.Verdict = verdict(t, setup, len(ids), f, err)
-	if c.wait == 0 {
-		res.Risk = riskFailoverUnreplicated
-	}
+	res.Risk = riskFailover
 	t.Logf("%s: sent %d, %+v, doubles %d, resumed %v after the link moved, old master a replica again %v after it; "+
 		"completions that failed: %d, of them not replicated: %d",
 		t.Name(), sent, f, f.Doubles(), fo.resumed, fo.rejoined,
@@ -140,6 +153,7 @@ func failover(row *Row, unique int, master, replica *testenv.RedisProcess, link 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	master.Stop() // SIGKILL
+	time.Sleep(downAfter)
 	promoted := replica.Client(row.t)
 	if err := promoted.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		return ft, fmt.Errorf("promoting the replica: %w", err)
@@ -184,6 +198,11 @@ func rejoin(ctx context.Context, old, master *testenv.RedisProcess) error {
 	if err := c.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
 		return fmt.Errorf("making the old master a replica: %w", err)
 	}
+	return replicaOnline(ctx, master)
+}
+
+// replicaOnline waits until master counts a replica online.
+func replicaOnline(ctx context.Context, master *testenv.RedisProcess) error {
 	m := redis.NewClient(&redis.Options{Addr: master.Addr()})
 	defer m.Close()
 	for {
@@ -193,7 +212,7 @@ func rejoin(ctx context.Context, old, master *testenv.RedisProcess) error {
 		}
 		select {
 		case <-ctx.Done():
-			return errors.Join(errors.New("the old master is not an online replica of the new one"), err, ctx.Err())
+			return errors.Join(fmt.Errorf("no replica of %s online", master.Addr()), err, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
