@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // pgRestartFault names the fault of every PostgreSQL-restart row.
@@ -49,19 +51,12 @@ func TestChaosPostgresRestart(t *testing.T) {
 // pgRestart runs one row of setup against a PostgreSQL of its own that is
 // restarted once a tenth of the payments are charged.
 func pgRestart(t *testing.T, svc Services, sc scale, scenario string, setup Setup) {
-	pg, err := NewPostgresServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pg.Close() })
+	pg := testenv.PostgresServer(t)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("last lines of PostgreSQL's log:\n%s", tail(pg.LogPath(), 25))
 		}
 	})
-	if err := pg.Start(); err != nil {
-		t.Fatal(err)
-	}
 	// The row's DATABASE_URL (store, ledger, sql broker) is the server's:
 	// the later setting wins in the instances' environment.
 	setup.Env = append(setup.Env, "DATABASE_URL="+pg.URL())

@@ -35,6 +35,8 @@ func howToStart(service string) string {
 		return "install redis-server and redis-cli (the tests start the cluster) or set " + RedisClusterAddrsEnv
 	case natsServerService:
 		return "install nats-server (the tests start their own)"
+	case postgresServerService:
+		return "install PostgreSQL's server (the tests start their own)"
 	case kafkaService:
 		return "set " + KafkaBrokersEnv + " to a running cluster (`make up` starts one)"
 	}

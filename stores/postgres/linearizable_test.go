@@ -61,15 +61,15 @@ func TestLinearizable(t *testing.T) {
 	}
 	for _, layout := range crashed {
 		t.Run(string(layout)+", server crashed", func(t *testing.T) {
-			srv := startPostgres(t)
-			pool, _ := linearizablePool(t, srv.url(), layout)
+			srv := testenv.PostgresServer(t)
+			pool, _ := linearizablePool(t, srv.URL(), layout)
 			duration := 2 * time.Second
 			if linearizable.Long() {
 				duration = 0 // the long variant's default
 			}
 			linearizable.Run(t, linearizableStore(t, pool, layout, 0), linearizable.Config{
 				Duration: duration, Outlive: 600 * time.Millisecond, ClockBeforeEffect: true, NotSent: notSent,
-				Faults: []linearizable.Fault{srv.crash()},
+				Faults: []linearizable.Fault{crash(srv)},
 			})
 		})
 	}
@@ -145,6 +145,24 @@ func terminated(app string) linearizable.Fault {
 	}
 	if linearizable.Long() {
 		f.Every = 2 * time.Second
+	}
+	return f
+}
+
+// crash crashes srv (an immediate shutdown, see
+// [testenv.PostgresProcess.Crash]), keeps it down a moment and starts it
+// again.
+func crash(srv *testenv.PostgresProcess) linearizable.Fault {
+	f := linearizable.Fault{
+		Name: "PostgreSQL crashed (immediate shutdown) and restarted", Start: 700 * time.Millisecond,
+		Inject: func(context.Context) error {
+			srv.Crash()
+			time.Sleep(150 * time.Millisecond)
+			return srv.Start()
+		},
+	}
+	if linearizable.Long() {
+		f.Every = 4 * time.Second
 	}
 	return f
 }
