@@ -130,9 +130,10 @@ func terminated(app string) linearizable.Fault {
 				return err
 			}
 			defer conn.Close(ctx)
-			// Right after a fault the pool may not have dialled again yet:
-			// look for a connection to terminate for a while.
-			for range 50 {
+			// Right after a fault the pool may not have dialled again yet,
+			// and on a loaded machine it may take a while: look for a
+			// connection to terminate for up to 5 s.
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
 				var n int
 				err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
 				if err != nil || n > 0 {
