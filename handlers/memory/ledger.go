@@ -12,8 +12,8 @@ import (
 )
 
 // Ledger is a [handlers.Ledger] in process memory. It grows without bound,
-// the effect keys of its rows too, and is lost on exit. The zero value is not usable; call NewLedger. It is
-// safe for concurrent use.
+// the effect keys of its rows too, and is lost on exit. The zero value is
+// not usable; call NewLedger. It is safe for concurrent use.
 type Ledger struct {
 	mu       sync.Mutex
 	payments map[paymentKey]*payment
