@@ -16,7 +16,7 @@ import (
 func TestPartitionedLayoutInTransactionMode(t *testing.T) {
 	testenv.Integration(t)
 	t.Parallel()
-	charges := chargesAfterInjectedFailure(t, "STORE=postgres", "DEDUP_MODE=transaction", "PG_RECORDS_LAYOUT=partitioned")
+	charges := chargesAfterInjectedFailure(t, withEffectKeys, "STORE=postgres", "DEDUP_MODE=transaction", "PG_RECORDS_LAYOUT=partitioned")
 	if charges != 1 {
 		t.Errorf("transaction mode on the partitioned layout: %d charges, want exactly 1", charges)
 	}

@@ -29,17 +29,17 @@
 //
 // The package knows nothing of brokers or idempotency stores. Message
 // handlers are plain Watermill handler functions and do their side effects
-// naively — a charge, notification or receipt row per execution — because
-// the idempotent receiver that the application wraps around them is what
-// makes each side effect happen once. The charge at the provider is the
-// exception that shows the receiver's limit: a run that charged and then
-// failed runs again, and only the effect key the receiver hands on
-// ([middleware.EffectKeys]) lets the provider answer the second charge
-// with the first. Every message they produce, and every
-// PaymentRequested the HTTP API publishes, carries the payment's
-// [Payment.IdempotencyKey] (its id, after its client's name when it has
-// one) as metadata [middleware.MetadataKey], the receiver's idempotency
-// key.
+// on every run, with no "already done?" check, because the idempotent
+// receiver that the application wraps around them is what makes each side
+// effect happen once. Where the receiver reaches its limit — a run that
+// did its effect and then failed, or was killed, runs again in lease mode
+// — the effect key it hands on keeps the effect once: the provider answers
+// the second charge with the first ([middleware.EffectKeys]), and the
+// [Ledger] adds no second row under the run's key. Every message they
+// produce, and every PaymentRequested the HTTP API publishes, carries the
+// payment's [Payment.IdempotencyKey] (its id, after its client's name when
+// it has one) as metadata [middleware.MetadataKey], the receiver's
+// idempotency key.
 //
 // A payment belongs to the API client that created it (the identity in
 // the request's context, [middleware.ClientFromContext]), and its id is

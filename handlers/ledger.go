@@ -4,16 +4,30 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/onceflow/onceflow/middleware"
 )
 
-// Ledger records payments and the side effects done for them. It is
-// deliberately naive: AppendCharge, AppendNotification and AppendReceipt add
-// a row on every call, with no deduplication, because they stand for
-// external side effects (recording a charge the provider made, sending an
-// email, issuing a receipt) that only the idempotent receiver in front of
-// the handlers keeps from happening twice. It counts runs: two charge rows
-// of one payment are two runs of charge_payment, which the provider, given
-// the effect key, may have answered with one charge.
+// Ledger records payments and the side effects done for them.
+// AppendCharge, AppendNotification and AppendReceipt stand for side effects
+// (recording a charge the provider made, sending an email, issuing a
+// receipt) and show how an effect in a database of one's own happens once:
+//
+//   - In a receiver's run, the row carries the run's effect key for its kind
+//     ([LedgerEffectKey]), the same for every delivery, retry and takeover
+//     of one message in one handler, and an append whose key the ledger
+//     already holds adds nothing: the row of the first run stands, and the
+//     repeat returns nil. A run that appended and then failed, or was
+//     killed before its record completed, appends nothing when it runs
+//     again, in lease mode too.
+//   - Outside a run, or in one whose keys were taken away
+//     ([middleware.WithoutEffectKeys]), every call adds a row, with no
+//     deduplication: only the idempotent receiver in front of the handlers
+//     keeps the effect from happening twice, and the rows count the runs.
+//
+// A run appends at most one row of each kind: a second append of one kind
+// in the same run is taken for a repeat. The keys are per handler and
+// message, so two handlers' runs, or two messages', add two rows.
 //
 // A payment belongs to the API client that created it ([Payment].Client),
 // and payment ids are the client's own: one client's payment id never
@@ -35,18 +49,21 @@ type Ledger interface {
 	RecordPayment(ctx context.Context, p Payment) (acceptedAt time.Time, err error)
 
 	// AppendCharge adds one charge row for p (the payment of p.Client
-	// with id p.ID), with chargeID, the provider's id of the charge, and
+	// with id p.ID), with chargeID, the provider's id of the charge,
+	// unless the run's charge row is already there (see above), and
 	// moves its status to charged unless it is further. A payment not
 	// yet recorded is recorded from p.
 	AppendCharge(ctx context.Context, p Payment, chargeID string) error
 
-	// AppendNotification adds one notification row for p and moves its
-	// status to notified. A payment not yet recorded is recorded from p.
+	// AppendNotification adds one notification row for p, unless the
+	// run's is already there, and moves its status to notified. A payment
+	// not yet recorded is recorded from p.
 	AppendNotification(ctx context.Context, p Payment, chargeID string) error
 
-	// AppendReceipt adds one receipt row for p's charge chargeID and
-	// leaves the status of a recorded payment as it is. A payment not yet
-	// recorded is recorded from p, as charged.
+	// AppendReceipt adds one receipt row for p's charge chargeID, unless
+	// the run's is already there, and leaves the status of a recorded
+	// payment as it is. A payment not yet recorded is recorded from p, as
+	// charged.
 	AppendReceipt(ctx context.Context, p Payment, chargeID string) error
 
 	// Payment returns the state of client's payment id, or ErrNotFound,
@@ -55,6 +72,24 @@ type Ledger interface {
 
 	// Summary counts what the ledger holds of client's payments.
 	Summary(ctx context.Context, client string) (Summary, error)
+}
+
+// LedgerEffectKey returns the effect key of the ledger row of kind row
+// ("charge", "notification" or "receipt") that the run ctx belongs to
+// appends: [middleware.EffectKey] of the effect named "ledger-" and the
+// kind. It reports false outside a receiver's run and in one whose keys
+// were taken away. Every [Ledger] keys its rows with it.
+//
+// The name is not what keeps rows apart: each kind has a table of its
+// own, a handler appends one row of a kind per run, and the keys already
+// differ between handlers. It is there because the ledger is one effect
+// among those a handler may make, and a handler with several effects
+// names each: a key a ledger row holds is never the one the handler hands
+// another system (the unnamed key, say) for another effect. Like a
+// handler's name, the name is part of every key: changed once deployed,
+// a repeat of a run from before the change appends again.
+func LedgerEffectKey(ctx context.Context, row string) (string, bool) {
+	return middleware.EffectKey(ctx, "ledger-"+row)
 }
 
 // Ledger errors.

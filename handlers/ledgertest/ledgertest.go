@@ -1,6 +1,7 @@
 // Package ledgertest is the one conformance suite that every
 // [handlers.Ledger] passes against its real backend. Each implementation's
-// test calls Run with a function that makes fresh ledgers.
+// test calls Run with a function that makes fresh ledgers. The cases about
+// effect keys append in runs of a real receiver, on a store in memory.
 package ledgertest
 
 import (
@@ -191,6 +192,8 @@ func Run(t *testing.T, newLedger func(t *testing.T) handlers.Ledger) {
 		AssertState(t, l, "", handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: n})
 		AssertSummary(t, l, "", handlers.Summary{Payments: 1, Charges: n})
 	})
+
+	runEffectKeys(t, newLedger, p)
 
 	t.Run("cancelled context changes nothing", func(t *testing.T) {
 		t.Parallel()

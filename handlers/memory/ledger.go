@@ -11,15 +11,19 @@ import (
 	"github.com/onceflow/onceflow/handlers"
 )
 
-// Ledger is a [handlers.Ledger] in process memory. It grows without bound
-// and is lost on exit. The zero value is not usable; call NewLedger. It is
-// safe for concurrent use.
+// Ledger is a [handlers.Ledger] in process memory. It grows without bound,
+// the effect keys of its rows too, and is lost on exit. The zero value is
+// not usable; call NewLedger. It is safe for concurrent use.
 type Ledger struct {
 	mu       sync.Mutex
 	payments map[paymentKey]*payment
 	// summaries counts each client's payments: Payments those with at
 	// least one charge, the rest rows.
 	summaries map[string]*handlers.Summary
+	// effects holds the effect keys of the rows appended in receivers'
+	// runs ([handlers.LedgerEffectKey]); the key's name tells the kinds
+	// apart.
+	effects map[string]struct{}
 }
 
 // paymentKey names a payment: ids are per client.
@@ -38,7 +42,11 @@ var _ handlers.Ledger = (*Ledger)(nil)
 
 // NewLedger returns an empty Ledger.
 func NewLedger() *Ledger {
-	return &Ledger{payments: make(map[paymentKey]*payment), summaries: make(map[string]*handlers.Summary)}
+	return &Ledger{
+		payments:  make(map[paymentKey]*payment),
+		summaries: make(map[string]*handlers.Summary),
+		effects:   make(map[string]struct{}),
+	}
 }
 
 // RecordPayment implements [handlers.Ledger].
@@ -93,13 +101,21 @@ func (l *Ledger) AppendReceipt(ctx context.Context, p handlers.Payment, chargeID
 
 // append adds the side effect what to the record of p under l.mu: it
 // records p as charged if absent, then calls add with the record and its
-// client's summary.
+// client's summary. A repeat of a run's effect key does nothing: the first
+// append of the key recorded the payment and advanced its status already.
 func (l *Ledger) append(ctx context.Context, what string, p handlers.Payment, add func(*payment, *handlers.Summary)) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("appending %s for payment %q: %w", what, p.ID, err)
 	}
+	key, keyed := handlers.LedgerEffectKey(ctx, what)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if keyed {
+		if _, repeat := l.effects[key]; repeat {
+			return nil
+		}
+		l.effects[key] = struct{}{}
+	}
 	k := paymentKey{p.Client, p.ID}
 	mp, ok := l.payments[k]
 	if !ok {

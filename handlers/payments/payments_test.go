@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,17 +34,37 @@ func TestChargesAtTheProviderOnce(t *testing.T) {
 	assertCharges(t, p, ids, 1)
 }
 
-// A run that charged and then failed is retried, and charges again: the
-// ledger shows every charge_payment run twice. The provider, handed the
-// same effect key by both runs, made one charge per payment.
+// A run that charged and then failed is retried, and charges again. The
+// provider and the ledger, handed the same effect keys by both runs, keep
+// one charge per payment, and the ledger one notification and one receipt.
+// With the keys taken away (CHAOS_NO_EFFECT_KEYS) each retry repeats every
+// effect: two charges at the provider, two rows of each kind.
 func TestRetryAfterTheChargeChargesOnce(t *testing.T) {
 	t.Parallel()
-	p := listen(t)
-	d := faults.WrapRoutes(payments.Domain(), failFirstRunAfterItsEffect())
-	s := apptest.Start(t, d, "PAYMENT_PROVIDER_URL="+p.URL())
-	ids := send(t, s, 10, 1)
-	waitForLedger(t, s, handlers.Summary{Payments: 10, Charges: 20, Notifications: 20, Receipts: 20})
-	assertCharges(t, p, ids, 1)
+	for _, tc := range []struct {
+		name   string
+		noKeys bool
+		want   int64 // effects per payment
+	}{
+		{"with effect keys", false, 1},
+		{"without effect keys", true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := listen(t)
+			fault := &failFirstRun{ran: map[string]bool{}}
+			d := faults.WrapRoutes(payments.Domain(), fault.middleware)
+			d = faults.Wrap(d, faults.Config{NoEffectKeys: tc.noKeys})
+			s := apptest.Start(t, d, "PAYMENT_PROVIDER_URL="+p.URL())
+			ids := send(t, s, 10, 1)
+			// Every run retried and done (three handlers per payment), so
+			// the ledger holds whatever the retries appended.
+			testenv.WaitFor(t, 20*time.Second, "every retry done", func() bool { return fault.retried.Load() == 3*10 })
+			n := 10 * tc.want
+			waitForLedger(t, s, handlers.Summary{Payments: 10, Charges: n, Notifications: n, Receipts: n})
+			assertCharges(t, p, ids, tc.want)
+		})
+	}
 }
 
 // Without PAYMENT_PROVIDER_URL the domain charges a provider of its own,
@@ -147,29 +168,31 @@ func assertCharges(t *testing.T, p *provider.Server, ids []string, want int64) {
 	}
 }
 
-// failFirstRunAfterItsEffect fails the first run of each message in each
-// handler after the handler succeeded, its side effects done: as a crash
-// between an effect and its record would, in lease mode.
-func failFirstRunAfterItsEffect() message.HandlerMiddleware {
-	var (
-		mu  sync.Mutex
-		ran = map[string]bool{}
-	)
-	return func(h message.HandlerFunc) message.HandlerFunc {
-		return func(msg *message.Message) ([]*message.Message, error) {
-			out, err := h(msg)
-			if err != nil {
-				return nil, err
-			}
-			k := message.HandlerNameFromCtx(msg.Context()) + " " + msg.Metadata.Get(middleware.MetadataKey)
-			mu.Lock()
-			first := !ran[k]
-			ran[k] = true
-			mu.Unlock()
-			if first {
-				return nil, errors.New("failing after the effect")
-			}
-			return out, nil
+// failFirstRun fails the first run of each message in each handler after
+// the handler succeeded, its side effects done: as a crash between an
+// effect and its record would, in lease mode.
+type failFirstRun struct {
+	mu  sync.Mutex
+	ran map[string]bool
+	// retried counts the runs after the first that succeeded.
+	retried atomic.Int64
+}
+
+func (f *failFirstRun) middleware(h message.HandlerFunc) message.HandlerFunc {
+	return func(msg *message.Message) ([]*message.Message, error) {
+		out, err := h(msg)
+		if err != nil {
+			return nil, err
 		}
+		k := message.HandlerNameFromCtx(msg.Context()) + " " + msg.Metadata.Get(middleware.MetadataKey)
+		f.mu.Lock()
+		first := !f.ran[k]
+		f.ran[k] = true
+		f.mu.Unlock()
+		if first {
+			return nil, errors.New("failing after the effect")
+		}
+		f.retried.Add(1)
+		return out, nil
 	}
 }

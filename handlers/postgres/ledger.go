@@ -1,7 +1,8 @@
 // Package postgres keeps the payments ledger, a [handlers.Ledger], in
 // PostgreSQL with pgx: the tables of its own migrations ([Migrations],
-// 00001_ledger.sql, 00002_receipts.sql and 00003_payment_owner.sql, which
-// keys each payment by its client and id). Its writes can join the
+// 00001_ledger.sql, 00002_receipts.sql, 00003_payment_owner.sql, which
+// keys each payment by its client and id, and 00004_effect_keys.sql, which
+// keeps each side effect of a receiver's run once). Its writes can join the
 // transaction of a [storepg.Unit], so that a handler's side effect commits
 // or rolls back with its idempotency record (DEDUP_MODE=transaction).
 package postgres
@@ -95,7 +96,12 @@ func (l *Ledger) RecordPayment(ctx context.Context, p handlers.Payment) (time.Ti
 }
 
 // The append statements' parameters are the payment's client, id,
-// customer, amount and currency, then the charge id.
+// customer, amount and currency, then the charge id and the run's effect
+// key (NULL outside a run). Each adds its row unless one with the same
+// effect key exists: a repeated run adds nothing, and the row of the first
+// run stands. The CTE that records and advances the payment runs either
+// way and changes nothing the second time, since a status only moves
+// forward.
 
 // appendChargeSQL records the payment if absent, advances an accepted one
 // to charged, and adds the charge row, in one statement.
@@ -106,8 +112,9 @@ WITH payment AS (
     ON CONFLICT (client, payment_id) DO UPDATE SET status = 'charged', updated_at = now()
     WHERE payments.status = 'accepted'
 )
-INSERT INTO charges (client, payment_id, amount_cents, currency, charge_id)
-VALUES ($1, $2, $4, $5, $6)`
+INSERT INTO charges (client, payment_id, amount_cents, currency, charge_id, effect_key)
+VALUES ($1, $2, $4, $5, $6, $7)
+ON CONFLICT (effect_key) DO NOTHING`
 
 // AppendCharge implements [handlers.Ledger].
 func (l *Ledger) AppendCharge(ctx context.Context, p handlers.Payment, chargeID string) error {
@@ -123,8 +130,9 @@ WITH payment AS (
     ON CONFLICT (client, payment_id) DO UPDATE SET status = 'notified', updated_at = now()
     WHERE payments.status <> 'notified'
 )
-INSERT INTO notifications (client, payment_id, customer_id, charge_id)
-VALUES ($1, $2, $3, $6)`
+INSERT INTO notifications (client, payment_id, customer_id, charge_id, effect_key)
+VALUES ($1, $2, $3, $6, $7)
+ON CONFLICT (effect_key) DO NOTHING`
 
 // AppendNotification implements [handlers.Ledger].
 func (l *Ledger) AppendNotification(ctx context.Context, p handlers.Payment, chargeID string) error {
@@ -144,17 +152,22 @@ WITH payment AS (
     WHERE NOT EXISTS (SELECT FROM payments WHERE client = $1 AND payment_id = $2)
     ON CONFLICT (client, payment_id) DO NOTHING
 )
-INSERT INTO receipts (client, payment_id, customer_id, amount_cents, currency, charge_id)
-VALUES ($1, $2, $3, $4, $5, $6)`
+INSERT INTO receipts (client, payment_id, customer_id, amount_cents, currency, charge_id, effect_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (effect_key) DO NOTHING`
 
 // AppendReceipt implements [handlers.Ledger].
 func (l *Ledger) AppendReceipt(ctx context.Context, p handlers.Payment, chargeID string) error {
 	return l.append(ctx, "receipt", appendReceiptSQL, p, chargeID)
 }
 
-// append runs one of the append statements.
+// append runs one of the append statements, for a row of kind what.
 func (l *Ledger) append(ctx context.Context, what, sql string, p handlers.Payment, chargeID string) error {
-	_, err := l.conn(ctx).Exec(ctx, sql, p.Client, p.ID, p.CustomerID, p.AmountCents, p.Currency, chargeID)
+	var key any // NULL: no run, or its keys taken away
+	if k, ok := handlers.LedgerEffectKey(ctx, what); ok {
+		key = k
+	}
+	_, err := l.conn(ctx).Exec(ctx, sql, p.Client, p.ID, p.CustomerID, p.AmountCents, p.Currency, chargeID, key)
 	if err != nil {
 		return fmt.Errorf("appending %s for payment %q: %w", what, p.ID, err)
 	}

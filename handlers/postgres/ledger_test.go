@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -12,7 +13,9 @@ import (
 	"github.com/onceflow/onceflow/handlers/ledgertest"
 	"github.com/onceflow/onceflow/handlers/postgres"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/migrations"
+	memstore "github.com/onceflow/onceflow/stores/memory"
 	storepg "github.com/onceflow/onceflow/stores/postgres"
 )
 
@@ -140,7 +143,7 @@ func TestPaymentOwnerMigration(t *testing.T) {
 	ledgertest.Must(t, l.AppendCharge(ctx, a, "ch-a"))
 	ledgertest.AssertState(t, l, a.Client, handlers.PaymentState{PaymentID: "pay-old", Status: handlers.StatusCharged, Charges: 1})
 
-	if _, err := provider.Down(ctx); err == nil {
+	if _, err := provider.DownTo(ctx, 2); err == nil {
 		t.Fatal("down succeeded while two clients have payments of one id")
 	}
 	ledgertest.AssertState(t, l, a.Client, handlers.PaymentState{PaymentID: "pay-old", Status: handlers.StatusCharged, Charges: 1})
@@ -150,11 +153,70 @@ func TestPaymentOwnerMigration(t *testing.T) {
 	if _, err := pool.Exec(ctx, `DELETE FROM payments WHERE client = 'client-a'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := provider.Down(ctx); err != nil {
+	if _, err := provider.DownTo(ctx, 2); err != nil {
 		t.Fatalf("down: %v", err)
 	}
 	var charges int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM charges WHERE payment_id = 'pay-old'`).Scan(&charges); err != nil || charges != 1 {
 		t.Fatalf("after down: %d charges of pay-old, %v; want 1", charges, err)
 	}
+}
+
+// TestEffectKeyMigration upgrades a ledger that has side-effect rows from
+// before they had effect keys: they stay, keyless, and are counted; a
+// run's appends are kept once from then on. Down drops the keys and keeps
+// every row, and up again adds them back.
+func TestEffectKeyMigration(t *testing.T) {
+	t.Parallel()
+	pool := testenv.MigratedPostgres(t)
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	ctx := t.Context()
+	provider, err := migrations.NewProvider(ctx, db, migrations.Of("payments", postgres.Migrations()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.UpTo(ctx, 3); err != nil {
+		t.Fatalf("migrating the ledger to version 3: %v", err)
+	}
+	for _, stmt := range []string{
+		`INSERT INTO payments (payment_id, customer_id, amount_cents, currency, status) VALUES ('pay-old', 'cus-1', 100, 'EUR', 'charged')`,
+		`INSERT INTO charges (payment_id, amount_cents, currency, charge_id) VALUES ('pay-old', 100, 'EUR', 'ch-1')`,
+		`INSERT INTO charges (payment_id, amount_cents, currency, charge_id) VALUES ('pay-old', 100, 'EUR', 'ch-2')`,
+	} {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		t.Fatalf("migrating the ledger up: %v", err)
+	}
+
+	l := postgres.NewLedger(pool)
+	p := handlers.Payment{ID: "pay-old", CustomerID: "cus-1", AmountCents: 100, Currency: "EUR"}
+	store := memstore.New(memstore.Config{})
+	t.Cleanup(func() { _ = store.Close() })
+	r, err := middleware.NewReceiver(middleware.Config{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Execute(ctx, handlers.ChargePaymentHandler, p.IdempotencyKey(), nil, func(ctx context.Context) ([]byte, error) {
+		return nil, errors.Join(l.AppendCharge(ctx, p, "ch-3"), l.AppendCharge(ctx, p, "ch-3"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.AssertState(t, l, "", handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: 3})
+
+	if _, err := provider.DownTo(ctx, 3); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	var charges int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM charges WHERE payment_id = 'pay-old'`).Scan(&charges); err != nil || charges != 3 {
+		t.Fatalf("after down: %d charges of pay-old, %v; want 3", charges, err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		t.Fatalf("migrating the ledger up again: %v", err)
+	}
+	ledgertest.AssertState(t, l, "", handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: 3})
 }
