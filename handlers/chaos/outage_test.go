@@ -26,7 +26,9 @@ func redisArgs(durable bool) []string {
 // Scenario 2, store outage, on RabbitMQ in lease mode with a Redis of the
 // row's own (the ledger stays on the shared PostgreSQL): Redis restarted
 // with its append-only file, Redis unresponsive (CLIENT PAUSE), both
-// fail-closed and fail-open, and a Redis without persistence restarted.
+// fail-closed and fail-open, and a Redis without persistence restarted;
+// the rows whose way to a double is open without effect keys (fail-open,
+// a Redis that forgets) also run without them.
 func storeOutage(t *testing.T, svc Services, sc scale) {
 	const transport = "amqp"
 	for _, c := range []struct {
@@ -34,11 +36,14 @@ func storeOutage(t *testing.T, svc Services, sc scale) {
 		durable bool
 		pause   bool
 		policy  string
+		noKeys  bool
 	}{
-		{"redis-restart-fail-closed", true, false, "fail-closed"},
-		{"redis-pause-fail-closed", true, true, "fail-closed"},
-		{"redis-restart-fail-open", true, false, "fail-open"},
-		{"redis-no-persistence-restart", false, false, "fail-closed"},
+		{"redis-restart-fail-closed", true, false, "fail-closed", false},
+		{"redis-pause-fail-closed", true, true, "fail-closed", false},
+		{"redis-restart-fail-open", true, false, "fail-open", false},
+		{"redis-restart-fail-open-no-effect-keys", true, false, "fail-open", true},
+		{"redis-no-persistence-restart", false, false, "fail-closed", false},
+		{"redis-no-persistence-restart-no-effect-keys", false, false, "fail-closed", true},
 	} {
 		if !sc.full && !shortRow("store_outage", transport, c.name) {
 			continue
@@ -48,7 +53,7 @@ func storeOutage(t *testing.T, svc Services, sc scale) {
 			redis := testenv.RedisServer(t, redisArgs(c.durable)...)
 			own := svc
 			own.RedisURL = "redis://" + redis.Addr() + "/0"
-			setup := Setup{Transport: transport, Store: "redis", Mode: "lease", Env: []string{"DEDUP_ON_STORE_ERROR=" + c.policy}}
+			setup := Setup{Transport: transport, Store: "redis", Mode: "lease", NoEffectKeys: c.noKeys, Env: []string{"DEDUP_ON_STORE_ERROR=" + c.policy}}
 			row := NewRow(t, own, setup)
 			ids := row.IDs(sc.payments)
 			down, up, fault := func() error { redis.Shutdown(); return nil }, redis.Restart, "Redis (append-only file) restarted, 10 s down"
