@@ -95,7 +95,7 @@ CHAOS_REPORT ?= $(if $(CHAOS_RUN),$(CURDIR)/chaos-report.md,$(CURDIR)/docs/RELIA
 chaos: ## the fault suite at full size against this machine's services; writes docs/RELIABILITY.md (one row: CHAOS_RUN='<pattern>', written to chaos-report.md)
 	@mkdir -p docs
 	REQUIRE_SERVICES=1 CHAOS_SCALE=full CHAOS_REPORT=$(CHAOS_REPORT) \
-		$(GO) test -count=1 -timeout 60m -v -run '$(or $(CHAOS_RUN),TestChaos)' ./handlers/chaos/
+		$(GO) test -count=1 -timeout 120m -v -run '$(or $(CHAOS_RUN),TestChaos)' ./handlers/chaos/
 	@cat $(CHAOS_REPORT)
 
 # make linearizability: the long variant of the stores' linearizability
