@@ -71,7 +71,7 @@ func brokerFault(t *testing.T, svc Services, transport string) (own Services, do
 		link := NewLink(t, "amqp", u.Host)
 		u.Host = link.Addr
 		own.AMQPURL = u.String()
-		return own, func() error { link.Cut(); return nil }, link.Restore,
+		return own, link.Cut, link.Restore,
 			"RabbitMQ cut off from the instances 10 s (a Toxiproxy link in front of the node taken down)"
 	case "nats":
 		server := testenv.NATSServer(t)

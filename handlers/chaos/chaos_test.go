@@ -68,6 +68,7 @@ func TestMain(m *testing.M) {
 		services.Kafka.Close()
 	}
 	Cleanup()
+	StopToxiproxy()
 	os.Exit(code)
 }
 
@@ -167,7 +168,7 @@ func reportHeader() []string {
 		"Every row's instances charge one payment provider (handlers/provider, run by the test with its records and charges in PostgreSQL), with the receiver's effect keys as Idempotency-Key unless the row says \"no effect keys\".",
 		"Figures are read after the row finished, from the ledger in PostgreSQL: charges (rows), missing = unique - distinct payments charged, doubles = charges - distinct payments charged; and from the provider's charges: provider charges, provider doubles = provider charges - distinct payments it charged. A row has finished when every payment is charged and notified and the counts have not moved for DEDUP_LEASE + 2 s; one whose counts stop moving for " + StallAfter.String() + " with payments missing, or that has not finished " + sc.bound.String() + " after its last fault, is `stalled`.",
 		"Recovery: crash loop, from the restart after the last SIGKILL until every payment is charged and notified (it includes taking over the leases the killed instance held); graceful shutdown, from SIGTERM until the process exited; store and broker outages and network and process faults, from the fault's end (the store or broker back, the link healed, the process continued) until the ledger's charges next grew (— when nothing was left to charge). Outage rows, and the rows whose fault hits one instance, also require /readyz of the instance hit to answer 503 in the middle of the fault and 200 within 30 s after it.",
-		"Network faults are Toxiproxy proxies run by the test between each instance and its record store (or in front of RabbitMQ): a partition stops data both ways without closing anything; half-open stops the answers only.",
+		"Network faults are Toxiproxy proxies, on a Toxiproxy server the test starts, between each instance and its record store (or in front of RabbitMQ): a partition stops data both ways without closing anything; half-open stops the answers only.",
 		"Kafka is the in-process Kafka-protocol broker (kfake) hosted by the test process; the instances reach it over TCP.",
 	}
 }
