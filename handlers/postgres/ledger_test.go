@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/ledgertest"
@@ -111,17 +112,8 @@ func TestLedgerJoinsTransaction(t *testing.T) {
 // do not.
 func TestPaymentOwnerMigration(t *testing.T) {
 	t.Parallel()
-	pool := testenv.MigratedPostgres(t)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
+	pool, provider := ledgerAt(t, 2)
 	ctx := t.Context()
-	provider, err := migrations.NewProvider(ctx, db, migrations.Of("payments", postgres.Migrations()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := provider.UpTo(ctx, 2); err != nil {
-		t.Fatalf("migrating the ledger to version 2: %v", err)
-	}
 	for _, stmt := range []string{
 		`INSERT INTO payments (payment_id, customer_id, amount_cents, currency, status) VALUES ('pay-old', 'cus-1', 100, 'EUR', 'charged')`,
 		`INSERT INTO charges (payment_id, amount_cents, currency, charge_id) VALUES ('pay-old', 100, 'EUR', 'ch-1')`,
@@ -168,17 +160,8 @@ func TestPaymentOwnerMigration(t *testing.T) {
 // every row, and up again adds them back.
 func TestEffectKeyMigration(t *testing.T) {
 	t.Parallel()
-	pool := testenv.MigratedPostgres(t)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
+	pool, provider := ledgerAt(t, 3)
 	ctx := t.Context()
-	provider, err := migrations.NewProvider(ctx, db, migrations.Of("payments", postgres.Migrations()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := provider.UpTo(ctx, 3); err != nil {
-		t.Fatalf("migrating the ledger to version 3: %v", err)
-	}
 	for _, stmt := range []string{
 		`INSERT INTO payments (payment_id, customer_id, amount_cents, currency, status) VALUES ('pay-old', 'cus-1', 100, 'EUR', 'charged')`,
 		`INSERT INTO charges (payment_id, amount_cents, currency, charge_id) VALUES ('pay-old', 100, 'EUR', 'ch-1')`,
@@ -219,4 +202,21 @@ func TestEffectKeyMigration(t *testing.T) {
 		t.Fatalf("migrating the ledger up again: %v", err)
 	}
 	ledgertest.AssertState(t, l, "", handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusCharged, Charges: 3})
+}
+
+// ledgerAt returns a database with the store's migrations and the
+// ledger's up to version, and the ledger's migration provider on it.
+func ledgerAt(t *testing.T, version int64) (*pgxpool.Pool, *goose.Provider) {
+	t.Helper()
+	pool := testenv.MigratedPostgres(t)
+	db := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(func() { _ = db.Close() })
+	provider, err := migrations.NewProvider(t.Context(), db, migrations.Of("payments", postgres.Migrations()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.UpTo(t.Context(), version); err != nil {
+		t.Fatalf("migrating the ledger to version %d: %v", version, err)
+	}
+	return pool, provider
 }

@@ -70,14 +70,10 @@ func (p *NATSProcess) start() error {
 	}
 	cmd := exec.Command(p.server, args...)
 	cmd.SysProcAttr = dieWithParent()
-	if err := cmd.Start(); err != nil {
+	exited, err := startWatched(cmd)
+	if err != nil {
 		return fmt.Errorf("starting nats-server on %s: %w", p.Addr(), err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
 	p.mu.Lock()
 	p.cmd, p.exited = cmd, exited
 	p.mu.Unlock()

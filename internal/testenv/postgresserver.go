@@ -76,14 +76,10 @@ func (p *PostgresProcess) Start() error {
 	cmd := p.command("postgres", "-D", p.dataDir(), "-p", strconv.Itoa(p.port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+p.dir, "-c", "max_connections=200")
 	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
+	exited, err := startWatched(cmd)
+	if err != nil {
 		return fmt.Errorf("starting postgres on %s: %w", p.Addr(), err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
 	p.mu.Lock()
 	p.cmd, p.exited = cmd, exited
 	p.mu.Unlock()
