@@ -17,7 +17,9 @@ const latencyHold = 20 * time.Second
 // instance cut from its store (a partition: nothing passes, nothing
 // closes) or frozen (SIGSTOP) for twice the lease while its handlers run,
 // a store link whose answers stop coming back while its requests still
-// arrive (half-open), and every store link slowed by 50 ms and by 500 ms.
+// arrive (half-open), the link to the payment provider half-open (a charge
+// made whose answer is lost), and every store link slowed by 50 ms and by
+// 500 ms.
 // The lease rows run with the receiver's effect keys and without them:
 // the provider's doubles are 0 with the keys, and without them they show
 // the window the keys close.
@@ -32,6 +34,7 @@ func networkFaults(t *testing.T, svc Services, sc scale) {
 		down        func(*Row) (up func() error, err error)
 		risk        string
 		transaction bool // also in transaction mode, with the PostgreSQL store
+		provider    bool // on the link to the provider, not those to the store
 	}
 	silence := func(directions ...string) func(*Row) (func() error, error) {
 		return func(r *Row) (func() error, error) { return r.StoreLink(1).Silence(directions...) }
@@ -64,6 +67,9 @@ func networkFaults(t *testing.T, svc Services, sc scale) {
 			}},
 		{name: "half-open", one: true, hold: leaseHold, down: silence(Downstream), risk: riskHalfOpen,
 			text: "one instance's store link half-open for 2 x DEDUP_LEASE: requests reach the store, answers never come back, nothing closes"},
+		{name: "provider-half-open", hold: leaseHold, risk: riskLostAnswer, provider: true, transaction: true,
+			text: "the link to the payment provider half-open for 2 x DEDUP_LEASE: charges are requested and made, their answers never come back",
+			down: func(r *Row) (func() error, error) { return r.ProviderLink.Silence(Downstream) }},
 		{name: "latency-50ms", hold: latencyHold, down: latency(50),
 			text: "every store link slowed by 50 ms ± 10 ms for 20 s"},
 		{name: "latency-500ms", hold: latencyHold, down: latency(500), risk: riskSlowStore,
@@ -78,7 +84,7 @@ func networkFaults(t *testing.T, svc Services, sc scale) {
 			setups = append(setups, Setup{Transport: transport, Store: "postgres", Mode: "transaction"})
 		}
 		for _, setup := range setups {
-			setup.StoreLinks = true
+			setup.StoreLinks, setup.ProviderLink = !f.provider, f.provider
 			name := setup.Mode + "-" + setup.Store
 			if setup.NoEffectKeys {
 				name += "-no-effect-keys"

@@ -48,6 +48,9 @@ type Setup struct {
 	// StoreLinks puts a Link of its own between each instance and the
 	// record store (Row.StoreLink), for faults on one instance's path.
 	StoreLinks bool
+	// ProviderLink puts a Link between the instances and the payment
+	// provider (Row.ProviderLink).
+	ProviderLink bool
 }
 
 // RowDefaults are the settings every instance runs with unless Setup.Env
@@ -76,6 +79,9 @@ type Row struct {
 	// ProviderDatabaseURL is the database of the payment provider the
 	// instances charge (startProvider).
 	ProviderDatabaseURL string
+	// ProviderLink is the Link the instances reach the provider through,
+	// with Setup.ProviderLink.
+	ProviderLink *Link
 
 	t          testing.TB
 	svc        Services
@@ -92,6 +98,10 @@ func NewRow(t testing.TB, svc Services, setup Setup) *Row {
 	r.ProducerAMQPURL = svc.AMQPURL
 	providerURL, providerDB := startProvider(t, filepath.Join(r.dir, "provider.log"))
 	r.ProviderDatabaseURL = providerDB
+	if setup.ProviderLink {
+		r.ProviderLink = NewLink(t, "provider", strings.TrimPrefix(providerURL, "http://"))
+		providerURL = "http://" + r.ProviderLink.Addr
+	}
 	r.env = append([]string{"PAYMENT_PROVIDER_URL=" + providerURL, "TRANSPORT=" + setup.Transport, "STORE=" + setup.Store, "DEDUP_MODE=" + setup.Mode,
 		"DATABASE_URL=" + r.DatabaseURL, "TOPIC_PREFIX=" + r.Prefix, "SERVICE_NAME=onceflow_" + id}, RowDefaults...)
 	switch setup.Transport {
