@@ -41,23 +41,7 @@ func TestConfigMapsMirrorEnvFiles(t *testing.T) {
 		if cm.Kind != "ConfigMap" || cm.Metadata.Name != binary+"-"+transport {
 			t.Errorf("configmap-%s.yaml: %s %q, want ConfigMap %q", transport, cm.Kind, cm.Metadata.Name, binary+"-"+transport)
 		}
-		secrets := map[string]string{}
-		for k, v := range want {
-			if u, err := url.Parse(v); err == nil && u.User != nil {
-				if _, ok := u.User.Password(); ok {
-					secrets[k] = v
-					delete(want, k)
-				}
-			}
-		}
-		for k := range secrets {
-			if _, ok := cm.Data[k]; ok {
-				t.Errorf("configmap-%s.yaml: %s holds a password: leave it to the Secret", transport, k)
-			}
-		}
-		if !maps.Equal(cm.Data, want) {
-			t.Errorf("configmap-%s.yaml data %v\ndiffers from deploy/%s.env %v", transport, cm.Data, transport, want)
-		}
+		secrets := compareMirror(t, "deploy/k8s/configmap-"+transport+".yaml", cm.Data, "deploy/"+transport+".env", want)
 		if _, ok := want["ALLOW_ANONYMOUS"]; ok {
 			t.Errorf("deploy/%s.env sets ALLOW_ANONYMOUS: the env files and ConfigMaps are for production, which requires API_KEYS", transport)
 		}
@@ -75,4 +59,30 @@ func TestConfigMapsMirrorEnvFiles(t *testing.T) {
 			t.Errorf("configmap-%s.yaml: %v", transport, err)
 		}
 	}
+}
+
+// compareMirror requires the data of the ConfigMap in file cmFile to be
+// the settings of the env file envFile, but for those that hold a
+// password (a URL's user:password@), which it must leave to a Secret. It
+// deletes those from env and returns them.
+func compareMirror(t *testing.T, cmFile string, data map[string]string, envFile string, env map[string]string) (secrets map[string]string) {
+	t.Helper()
+	secrets = map[string]string{}
+	for k, v := range env {
+		if u, err := url.Parse(v); err == nil && u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				secrets[k] = v
+				delete(env, k)
+			}
+		}
+	}
+	for k := range secrets {
+		if _, ok := data[k]; ok {
+			t.Errorf("%s: %s holds a password: leave it to the Secret", cmFile, k)
+		}
+	}
+	if !maps.Equal(data, env) {
+		t.Errorf("%s data %v\ndiffers from %s %v", cmFile, data, envFile, env)
+	}
+	return secrets
 }

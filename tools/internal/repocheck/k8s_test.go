@@ -2,16 +2,22 @@ package repocheck
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/onceflow/onceflow/app"
 	"github.com/onceflow/onceflow/handlers/payments"
@@ -30,6 +36,9 @@ type (
 			Path string `yaml:"path"`
 			Port string `yaml:"port"`
 		} `yaml:"httpGet"`
+		TCPSocket *struct {
+			Port string `yaml:"port"`
+		} `yaml:"tcpSocket"`
 	}
 	container struct {
 		Name    string   `yaml:"name"`
@@ -52,7 +61,8 @@ type (
 			} `yaml:"valueFrom"`
 		} `yaml:"env"`
 		EnvFrom []struct {
-			ConfigMapRef *struct{ Name string } `yaml:"configMapRef"`
+			ConfigMapRef *envSource `yaml:"configMapRef"`
+			SecretRef    *envSource `yaml:"secretRef"`
 		} `yaml:"envFrom"`
 		ReadinessProbe probe `yaml:"readinessProbe"`
 		LivenessProbe  probe `yaml:"livenessProbe"`
@@ -62,7 +72,22 @@ type (
 		SecurityContext struct {
 			AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
 			ReadOnlyRootFilesystem   bool  `yaml:"readOnlyRootFilesystem"`
+			Capabilities             struct {
+				Drop []string `yaml:"drop"`
+			} `yaml:"capabilities"`
 		} `yaml:"securityContext"`
+	}
+	envSource struct {
+		Name     string `yaml:"name"`
+		Optional bool   `yaml:"optional"`
+	}
+	podSecurityContext struct {
+		RunAsNonRoot   bool `yaml:"runAsNonRoot"`
+		RunAsUser      int  `yaml:"runAsUser"`
+		RunAsGroup     int  `yaml:"runAsGroup"`
+		SeccompProfile struct {
+			Type string `yaml:"type"`
+		} `yaml:"seccompProfile"`
 	}
 	deployment struct {
 		Kind     string   `yaml:"kind"`
@@ -75,22 +100,20 @@ type (
 			Template struct {
 				Metadata metadata `yaml:"metadata"`
 				Spec     struct {
-					AutomountServiceAccountToken *bool `yaml:"automountServiceAccountToken"`
-					SecurityContext              struct {
-						RunAsNonRoot bool `yaml:"runAsNonRoot"`
-						RunAsUser    int  `yaml:"runAsUser"`
-						RunAsGroup   int  `yaml:"runAsGroup"`
-					} `yaml:"securityContext"`
-					Containers []container `yaml:"containers"`
+					AutomountServiceAccountToken *bool              `yaml:"automountServiceAccountToken"`
+					SecurityContext              podSecurityContext `yaml:"securityContext"`
+					Containers                   []container        `yaml:"containers"`
 				} `yaml:"spec"`
 			} `yaml:"template"`
 		} `yaml:"spec"`
 	}
 	service struct {
-		Kind string `yaml:"kind"`
-		Spec struct {
+		Kind     string   `yaml:"kind"`
+		Metadata metadata `yaml:"metadata"`
+		Spec     struct {
 			Selector map[string]string `yaml:"selector"`
 			Ports    []struct {
+				Port       int    `yaml:"port"`
 				TargetPort string `yaml:"targetPort"`
 			} `yaml:"ports"`
 		} `yaml:"spec"`
@@ -101,7 +124,8 @@ type (
 			PodSelector struct {
 				MatchLabels map[string]string `yaml:"matchLabels"`
 			} `yaml:"podSelector"`
-			Ingress []struct {
+			PolicyTypes []string `yaml:"policyTypes"`
+			Ingress     []struct {
 				From  []map[string]any `yaml:"from"`
 				Ports []struct {
 					Port string `yaml:"port"`
@@ -131,12 +155,13 @@ var distrolessUsers = map[string]int{"root": 0, "nonroot": 65532, "nobody": 6553
 
 // TestDeployment checks deploy/k8s/deployment.yaml against the Dockerfile
 // and the service's defaults: two replicas, the image's entrypoint and
-// command at a pinned tag, its user, non-root, a read-only root filesystem
-// and no service account token, resource requests; API_KEYS from a Secret
-// the pod cannot start without; the API on the port HTTP_ADDR defaults to,
-// the only one the Service exposes; the probes and Prometheus's scrape on
-// the internal port (INTERNAL_ADDR), which the NetworkPolicy keeps from
-// everyone but a selected few.
+// command at a pinned tag, hardened with resource requests ([hardened]);
+// API_KEYS from a Secret the pod cannot start without; the API on the port
+// HTTP_ADDR defaults to, the only one the Service exposes; the probes and
+// Prometheus's scrape on the internal port (INTERNAL_ADDR), which the
+// NetworkPolicy keeps from everyone but a selected few; a transport's
+// ConfigMap read first, every ConfigMap it reads defined and required,
+// the Secret read last.
 func TestDeployment(t *testing.T) {
 	t.Parallel()
 	var d deployment
@@ -163,22 +188,7 @@ func TestDeployment(t *testing.T) {
 		t.Errorf("command %q args %q: want the entrypoint kept and args %q, the Dockerfile's CMD", c.Command, c.Args, df.Cmd)
 	}
 
-	user, group, _ := strings.Cut(df.User, ":")
-	uid, ok := distrolessUsers[user]
-	gid := distrolessUsers[group]
-	sc := spec.SecurityContext
-	if !ok || !sc.RunAsNonRoot || sc.RunAsUser != uid || sc.RunAsGroup != gid || uid == 0 {
-		t.Errorf("pod securityContext %+v: want runAsNonRoot and the Dockerfile's USER %s (%d:%d)", sc, df.User, uid, gid)
-	}
-	if csc := c.SecurityContext; !csc.ReadOnlyRootFilesystem || csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation {
-		t.Errorf("container securityContext: want readOnlyRootFilesystem and no privilege escalation")
-	}
-	if a := spec.AutomountServiceAccountToken; a == nil || *a {
-		t.Errorf("automountServiceAccountToken: want false, the service never calls the Kubernetes API")
-	}
-	if c.Resources.Requests["cpu"] == "" || c.Resources.Requests["memory"] == "" {
-		t.Errorf("resources.requests = %v, want cpu and memory", c.Resources.Requests)
-	}
+	hardened(t, "deploy/k8s/deployment.yaml", d, df)
 
 	// The API on the port HTTP_ADDR defaults to, which the image exposes;
 	// the probes and the scrape on INTERNAL_ADDR's.
@@ -272,7 +282,9 @@ func TestDeployment(t *testing.T) {
 		t.Errorf("env: want API_KEYS from a required secretKeyRef, the service refuses to start without it")
 	}
 
-	// The ConfigMap it reads exists.
+	// The ConfigMaps it reads exist: a transport's first, then any the
+	// domain's settings are in; the Secret last, its credentials
+	// overriding theirs.
 	var cm configMap
 	if len(c.EnvFrom) == 0 || c.EnvFrom[0].ConfigMapRef == nil {
 		t.Fatal("envFrom: want a transport's ConfigMap first")
@@ -282,6 +294,103 @@ func TestDeployment(t *testing.T) {
 	if cm.Metadata.Name != ref {
 		t.Errorf("envFrom names ConfigMap %q; its file defines %q", ref, cm.Metadata.Name)
 	}
+	checkEnvFrom(t, c, k8sObjects(t))
+}
+
+// hardened checks the pod of Deployment d, defined in file, against the
+// image of the Dockerfile df: its user, non-root, the runtime's seccomp
+// profile, no service account token; a read-only root filesystem, no
+// privilege escalation and no capabilities; resource requests.
+func hardened(t *testing.T, file string, d deployment, df dockerfile) {
+	t.Helper()
+	spec := d.Spec.Template.Spec
+	user, group, _ := strings.Cut(df.User, ":")
+	uid, ok := distrolessUsers[user]
+	gid := distrolessUsers[group]
+	sc := spec.SecurityContext
+	if !ok || !sc.RunAsNonRoot || sc.RunAsUser != uid || sc.RunAsGroup != gid || uid == 0 {
+		t.Errorf("%s: pod securityContext %+v: want runAsNonRoot and the Dockerfile's USER %s (%d:%d)", file, sc, df.User, uid, gid)
+	}
+	if sc.SeccompProfile.Type != "RuntimeDefault" {
+		t.Errorf("%s: seccompProfile %q, want RuntimeDefault", file, sc.SeccompProfile.Type)
+	}
+	if a := spec.AutomountServiceAccountToken; a == nil || *a {
+		t.Errorf("%s: automountServiceAccountToken: want false, the binary never calls the Kubernetes API", file)
+	}
+	for _, c := range spec.Containers {
+		csc := c.SecurityContext
+		if !csc.ReadOnlyRootFilesystem || csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation {
+			t.Errorf("%s: container %s securityContext: want readOnlyRootFilesystem and no privilege escalation", file, c.Name)
+		}
+		if !slices.Equal(csc.Capabilities.Drop, []string{"ALL"}) {
+			t.Errorf("%s: container %s drops capabilities %q, want [ALL]", file, c.Name, csc.Capabilities.Drop)
+		}
+		if c.Resources.Requests["cpu"] == "" || c.Resources.Requests["memory"] == "" {
+			t.Errorf("%s: container %s resources.requests = %v, want cpu and memory", file, c.Name, c.Resources.Requests)
+		}
+	}
+}
+
+// checkEnvFrom requires every ConfigMap container c reads with envFrom to
+// be defined in objects, and not optional: a pod that starts before an
+// optional one exists runs without its settings, and keeps them so. A
+// Secret comes last, so that its credentials override the ConfigMaps.
+func checkEnvFrom(t *testing.T, c container, objects map[string]string) {
+	t.Helper()
+	for i, from := range c.EnvFrom {
+		switch {
+		case from.ConfigMapRef != nil:
+			if objects["ConfigMap/"+from.ConfigMapRef.Name] == "" {
+				t.Errorf("envFrom reads ConfigMap %q, which no manifest under deploy/k8s defines", from.ConfigMapRef.Name)
+			}
+			if from.ConfigMapRef.Optional {
+				t.Errorf("envFrom: ConfigMap %q is optional: a pod started before it exists would run without it", from.ConfigMapRef.Name)
+			}
+		case from.SecretRef != nil && i != len(c.EnvFrom)-1:
+			t.Errorf("envFrom: Secret %q is entry %d of %d: want it last, its credentials overriding the ConfigMaps'",
+				from.SecretRef.Name, i+1, len(c.EnvFrom))
+		}
+	}
+}
+
+// k8sObjects maps "Kind/name" to the file under deploy/k8s (relative to
+// the root, in any directory) that defines the object, for every document
+// of every manifest there: what `kubectl apply -R -f deploy/k8s/` applies.
+func k8sObjects(t *testing.T) map[string]string {
+	t.Helper()
+	objects := map[string]string{}
+	err := filepath.WalkDir(filepath.Join(root, "deploy", "k8s"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		rel, _ := filepath.Rel(root, p)
+		dec := yaml.NewDecoder(f)
+		for {
+			var obj struct {
+				Kind     string   `yaml:"kind"`
+				Metadata metadata `yaml:"metadata"`
+			}
+			if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+				return nil
+			} else if err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
+			key := obj.Kind + "/" + obj.Metadata.Name
+			if prev, ok := objects[key]; ok {
+				t.Errorf("%s defines %s, as %s does", rel, key, prev)
+			}
+			objects[key] = filepath.ToSlash(rel)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objects
 }
 
 // port is the port of the listening address addr.
