@@ -166,7 +166,7 @@ func toxiproxyServer() (*toxiclient.Client, error) {
 			if _, err := tp.client.Version(); err == nil {
 				return
 			} else if time.Now().After(deadline) {
-				tp.err = fmt.Errorf("Toxiproxy's server on %s did not answer within 30s: %w", addr, err)
+				tp.err = fmt.Errorf("the Toxiproxy server on %s did not answer within 30s: %w", addr, err)
 				return
 			}
 		}
