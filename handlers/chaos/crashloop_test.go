@@ -60,7 +60,6 @@ var shortRows = map[string]bool{
 	"broker_outage/nats/lease-redis":              true,
 	"broker_outage/redisstream/lease-redis":       true,
 	"network/amqp/partition/lease-redis":          true,
-	"network/amqp/pause/lease-redis":              true,
 }
 
 func shortRow(parts ...string) bool {
