@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Figures is what the ledger holds, and what the payment provider did.
@@ -31,17 +31,12 @@ func (f Figures) Doubles() int { return f.Charges - f.Charged }
 // of their payment: a customer charged twice.
 func (f Figures) ProviderDoubles() int { return f.ProviderCharges - f.ProviderCharged }
 
-// ReadLedger counts the ledger in PostgreSQL at url (the DATABASE_URL of
-// the instances, schema included). The ledger's tables are created by the
-// service's migrations: start an instance first.
-func ReadLedger(ctx context.Context, url string) (Figures, error) {
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return Figures{}, fmt.Errorf("reading the ledger: %w", err)
-	}
-	defer conn.Close(ctx)
+// ReadLedger counts the ledger in PostgreSQL through db (on the
+// DATABASE_URL of the instances, schema included). The ledger's tables are
+// created by the service's migrations: start an instance first.
+func ReadLedger(ctx context.Context, db *pgxpool.Pool) (Figures, error) {
 	var f Figures
-	err = conn.QueryRow(ctx, `SELECT
+	err := db.QueryRow(ctx, `SELECT
 	(SELECT count(*) FROM charges), (SELECT count(DISTINCT payment_id) FROM charges),
 	(SELECT count(*) FROM notifications), (SELECT count(DISTINCT payment_id) FROM notifications)`).
 		Scan(&f.Charges, &f.Charged, &f.Notifications, &f.Notified)

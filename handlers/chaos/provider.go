@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/handlers/provider"
@@ -20,10 +19,10 @@ import (
 // beside them: its Idempotency-Key records and its charges in a PostgreSQL
 // schema of its own on the shared server, which no row's fault touches,
 // its log in logPath. It stops when t ends. It returns the provider's URL
-// and its database's.
-func startProvider(t testing.TB, logPath string) (url, databaseURL string) {
+// and its database's pool, which ReadProvider reads.
+func startProvider(t testing.TB, logPath string) (url string, db *pgxpool.Pool) {
 	t.Helper()
-	databaseURL = testenv.PostgresSchema(t)
+	databaseURL := testenv.PostgresSchema(t)
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +32,7 @@ func startProvider(t testing.TB, logPath string) (url, databaseURL string) {
 	cfg.MaxConns = 4
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := pgxpool.NewWithConfig(ctx, cfg)
+	db, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,18 +49,13 @@ func startProvider(t testing.TB, logPath string) (url, databaseURL string) {
 		db.Close()
 		_ = logs.Close()
 	})
-	return s.URL(), databaseURL
+	return s.URL(), db
 }
 
-// ReadProvider counts the charges the provider with its database at url
+// ReadProvider counts the charges the provider with its database db
 // made: ProviderCharges and ProviderCharged of Figures.
-func ReadProvider(ctx context.Context, url string) (charges, charged int, err error) {
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return 0, 0, fmt.Errorf("reading the provider's charges: %w", err)
-	}
-	defer conn.Close(ctx)
-	err = conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT payment_id) FROM provider_charges`).Scan(&charges, &charged)
+func ReadProvider(ctx context.Context, db *pgxpool.Pool) (charges, charged int, err error) {
+	err = db.QueryRow(ctx, `SELECT count(*), count(DISTINCT payment_id) FROM provider_charges`).Scan(&charges, &charged)
 	if err != nil {
 		return 0, 0, fmt.Errorf("reading the provider's charges: %w", err)
 	}

@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5/pgxpool"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
@@ -76,15 +78,19 @@ type Row struct {
 	// Victim is the index of the instance a fault hits, whose /readyz an
 	// outage probes: the first unless the row says otherwise.
 	Victim int
-	// ProviderDatabaseURL is the database of the payment provider the
-	// instances charge (startProvider).
-	ProviderDatabaseURL string
 	// ProviderLink is the Link the instances reach the provider through,
 	// with Setup.ProviderLink.
 	ProviderLink *Link
 
-	t          testing.TB
-	svc        Services
+	t   testing.TB
+	svc Services
+	// ledgerDB reads the ledger at DatabaseURL, opened at the first read
+	// (a row may point DatabaseURL at a server of its own first) and kept:
+	// rows poll their figures many times a second. providerDB is the
+	// provider's own pool.
+	mu                   sync.Mutex
+	ledgerDB, providerDB *pgxpool.Pool
+
 	env        []string
 	storeLinks []*Link // by instance, with StoreLinks
 	dir        string  // instance logs; removed after the failure report reads them
@@ -97,7 +103,7 @@ func NewRow(t testing.TB, svc Services, setup Setup) *Row {
 	r := &Row{Setup: setup, DatabaseURL: testenv.PostgresSchema(t), Prefix: "chaos_" + id + "_", t: t, svc: svc, dir: t.TempDir()}
 	r.ProducerAMQPURL = svc.AMQPURL
 	providerURL, providerDB := startProvider(t, filepath.Join(r.dir, "provider.log"))
-	r.ProviderDatabaseURL = providerDB
+	r.providerDB = providerDB
 	if setup.ProviderLink {
 		r.ProviderLink = NewLink(t, "provider", strings.TrimPrefix(providerURL, "http://"))
 		providerURL = "http://" + r.ProviderLink.Addr
@@ -124,6 +130,13 @@ func NewRow(t testing.TB, svc Services, setup Setup) *Row {
 		r.env = append(r.env, "CHAOS_NO_EFFECT_KEYS=true")
 	}
 	r.env = append(r.env, setup.Env...)
+	t.Cleanup(func() {
+		r.mu.Lock()
+		if r.ledgerDB != nil {
+			r.ledgerDB.Close()
+		}
+		r.mu.Unlock()
+	})
 	t.Cleanup(func() {
 		for _, i := range r.Instances {
 			i.Stop()
@@ -220,12 +233,34 @@ func (r *Row) publisher() (message.Publisher, error) {
 func (r *Row) Ledger() (Figures, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	f, err := ReadLedger(ctx, r.DatabaseURL)
+	db, err := r.ledger()
+	if err != nil {
+		return Figures{}, err
+	}
+	f, err := ReadLedger(ctx, db)
 	if err != nil {
 		return f, err
 	}
-	f.ProviderCharges, f.ProviderCharged, err = ReadProvider(ctx, r.ProviderDatabaseURL)
+	f.ProviderCharges, f.ProviderCharged, err = ReadProvider(ctx, r.providerDB)
 	return f, err
+}
+
+// ledger returns the pool that reads the ledger, opening it the first
+// time: it connects when first used, and again after its server restarts.
+func (r *Row) ledger() (*pgxpool.Pool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ledgerDB == nil {
+		cfg, err := pgxpool.ParseConfig(r.DatabaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("reading the ledger: %w", err)
+		}
+		cfg.MaxConns = 2
+		if r.ledgerDB, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+			return nil, fmt.Errorf("reading the ledger: %w", err)
+		}
+	}
+	return r.ledgerDB, nil
 }
 
 // ErrStalled is WaitFinished's error for a row that stopped making
