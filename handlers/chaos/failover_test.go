@@ -83,13 +83,7 @@ func failoverRow(t *testing.T, svc Services, sc scale, transport string, c failo
 	if err := replication.Add("lag", "latency", Downstream, map[string]any{"latency": replicationLag, "jitter": replicationLag / 4}); err != nil {
 		t.Fatal(err)
 	}
-	host, port, _ := strings.Cut(replication.Addr, ":")
-	replica := testenv.RedisServer(t, append(args, "--replicaof", host, port)...)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := replicaOnline(ctx, master); err != nil {
-		t.Fatal(err)
-	}
+	replica := testenv.RedisReplicaVia(t, master, replication.Addr, args...)
 	link := NewLink(t, "redis-"+c.name(), master.Addr())
 	own := svc
 	own.RedisURL = "redis://" + link.Addr + "/0"

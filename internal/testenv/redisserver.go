@@ -193,7 +193,14 @@ func tryStartRedisServer(server, dir string, args []string) (*node, error) {
 // the 5 s that master otherwise waits for more replicas before syncing.
 func RedisReplica(t testing.TB, master *RedisProcess, args ...string) *RedisProcess {
 	t.Helper()
-	host, port, _ := strings.Cut(master.Addr(), ":")
+	return RedisReplicaVia(t, master, master.Addr(), args...)
+}
+
+// RedisReplicaVia is RedisReplica replicating through via, the address
+// of a proxy in front of master (a slow link between zones, say).
+func RedisReplicaVia(t testing.TB, master *RedisProcess, via string, args ...string) *RedisProcess {
+	t.Helper()
+	host, port, _ := strings.Cut(via, ":")
 	replica := RedisServer(t, append(args, "--replicaof", host, port)...)
 	c := master.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
