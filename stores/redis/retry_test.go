@@ -30,7 +30,12 @@ import (
 // The proxy loses at most one reply per lossGap, so that a call loses at
 // most one and its retry follows within go-redis's first backoff (30ms at
 // most), while the lease or record the first attempt wrote still lives:
-// the store answers a retry as the first attempt only until then.
+// the store answers a retry as the first attempt only until then. Leases
+// are drawn long enough (records live 150ms or more) that a retry
+// reconnecting on a machine busy with other suites still finds them.
+// Once a record has expired, no store can tell a retried Complete that
+// took effect from one whose lease ran out; with DEDUP_TTL in hours and
+// retries in milliseconds the service never meets that.
 func TestLinearizableWithRetries(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -49,7 +54,7 @@ func TestLinearizableWithRetries(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: p.addr})
 			t.Cleanup(func() { _ = c.Close() })
 			linearizable.Run(t, redisstore.New(c, tc.cfg(t)), linearizable.Config{
-				Duration: 2 * time.Second, MinLease: 120 * time.Millisecond, MaxLease: 240 * time.Millisecond,
+				Duration: 2 * time.Second, MinLease: 300 * time.Millisecond, MaxLease: 600 * time.Millisecond,
 			})
 			n := p.lost.Load()
 			t.Logf("%d replies lost", n)
