@@ -36,8 +36,8 @@ func (db consumerDB) BeginTx(ctx context.Context, opts *stdsql.TxOptions) (wsql.
 }
 
 // consumerTx is a consumer transaction: its errors reported (see errRows),
-// and its end held back while a unit of work is open in it (see
-// unitGuard).
+// and every statement of its subscriber, its end included, held back while
+// a unit of work is open in it (see unitGuard).
 type consumerTx struct {
 	wsql.Tx
 	guard *unitGuard
@@ -49,8 +49,24 @@ func (tx consumerTx) Commit() error { return tx.guard.finish(tx.Tx.Commit) }
 // Rollback rolls back once no unit of work is open in the transaction.
 func (tx consumerTx) Rollback() error { return tx.guard.finish(tx.Tx.Rollback) }
 
+// ExecContext runs the subscriber's statement once no unit of work is open
+// in the transaction.
+func (tx consumerTx) ExecContext(ctx context.Context, query string, args ...any) (result wsql.Result, err error) {
+	_ = tx.guard.finish(func() error {
+		result, err = tx.Tx.ExecContext(ctx, query, args...)
+		return nil
+	})
+	return result, err
+}
+
+// QueryContext runs the subscriber's query once no unit of work is open in
+// the transaction.
 func (tx consumerTx) QueryContext(ctx context.Context, query string, args ...any) (wsql.Rows, error) {
-	rows, err := tx.Tx.QueryContext(ctx, query, args...)
+	var rows wsql.Rows
+	err := tx.guard.finish(func() (err error) {
+		rows, err = tx.Tx.QueryContext(ctx, query, args...)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -112,23 +128,27 @@ func ConsumerTx(ctx context.Context) (pgx.Tx, bool) {
 	return nil, false
 }
 
-// unitGuard keeps watermill-sql from finishing a consumer transaction
-// while a unit of work is open in it. When its subscriber closes, it
-// commits the transaction at once, with the offsets acked so far, while the
-// router may still be running a handler in it (a graceful shutdown lets an
-// attempt in flight run to its end, see [middleware.OutliveClose]): the
-// commit would run on the connection concurrently with the handler's
-// statements (pgx connections are not safe for that) and could commit its
-// half-done work. The guard makes the commit wait until the unit has ended,
-// committed or rolled back; the handler's timeout bounds that wait.
+// unitGuard keeps watermill-sql from using a consumer transaction while a
+// unit of work is open in it. The subscriber stops waiting for a message's
+// ack when it closes, or when the message's ack deadline passes, while the
+// router may still be running a handler in the transaction (a graceful
+// shutdown lets an attempt in flight run to its end, see
+// [middleware.OutliveClose]; a slow handler outlives the deadline). It then
+// records the offsets acked so far and commits at once: those statements
+// would run on the connection concurrently with the handler's (pgx
+// connections are not safe for that), and the commit could take the
+// handler's half-done work with it. The guard makes every statement of the
+// subscriber wait until the unit has ended, committed or rolled back; the
+// handler's timeout bounds that wait. The message not acked is delivered
+// again, and finds the unit's record if the unit committed.
 type unitGuard struct{ mu sync.Mutex }
 
-// finish runs end, the consumer transaction's Commit or Rollback, once no
-// unit is open.
-func (g *unitGuard) finish(end func() error) error {
+// finish runs use, a statement of the subscriber or the consumer
+// transaction's Commit or Rollback, once no unit is open.
+func (g *unitGuard) finish(use func() error) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return end()
+	return use()
 }
 
 // guardedTx is the consumer transaction as ConsumerTx hands it out: Begin
