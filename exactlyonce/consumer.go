@@ -14,8 +14,9 @@ import (
 // the transaction that consumes the message: see [ConsumerTx]. Pass it to
 // [wsql.NewSubscriber] in place of [wsql.BeginnerFromPgx].
 //
-// Two things differ from BeginnerFromPgx. A consumer transaction does not
-// end while a unit of work is open in it (see [ConsumerTx]). And a query
+// Two things differ from BeginnerFromPgx. The subscriber neither uses nor
+// ends a consumer transaction while a unit of work is open in it (see
+// [ConsumerTx]). And a query
 // error that pgx reports while rows are read (the serialization failure of
 // a replica that lost the race for a consumer group's lock, say) comes back
 // from Scan: watermill-sql never calls Rows.Err, so it would take the error
@@ -106,9 +107,10 @@ func (r *errRows) Scan(dest ...any) error {
 // built on [ConsumerBeginner] consumes the message whose context ctx is:
 // work done in it commits with the consumed offset. Watermill SQL does not
 // roll it back on a nack, so a caller that may fail works in a savepoint of
-// it: its Begin. The consumer transaction does not end while such a
-// savepoint is open, not even when the subscriber closes (see unitGuard),
-// so the caller must commit or roll it back. It reports false for a message
+// it: its Begin. The subscriber runs no statement in the consumer
+// transaction, nor ends it, while such a savepoint is open, not even when
+// it closes or the message's ack deadline passes (see unitGuard), so the
+// caller must commit or roll it back. It reports false for a message
 // of any other subscriber.
 func ConsumerTx(ctx context.Context) (pgx.Tx, bool) {
 	tx, ok := wsql.TxFromContext(ctx)
