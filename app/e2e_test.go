@@ -54,10 +54,10 @@ func e2eCells() []e2eCell {
 }
 
 // e2ePayments is how many distinct payments each cell sends (E2E_PAYMENTS,
-// default 250, the short variant of make test; make e2e sends 2,000); each
+// default 100, the short variant of make test; make e2e sends 2,000); each
 // is published three times.
 func e2ePayments(t *testing.T) int {
-	n, err := strconv.Atoi(testenv.Getenv("E2E_PAYMENTS", "250"))
+	n, err := strconv.Atoi(testenv.Getenv("E2E_PAYMENTS", "100"))
 	if err != nil || n < 1 {
 		t.Fatalf("E2E_PAYMENTS=%q: want a positive integer", os.Getenv("E2E_PAYMENTS"))
 	}
