@@ -12,21 +12,21 @@ import (
 	"github.com/onceflow/onceflow/tools/internal/bench/retention"
 )
 
-// flowRounds is how many interleaved rounds each transport and mode
-// comparison runs, whatever the size: a round of these moves thousands of
-// messages through a broker, and five of them keep one slow round from
-// setting the median.
-const flowRounds = 5
-
-// httpRounds is how many rounds the HTTP latency comparisons run. With 16
-// clients on two cores a request's latency is mostly its wait for a CPU,
-// and a round's p50 moves by a fifth from one round to the next; a round
-// costs under two seconds, so more of them settle the median cheaply.
-const httpRounds = 9
-
 // flowSizes are the messages (or requests, or payments) per round of each
-// flow bench.
+// flow bench, and the rounds of each comparison.
 type flowSizes struct {
+	// rounds is how many interleaved rounds each transport and mode
+	// comparison runs: five at the short and full sizes, as a round of
+	// these moves thousands of messages through a broker, and five keep one
+	// slow round from setting the median.
+	rounds int
+	// httpRounds is how many rounds the HTTP latency comparisons run. With
+	// 16 clients on two cores a request's latency is mostly its wait for a
+	// CPU, and a round's p50 moves by a fifth from one round to the next; a
+	// round costs under two seconds, so nine of them settle the median
+	// cheaply.
+	httpRounds int
+
 	kafka, broker, gochannel, mode, requests int
 	// sweepKafka, sweepBroker and sweepGochannel are the messages of a
 	// transport sweep's round, which has no copies; sweepInFlight its
@@ -47,17 +47,17 @@ func sizesFor(z bench.Size) flowSizes {
 		// A retention window must hold a partition drop (create ahead,
 		// DETACH CONCURRENTLY, DROP), which takes a few hundred
 		// milliseconds on a machine busy with the race detector's tests.
-		return flowSizes{kafka: 200, broker: 100, gochannel: 200, mode: 30, requests: 200,
+		return flowSizes{rounds: 2, httpRounds: 2, kafka: 200, broker: 100, gochannel: 200, mode: 30, requests: 200,
 			sweepKafka: 100, sweepBroker: 50, sweepGochannel: 100, sweepInFlight: []int{1, 16},
 			payments: 40, serviceRounds: 2,
 			retention: retention.Options{Rows: 2_000, Window: 500 * time.Millisecond, Windows: 2}}
 	case bench.Full:
-		return flowSizes{kafka: 10_000, broker: 2_000, gochannel: 5_000, mode: 300, requests: 4_000,
+		return flowSizes{rounds: 5, httpRounds: 9, kafka: 10_000, broker: 2_000, gochannel: 5_000, mode: 300, requests: 4_000,
 			sweepKafka: 4_000, sweepBroker: 1_000, sweepGochannel: 2_000, sweepInFlight: []int{1, 4, 16, 64, 256},
 			payments: 800, serviceRounds: 5,
 			retention: retention.Options{Rows: 300_000}}
 	default:
-		return flowSizes{kafka: 4_000, broker: 1_000, gochannel: 2_000, mode: 150, requests: 2_000,
+		return flowSizes{rounds: 5, httpRounds: 9, kafka: 4_000, broker: 1_000, gochannel: 2_000, mode: 150, requests: 2_000,
 			sweepKafka: 2_000, sweepBroker: 500, sweepGochannel: 1_000, sweepInFlight: []int{1, 16, 256},
 			payments: 500, serviceRounds: 3,
 			retention: retention.Options{Rows: 50_000, Window: time.Second}}
@@ -107,7 +107,7 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers
 		return closeAll, fmt.Errorf("mode bench: %w", err)
 	}
 	closers = append(closers, mb.Close)
-	plan.Add(bench.Comparison{Name: "sql-modes", Unit: "msg/s", Rounds: flowRounds, Contenders: []bench.Contender{
+	plan.Add(bench.Comparison{Name: "sql-modes", Unit: "msg/s", Rounds: z.rounds, Contenders: []bench.Contender{
 		{Name: "lease", Measure: func(ctx context.Context) (float64, error) { return mb.Round(ctx, flow.LeaseMode) }},
 		{Name: "transaction", Measure: func(ctx context.Context) (float64, error) { return mb.Round(ctx, flow.TransactionMode) }},
 	}})
@@ -123,7 +123,7 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers
 			cs = append(cs, bench.Contender{Name: string(v), Measure: func(ctx context.Context) (float64, error) { return hb.Round(ctx, v, p) }})
 		}
 		name := fmt.Sprintf("http-p%g", p)
-		c := bench.Comparison{Name: name, Unit: "µs", LowerIsBetter: true, Rounds: httpRounds, Contenders: cs}
+		c := bench.Comparison{Name: name, Unit: "µs", LowerIsBetter: true, Rounds: z.httpRounds, Contenders: cs}
 		if p == 50 {
 			plan.Add(c, bench.Target{Name: "http-idempotency-p50-memory", Of: string(flow.MemoryStore), Over: string(flow.NoMiddleware), Op: bench.AtMost, Goal: 1.25})
 		} else {

@@ -86,7 +86,7 @@ func addTransports(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls 
 				return benches, fmt.Errorf("transport %s: %w", kind, err)
 			}
 		}
-		plan.Add(bench.Comparison{Name: name, Unit: "msg/s", Rounds: flowRounds, Contenders: contenders}, targets...)
+		plan.Add(bench.Comparison{Name: name, Unit: "msg/s", Rounds: z.rounds, Contenders: contenders}, targets...)
 	}
 	var lines []bench.Backend
 	for _, kind := range inFlightKinds {
