@@ -23,7 +23,7 @@ func TestRedisStreamClaim(t *testing.T) {
 	const deadline = 2 * time.Second
 	cfg, client := redisStreamTestConfig(t, "redis://"+testenv.RedisAddr()+"/0")
 	cfg.AckDeadline = deadline
-	claimInterval := redisStreamSubscriberConfig(cfg, nil, "", "", "").ClaimInterval
+	claimInterval := redisStreamSubscriberConfig(cfg).ClaimInterval
 	tr := newTestTransport(t, cfg)
 
 	t.Run("a crashed consumer's entry", func(t *testing.T) {
@@ -88,9 +88,9 @@ func TestRedisStreamClaim(t *testing.T) {
 }
 
 // The entries a subscriber read and did not ack before it was closed —
-// the one its handler had, those read ahead — go to another consumer of
-// the group well before the ack deadline: a replica stopped for a rolling
-// deployment holds nothing back.
+// the one its handler had — go to another consumer of the group well
+// before the ack deadline: a replica stopped for a rolling deployment
+// holds nothing back.
 func TestRedisStreamCloseReleasesEntries(t *testing.T) {
 	t.Parallel() // seconds of waiting: overlap the other tests
 	const deadline = 8 * time.Second
@@ -105,7 +105,7 @@ func TestRedisStreamCloseReleasesEntries(t *testing.T) {
 	held := subscribe(t, closing, "h", "release")
 	sent := publishN(t, closing, "release", 5)
 	receive(t, held, 1, func(*message.Message) bool { return true }) // and never acked
-	waitFor(t, "entries read ahead", func() bool { return client.XPending(t.Context(), stream, group).Val().Count >= 2 })
+	waitFor(t, "the entry held", func() bool { return client.XPending(t.Context(), stream, group).Val().Count >= 1 })
 	holding := client.XPending(t.Context(), stream, group).Val().Count
 	survivor := subscribe(t, newTestTransport(t, cfg), "h", "release")
 
@@ -146,7 +146,7 @@ func TestRedisStreamContextEndReleasesEntries(t *testing.T) {
 	}
 	sent := publishN(t, tr, "release", 8)
 	receive(t, held, 2, hold) // and never acked
-	waitFor(t, "entries read ahead", func() bool { return client.XPending(t.Context(), stream, group).Val().Count >= 3 })
+	waitFor(t, "the entries held", func() bool { return client.XPending(t.Context(), stream, group).Val().Count >= 2 })
 	holding := client.XPending(t.Context(), stream, group).Val().Count
 
 	cancel()
