@@ -14,10 +14,10 @@ import (
 )
 
 // newRedisStream is the Redis Streams transport on go-redis: it publishes
-// with watermill-redisstream's publisher, and reads as that adapter's
-// entries are written (streamUnmarshaller) with subscriptions of its own
-// (redisStreamSubscriber). It is also the message contract for producers outside this
-// service: a producer that publishes with
+// with watermill-redisstream's publisher, and reads that adapter's
+// entries (streamUnmarshaller) through subscriptions of its own
+// (redisStreamSubscriber). It is also the message contract for producers
+// outside this service: a producer that publishes with
 // redisstream.NewPublisher(redisstream.PublisherConfig{Client: c}, logger)
 // from watermill-redisstream feeds onceflow as it is.
 //
@@ -66,13 +66,13 @@ import (
 //     the copy, as it does any redelivery. Metadata
 //     "_watermill_message_uuid" is reserved: the marshaller refuses it.
 //
-// Every subscription has a client of its own, whose XREADGROUP blocks one
-// of its connections, so reads never wait for the publisher's connections
-// nor hold them. It needs Redis 6.2 or later (XAUTOCLAIM); on 6.2 an
-// entry trimmed from the stream while pending stops the claims of its
-// group, as 6.2 answers such an entry with a null that go-redis does not
-// read (Redis 7 drops it from the group instead).
-// [New] fails with one line, without the URL, when the URL does not parse
+// Every subscription has two clients of its own: its reader's, of one
+// connection, which XREADGROUP blocks, and one for its acks and upkeep;
+// so reads never wait for the publisher's connections nor hold them. It
+// needs Redis 6.2 or later (XAUTOCLAIM); on 6.2 an entry trimmed from the
+// stream while pending stops the claims of its group, as 6.2 answers
+// such an entry with a null that go-redis does not read (Redis 7 drops it
+// from the group instead). [New] fails with one line, without the URL, when the URL does not parse
 // or Redis does not answer a PING within redisStreamConnectTimeout.
 func newRedisStream(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (Transport, error) {
 	opts, err := redisStreamOptions(cfg)
@@ -117,15 +117,15 @@ func (t *redisStreamTransport) subscriber(handler string, inFlight int) (message
 }
 
 // close closes the subscribers, then the publisher, then the readiness
-// client; each subscription and the publisher close their own client.
+// client; each subscription and the publisher close their own clients.
 // Closing twice is harmless.
 func (t *redisStreamTransport) close() error {
 	return errors.Join(t.subs.close(), t.publisher.Close(), ignoreClosed(t.probe.Close()))
 }
 
 // redisStreamSubscriber subscribes in one group: each Subscribe is a
-// consumer of its own (consumerName) with a client of its own, reading
-// one stream (redisStreamConsumer).
+// consumer of its own (consumerName) with clients of its own, reading one
+// stream (redisStreamConsumer).
 //
 // A subscription holds at most inFlight entries read and not acked by
 // their handlers: one reader reads new entries (XREADGROUP ">") as slots
@@ -137,7 +137,8 @@ func (t *redisStreamTransport) close() error {
 // one subscription never hands out an entry it is still handing out.
 // Acked entries are XACKed in batches beside the reader, at most inFlight
 // waiting for their XACK while one is under way; a subscription that
-// ends sends what waits, then releases its pending entries
+// ends cuts its reader's last read short (cutRead), sends what waits,
+// then releases its pending entries
 // (releasePending).
 type redisStreamSubscriber struct {
 	t        *redisStreamTransport
@@ -156,7 +157,7 @@ type redisStreamSubscriber struct {
 // the group, and the stream, when they do not exist. The subscription
 // ends with ctx or Close; its channel closes once it has stopped reading,
 // sent its acks, handed back the entries it read and did not ack
-// (releasePending) and closed its client.
+// (releasePending) and closed its clients.
 func (s *redisStreamSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -168,7 +169,7 @@ func (s *redisStreamSubscriber) Subscribe(ctx context.Context, topic string) (<-
 	c := newRedisStreamConsumer(s, topic)
 	if err := c.createGroup(ctx); err != nil {
 		s.running.Done()
-		_ = c.client.Close()
+		_, _ = c.reader.Close(), c.client.Close()
 		return nil, fmt.Errorf("subscribing %s to stream %s: %w", s.group, topic, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -184,7 +185,7 @@ func (s *redisStreamSubscriber) Subscribe(ctx context.Context, topic string) (<-
 
 // Close ends every subscription, and returns once each has stopped
 // reading, sent its acks, released the entries its consumer read and did
-// not ack (see releasePending) and closed its client, and its channel is
+// not ack (see releasePending) and closed its clients, and its channel is
 // closed. A message a subscription was handing out as it ended is not
 // handed out.
 func (s *redisStreamSubscriber) Close() error {

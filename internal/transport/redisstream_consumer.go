@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -12,13 +13,15 @@ import (
 )
 
 // redisStreamConsumer is one subscription of a redisStreamSubscriber: the
-// consumer name of the group reading stream, through a client of its own.
-// Its reader (read) is the only goroutine that reads or claims entries;
-// each entry it gets is handed out by a goroutine of its own (deliver),
-// and acks go to Redis through acks.
+// consumer name of the group reading stream. Its reader (read) is the
+// only goroutine that reads or claims entries, on a client of its own
+// with one connection (see cutRead); each entry it gets is handed out by a
+// goroutine of its own (deliver), and acks go to Redis through acks, on
+// client.
 type redisStreamConsumer struct {
 	s      *redisStreamSubscriber
 	conf   redisStreamConsumerConfig
+	reader *redis.Client
 	client *redis.Client
 	stream string
 	name   string
@@ -26,6 +29,8 @@ type redisStreamConsumer struct {
 	out    chan *message.Message
 	free   slots
 	acks   *redisStreamAcks
+
+	readerID atomic.Int64 // CLIENT ID of the reader's connection, 0 before it connects
 
 	delivering sync.WaitGroup
 	mu         sync.Mutex
@@ -38,7 +43,7 @@ func newRedisStreamConsumer(s *redisStreamSubscriber, stream string) *redisStrea
 	client := redis.NewClient(&opts)
 	name := consumerName()
 	logger := s.t.logger.With(watermill.LogFields{"provider": "redis", "topic": stream, "consumer_group": s.group, "consumer": name})
-	return &redisStreamConsumer{
+	c := &redisStreamConsumer{
 		s:      s,
 		conf:   redisStreamSubscriberConfig(s.t.cfg),
 		client: client,
@@ -50,12 +55,14 @@ func newRedisStreamConsumer(s *redisStreamSubscriber, stream string) *redisStrea
 		acks:   newRedisStreamAcks(client, stream, s.group, s.inFlight, logger),
 		held:   map[string]bool{},
 	}
+	c.reader = redis.NewClient(c.readerOptions())
+	return c
 }
 
 // createGroup creates the group, from the start of the stream, and the
 // stream, when they do not exist.
 func (c *redisStreamConsumer) createGroup(ctx context.Context) error {
-	err := c.client.XGroupCreateMkStream(ctx, c.stream, c.s.group, "0").Err()
+	err := c.reader.XGroupCreateMkStream(ctx, c.stream, c.s.group, "0").Err()
 	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") { // BUSYGROUP: it exists
 		return err
 	}
@@ -63,26 +70,33 @@ func (c *redisStreamConsumer) createGroup(ctx context.Context) error {
 }
 
 // run is the subscription until ctx ends, and its end: once the reader
-// and every delivery have returned, it sends the acks that wait, hands
-// back the entries still pending (releasePending), closes the client,
-// and then the channel.
+// (its last read cut short, see cutRead) and every delivery have
+// returned, it sends the acks that wait, hands back the entries still
+// pending (releasePending), closes the clients, and then the channel.
 func (c *redisStreamConsumer) run(ctx context.Context) {
 	defer close(c.out)
 	acksDone := c.acks.start(ctx)
 	var tidying sync.WaitGroup
 	tidying.Go(func() { c.deleteDeadConsumers(ctx) })
-	c.read(ctx)
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		c.read(ctx)
+	}()
+	<-ctx.Done()
+	c.cutRead(read)
 	c.delivering.Wait()
 	c.acks.finish()
 	<-acksDone
 	tidying.Wait()
 	c.s.releasePending(c.client, c.stream, c.name)
+	c.s.closedClient(c.reader.Close())
 	c.s.closedClient(c.client.Close())
 }
 
 // read takes new and abandoned entries into the free slots and starts a
 // delivery for each, until ctx ends. It returns once its last read has
-// returned, so that nothing it read is missed by releasePending.
+// returned, so that releasePending finds what that read took.
 func (c *redisStreamConsumer) read(ctx context.Context) {
 	claims := redisStreamClaims{due: time.Now()} // a first look as it starts
 	for {
@@ -124,7 +138,7 @@ func (c *redisStreamConsumer) next(ctx context.Context, n int, claims *redisStre
 
 // readNew reads up to n new entries, waiting up to block for the first.
 func (c *redisStreamConsumer) readNew(ctx context.Context, n int, block time.Duration) ([]redis.XMessage, error) {
-	streams, err := c.client.XReadGroup(ctx, &redis.XReadGroupArgs{
+	streams, err := c.reader.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: c.s.group, Consumer: c.name, Streams: []string{c.stream, ">"}, Count: int64(n), Block: block,
 	}).Result()
 	switch {
@@ -147,7 +161,7 @@ func (c *redisStreamConsumer) claim(ctx context.Context, n int, claims *redisStr
 	if start == "" {
 		start = "0-0"
 	}
-	entries, next, err := c.client.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+	entries, next, err := c.reader.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: c.stream, Group: c.s.group, Consumer: c.name, MinIdle: c.conf.MinIdle, Start: start, Count: int64(n),
 	}).Result()
 	switch {

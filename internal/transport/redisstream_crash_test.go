@@ -287,3 +287,54 @@ func TestRedisStreamStartup(t *testing.T) {
 		t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
 	})
 }
+
+// A subscription that ends cuts its last read short (CLIENT UNBLOCK):
+// Close returns at once, not after the read's block time. Where the ACL
+// refuses CLIENT UNBLOCK, Close returns after the block time at most.
+// Either way the entry the handler held is handed back.
+func TestRedisStreamEndCutsRead(t *testing.T) {
+	t.Parallel() // a server of its own
+	server := testenv.RedisServer(t, "--save", "")
+	admin := redis.NewClient(&redis.Options{Addr: server.Addr()})
+	t.Cleanup(func() { _ = admin.Close() })
+	err := admin.Do(t.Context(), "ACL", "SETUSER", "nounblock", "on", ">pw", "~*", "&*", "+@all", "-client|unblock").Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		url    string
+		within time.Duration
+	}{
+		"CLIENT UNBLOCK allowed": {"redis://" + server.Addr() + "/0", 300 * time.Millisecond},
+		"CLIENT UNBLOCK refused": {"redis://nounblock:pw@" + server.Addr() + "/0", redisStreamBlockTime + 300*time.Millisecond},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, client := redisStreamTestConfig(t, c.url)
+			cfg.AckDeadline = time.Minute
+			tr, err := New(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = tr.Close() })
+			held := subscribeN(t, tr, "h", "cut", 2)
+			publishN(t, tr, "cut", 1)
+			receive(t, held, 1, hold)          // and never acked
+			time.Sleep(100 * time.Millisecond) // the reader blocks reading for the free slot
+
+			start := time.Now()
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > c.within {
+				t.Errorf("Close took %v, want at most %v", took, c.within)
+			} else {
+				t.Logf("Close took %v", took.Round(time.Millisecond))
+			}
+			pending, err := client.XPendingExt(t.Context(), &redis.XPendingExtArgs{
+				Stream: cfg.TopicPrefix + "cut", Group: cfg.ConsumerGroup("h"), Start: "-", End: "+", Count: 10}).Result()
+			if err != nil || len(pending) != 1 || pending[0].Idle < cfg.AckDeadline-time.Second {
+				t.Errorf("pending after Close: %v, %v; want the entry held, released (idle for the ack deadline)", pending, err)
+			}
+		})
+	}
+}

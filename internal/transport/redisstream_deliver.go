@@ -71,6 +71,9 @@ func newSlots(n int) slots {
 // take waits for a free slot and takes it with every other free one, and
 // returns how many it took: 0 if ctx ended first.
 func (s slots) take(ctx context.Context) int {
+	if ctx.Err() != nil {
+		return 0
+	}
 	select {
 	case <-s:
 	case <-ctx.Done():

@@ -10,7 +10,8 @@ const (
 	// redisStreamBlockTime is how long one XREADGROUP waits for a new
 	// entry. An entry is delivered as soon as it arrives either way; this
 	// sets how often an idle subscription asks again, and how long an
-	// ending one may wait for its last read.
+	// ending one waits for its last read where Redis refuses to cut it
+	// short (see cutRead).
 	redisStreamBlockTime = time.Second
 	// redisStreamMaxClaimInterval caps the pause between two looks for
 	// entries to claim.
@@ -30,10 +31,10 @@ const (
 	// it is sent again.
 	redisStreamAckRetryPause = 100 * time.Millisecond
 	// redisStreamPoolSize is the connection pool of a subscription's
-	// client: one for the reader, whose XREADGROUP blocks it for up to
-	// redisStreamBlockTime, one for the XACKs, one for the look for dead
-	// consumers.
-	redisStreamPoolSize = 3
+	// client beside its reader's (which has one): one for the XACKs, one
+	// for the look for dead consumers and for cutting the reader's last
+	// read short.
+	redisStreamPoolSize = 2
 )
 
 // redisStreamConsumerConfig is how a subscription reads, claims and
