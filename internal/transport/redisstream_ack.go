@@ -52,6 +52,11 @@ func (a *redisStreamAcks) start(ctx context.Context) <-chan struct{} {
 func (a *redisStreamAcks) add(ctx context.Context, id string) {
 	select {
 	case a.ids <- id:
+		return
+	default:
+	}
+	select {
+	case a.ids <- id:
 	case <-ctx.Done():
 	}
 }

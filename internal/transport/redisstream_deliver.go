@@ -34,7 +34,7 @@ func (c *redisStreamConsumer) deliver(ctx context.Context, entry redis.XMessage)
 
 // handOut sends msg to the subscription's channel and waits for its ack
 // or nack. ok is false if ctx ended first: then msg was not handed out,
-// or its ack came too late.
+// or its handler has not settled it yet.
 func (c *redisStreamConsumer) handOut(ctx context.Context, msg *message.Message) (acked, ok bool) {
 	if ctx.Err() != nil { // a ready receiver must not win against the end
 		return false, false
@@ -53,7 +53,12 @@ func (c *redisStreamConsumer) handOut(ctx context.Context, msg *message.Message)
 	case <-msg.Nacked():
 		return false, true
 	case <-ctx.Done():
-		return false, false
+		select {
+		case <-msg.Acked(): // at the same moment: the ack counts
+			return true, true
+		default:
+			return false, false
+		}
 	}
 }
 
