@@ -138,8 +138,7 @@ func (t *redisStreamTransport) close() error {
 // Acked entries are XACKed in batches beside the reader, at most inFlight
 // waiting for their XACK while one is under way; a subscription that
 // ends cuts its reader's last read short (cutRead), sends what waits,
-// then releases its pending entries
-// (releasePending).
+// then releases its pending entries (releasePending).
 type redisStreamSubscriber struct {
 	t        *redisStreamTransport
 	group    string

@@ -33,11 +33,10 @@ const (
 //
 // It runs once the consumer's subscription has stopped reading and
 // handing out, and has sent the acks it had, through client, the
-// subscription's: the router using it has stopped, so no handler is
-// still working on an entry; one whose handler finished after the end, or
-// whose XACK failed, is delivered again, which the idempotent receiver
-// absorbs. Releasing is best effort: when it fails (Redis is down) it
-// logs why, and the entries are claimed after the deadline anyway.
+// subscription's. An entry whose handler finishes after that, or whose
+// XACK failed, is delivered again, which the idempotent receiver absorbs.
+// Releasing is best effort: when it fails (Redis is down) it logs why, and
+// the entries are claimed after the deadline anyway.
 func (s *redisStreamSubscriber) releasePending(client *redis.Client, stream, consumer string) {
 	ctx, cancel := context.WithTimeout(context.Background(), redisStreamReleaseTimeout)
 	defer cancel()
