@@ -24,7 +24,8 @@ const (
 	SQL = "sql"
 	// NATS is watermill-nats on NATS JetStream.
 	NATS = "nats"
-	// RedisStream is watermill-redisstream on Redis Streams.
+	// RedisStream is Redis Streams, with watermill-redisstream's publisher
+	// and entry format.
 	RedisStream = "redisstream"
 )
 

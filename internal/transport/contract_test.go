@@ -211,8 +211,9 @@ func checkCloseHandsBack(t *testing.T, tr *Transport, topic string, n int) {
 		t.Fatal(err)
 	}
 	sent := publishN(t, tr, topic, 3*n)
-	// A lane takes its next message only once the broker has its ack, so
-	// with n held the n acks before them are done.
+	// The broker has the acks of the first n once Close returned: a lane
+	// takes its next message only once the broker has its ack, and a
+	// Redis Streams subscription sends the acks it queued as it ends.
 	acked := uuids(receive(t, ch, n))
 	receive(t, ch, n, hold)
 	if err := sub.Close(); err != nil {

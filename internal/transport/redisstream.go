@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
@@ -14,9 +13,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// newRedisStream is the Redis Streams transport (watermill-redisstream on
-// go-redis). It is also the message contract for producers outside this
-// service: a producer that publishes with
+// newRedisStream is the Redis Streams transport on go-redis: it publishes
+// with watermill-redisstream's publisher, and reads that adapter's
+// entries (streamUnmarshaller) through subscriptions of its own
+// (redisStreamSubscriber). It is also the message contract for producers
+// outside this service: a producer that publishes with
 // redisstream.NewPublisher(redisstream.PublisherConfig{Client: c}, logger)
 // from watermill-redisstream feeds onceflow as it is.
 //
@@ -38,19 +39,20 @@ import (
 //     subscription is a consumer of its own (host name and a random
 //     suffix), so replicas split the group's work, each entry going to one
 //     of them. A subscription holds its in-flight count of entries at
-//     once: it reads the stream in as many lanes, each an XREADGROUP loop
-//     of that consumer handing out one entry at a time (see
+//     once, and no more: one XREADGROUP loop reads as many new entries as
+//     it has free slots and hands them out together (see
 //     redisStreamSubscriber).
-//   - Ack and claim: an entry is XACKed once its handler acked it. A
-//     nacked entry is handed to the handler again by the same consumer
-//     after [Config.ResendInterval], Redis not told (one nacked for longer
-//     than the ack deadline is claimed by another consumer as well). An
-//     entry left unacknowledged for
-//     [Config.AckDeadline] since it was delivered (its consumer crashed)
-//     is XCLAIMed by another consumer of the group and delivered again;
-//     see redisStreamSubscriberConfig. A subscription that ends (its
-//     context ended, its subscriber closed) hands back at once the entries
-//     it read and did not ack (releasePending).
+//   - Ack and claim: an entry is XACKed once its handler acked it, with
+//     the other acks of that moment in one XACK. A nacked entry is handed
+//     to the handler again by the same consumer after
+//     [Config.ResendInterval], Redis not told (one nacked for longer than
+//     the ack deadline is claimed by another consumer as well). An entry
+//     left unacknowledged for [Config.AckDeadline] since it was delivered
+//     (its consumer crashed) is claimed by another consumer of the group
+//     and delivered again; see redisStreamSubscriberConfig. A
+//     subscription that ends (its context ended, its subscriber closed)
+//     sends the acks it has, then hands back at once the entries it read
+//     and did not ack (releasePending).
 //   - Trimming: none by default, so no entry is dropped before every
 //     group has read it; the streams keep acknowledged entries until an
 //     operator trims them (XTRIM MINID below every group's last delivered
@@ -64,11 +66,14 @@ import (
 //     the copy, as it does any redelivery. Metadata
 //     "_watermill_message_uuid" is reserved: the marshaller refuses it.
 //
-// Every subscription has a client of its own, whose XREADGROUP blocks one
-// of its connections, so reads never wait for the publisher's connections
-// nor hold them. [New] fails with one line, without the URL, when the URL
-// does not parse or Redis does not answer a PING within
-// redisStreamConnectTimeout.
+// Every subscription has two clients of its own: its reader's, of one
+// connection, which XREADGROUP blocks, and one for its acks and upkeep;
+// so reads never wait for the publisher's connections nor hold them. It
+// needs Redis 6.2 or later (XAUTOCLAIM); on 6.2 an entry trimmed from the
+// stream while pending stops the claims of its group, as 6.2 answers
+// such an entry with a null that go-redis does not read (Redis 7 drops it
+// from the group instead). [New] fails with one line, without the URL, when the URL does not parse
+// or Redis does not answer a PING within redisStreamConnectTimeout.
 func newRedisStream(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (Transport, error) {
 	opts, err := redisStreamOptions(cfg)
 	if err != nil {
@@ -105,101 +110,104 @@ type redisStreamTransport struct {
 // subscriber returns a new subscriber consuming as handler in the
 // handler's group, inFlight entries at a time. Safe for concurrent use.
 func (t *redisStreamTransport) subscriber(handler string, inFlight int) (message.Subscriber, error) {
-	s := &redisStreamSubscriber{t: t, group: t.cfg.ConsumerGroup(handler), inFlight: inFlight}
-	s.logger = closingLogger{t.logger, &s.closed}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &redisStreamSubscriber{t: t, group: t.cfg.ConsumerGroup(handler), inFlight: inFlight, closing: ctx, end: cancel}
 	t.subs.add(s)
 	return s, nil
 }
 
 // close closes the subscribers, then the publisher, then the readiness
-// client; each subscriber and the publisher close their own client.
+// client; each subscription and the publisher close their own clients.
 // Closing twice is harmless.
 func (t *redisStreamTransport) close() error {
 	return errors.Join(t.subs.close(), t.publisher.Close(), ignoreClosed(t.probe.Close()))
 }
 
 // redisStreamSubscriber subscribes in one group: each Subscribe is a
-// consumer of its own (consumerName) through a watermill-redisstream
-// subscriber with a client of its own, told the stream it reads, so that
-// it can recreate the group should the stream vanish (see
-// redisStreamSubscriberConfig).
+// consumer of its own (consumerName) with clients of its own, reading one
+// stream (redisStreamConsumer).
 //
-// Each Subscribe holds inFlight entries at once: it subscribes the
-// adapter's subscriber inFlight times, all as its one consumer, and
-// merges the subscriptions (subscribeLanes). An adapter's subscription
-// reads one entry, hands it out and waits for its ack (then XACKs it) or
-// nack (then hands it out again after the resend interval) before it
-// takes the next; the adapter has no setting for more. Lanes of one
-// consumer read distinct new entries (XREADGROUP ">"), and keep one
-// pending list, which releasePending hands back when the subscription
-// ends, by its context or Close. A lane reads up to two entries ahead of
-// its handler, so a subscription holds up to three times inFlight: those
-// read ahead wait for their lane, even while another replica is idle,
-// until the subscription ends. Each lane also claims abandoned entries (a
-// look every claim interval) and looks for dead consumers, as a
-// subscriber of its own would. The client has connections for every
-// lane's blocking read and its acks (redisStreamPoolSize).
+// A subscription holds at most inFlight entries read and not acked by
+// their handlers: one reader reads new entries (XREADGROUP ">") as slots
+// free up, as many at once as are free, and each entry holds its slot from
+// its read until its handler acks it, nacks and resends included. Nothing
+// is read ahead of a free slot, so an entry waits in the stream, for any
+// replica, rather than behind a busy handler. The same reader claims
+// abandoned entries into free slots (see redisStreamSubscriberConfig);
+// one subscription never hands out an entry it is still handing out.
+// Acked entries are XACKed in batches beside the reader, at most inFlight
+// waiting for their XACK while one is under way; a subscription that
+// ends cuts its reader's last read short (cutRead), sends what waits,
+// then releases its pending entries (releasePending).
 type redisStreamSubscriber struct {
 	t        *redisStreamTransport
 	group    string
 	inFlight int
-	logger   watermill.LoggerAdapter // silent once closed is set
-	closed   atomic.Bool
-	subs     laneSubscriptions
+	closing  context.Context // ends when Close is called
+	end      context.CancelFunc
 
-	mu   sync.Mutex
-	errs []error // of closing the subscriptions that ended
+	mu      sync.Mutex
+	closed  bool
+	running sync.WaitGroup // the subscriptions
+	errs    []error        // of closing the clients of the subscriptions that ended
 }
 
 // Subscribe reads stream topic as a new consumer of the group, creating
 // the group, and the stream, when they do not exist. The subscription
-// ends with ctx or Close; its channel closes once it has closed its client
-// and handed back the entries it read and did not ack (releasePending).
+// ends with ctx or Close; its channel closes once it has stopped reading,
+// sent its acks, handed back the entries it read and did not ack
+// (releasePending) and closed its clients.
 func (s *redisStreamSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	if s.closed.Load() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
 		return nil, errors.New("subscriber closed")
 	}
-	consumer := consumerName()
-	opts := *s.t.opts
-	opts.PoolSize = redisStreamPoolSize(s.inFlight)
-	client := redis.NewClient(&opts)
-	sub, err := redisstream.NewSubscriber(redisStreamSubscriberConfig(s.t.cfg, client, topic, s.group, consumer), s.logger)
-	if err != nil {
-		_ = client.Close()
-		return nil, fmt.Errorf("creating the Redis Streams subscriber of %s: %w", s.group, err)
-	}
-	ch, err := s.subs.subscribe(ctx, s.inFlight, func(ctx context.Context) (<-chan *message.Message, error) {
-		return sub.Subscribe(ctx, topic)
-	}, func() {
-		err := ignoreClosed(sub.Close()) // its lanes have ended: this closes its client
-		s.releasePending(topic, consumer)
-		if err != nil {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.errs = append(s.errs, err)
-		}
-	})
-	if err != nil {
-		_ = sub.Close()
-		s.releasePending(topic, consumer) // what the lanes that opened read
+	s.running.Add(1)
+	s.mu.Unlock()
+	c := newRedisStreamConsumer(s, topic)
+	if err := c.createGroup(ctx); err != nil {
+		s.running.Done()
+		_, _ = c.reader.Close(), c.client.Close()
 		return nil, fmt.Errorf("subscribing %s to stream %s: %w", s.group, topic, err)
 	}
-	return ch, nil
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.closing, cancel)
+	go func() {
+		defer s.running.Done()
+		defer cancel()
+		defer stop()
+		c.run(ctx)
+	}()
+	return c.out, nil
 }
 
-// Close ends every subscription, and returns once each has closed its
-// client and released the entries its consumer read and did not ack (see
-// releasePending), and its channel is closed. A message a subscription
-// was handing out as it ended is nacked, not handed out (see
-// subscribeLanes).
+// Close ends every subscription, and returns once each has stopped
+// reading, sent its acks, released the entries its consumer read and did
+// not ack (see releasePending) and closed its clients, and its channel is
+// closed. A message a subscription was handing out as it ended is not
+// handed out.
 func (s *redisStreamSubscriber) Close() error {
-	s.closed.Store(true)
-	s.subs.end()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.end()
+	s.running.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := errors.Join(s.errs...)
 	s.errs = nil
 	return err
+}
+
+// closedClient records the error of closing a subscription's client, for
+// Close to return.
+func (s *redisStreamSubscriber) closedClient(err error) {
+	if err = ignoreClosed(err); err != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.errs = append(s.errs, err)
+	}
 }
 
 // consumerName names a consumer of this process: the host name (the pod's,

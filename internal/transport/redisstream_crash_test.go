@@ -23,7 +23,7 @@ func TestRedisStreamClaim(t *testing.T) {
 	const deadline = 2 * time.Second
 	cfg, client := redisStreamTestConfig(t, "redis://"+testenv.RedisAddr()+"/0")
 	cfg.AckDeadline = deadline
-	claimInterval := redisStreamSubscriberConfig(cfg, nil, "", "", "").ClaimInterval
+	claimInterval := redisStreamSubscriberConfig(cfg).ClaimInterval
 	tr := newTestTransport(t, cfg)
 
 	t.Run("a crashed consumer's entry", func(t *testing.T) {
@@ -88,9 +88,9 @@ func TestRedisStreamClaim(t *testing.T) {
 }
 
 // The entries a subscriber read and did not ack before it was closed —
-// the one its handler had, those read ahead — go to another consumer of
-// the group well before the ack deadline: a replica stopped for a rolling
-// deployment holds nothing back.
+// the one its handler had — go to another consumer of the group well
+// before the ack deadline: a replica stopped for a rolling deployment
+// holds nothing back.
 func TestRedisStreamCloseReleasesEntries(t *testing.T) {
 	t.Parallel() // seconds of waiting: overlap the other tests
 	const deadline = 8 * time.Second
@@ -105,7 +105,7 @@ func TestRedisStreamCloseReleasesEntries(t *testing.T) {
 	held := subscribe(t, closing, "h", "release")
 	sent := publishN(t, closing, "release", 5)
 	receive(t, held, 1, func(*message.Message) bool { return true }) // and never acked
-	waitFor(t, "entries read ahead", func() bool { return client.XPending(t.Context(), stream, group).Val().Count >= 2 })
+	waitFor(t, "the entry held", func() bool { return client.XPending(t.Context(), stream, group).Val().Count >= 1 })
 	holding := client.XPending(t.Context(), stream, group).Val().Count
 	survivor := subscribe(t, newTestTransport(t, cfg), "h", "release")
 
@@ -146,7 +146,7 @@ func TestRedisStreamContextEndReleasesEntries(t *testing.T) {
 	}
 	sent := publishN(t, tr, "release", 8)
 	receive(t, held, 2, hold) // and never acked
-	waitFor(t, "entries read ahead", func() bool { return client.XPending(t.Context(), stream, group).Val().Count >= 3 })
+	waitFor(t, "the entries held", func() bool { return client.XPending(t.Context(), stream, group).Val().Count >= 2 })
 	holding := client.XPending(t.Context(), stream, group).Val().Count
 
 	cancel()
@@ -286,4 +286,55 @@ func TestRedisStreamStartup(t *testing.T) {
 		}
 		t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
 	})
+}
+
+// A subscription that ends cuts its last read short (CLIENT UNBLOCK):
+// Close returns at once, not after the read's block time. Where the ACL
+// refuses CLIENT UNBLOCK, Close returns after the block time at most.
+// Either way the entry the handler held is handed back.
+func TestRedisStreamEndCutsRead(t *testing.T) {
+	t.Parallel() // a server of its own
+	server := testenv.RedisServer(t, "--save", "")
+	admin := redis.NewClient(&redis.Options{Addr: server.Addr()})
+	t.Cleanup(func() { _ = admin.Close() })
+	err := admin.Do(t.Context(), "ACL", "SETUSER", "nounblock", "on", ">pw", "~*", "&*", "+@all", "-client|unblock").Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		url    string
+		within time.Duration
+	}{
+		"CLIENT UNBLOCK allowed": {"redis://" + server.Addr() + "/0", 300 * time.Millisecond},
+		"CLIENT UNBLOCK refused": {"redis://nounblock:pw@" + server.Addr() + "/0", redisStreamBlockTime + 300*time.Millisecond},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, client := redisStreamTestConfig(t, c.url)
+			cfg.AckDeadline = time.Minute
+			tr, err := New(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = tr.Close() })
+			held := subscribeN(t, tr, "h", "cut", 2)
+			publishN(t, tr, "cut", 1)
+			receive(t, held, 1, hold)          // and never acked
+			time.Sleep(100 * time.Millisecond) // the reader blocks reading for the free slot
+
+			start := time.Now()
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > c.within {
+				t.Errorf("Close took %v, want at most %v", took, c.within)
+			} else {
+				t.Logf("Close took %v", took.Round(time.Millisecond))
+			}
+			pending, err := client.XPendingExt(t.Context(), &redis.XPendingExtArgs{
+				Stream: cfg.TopicPrefix + "cut", Group: cfg.ConsumerGroup("h"), Start: "-", End: "+", Count: 10}).Result()
+			if err != nil || len(pending) != 1 || pending[0].Idle < cfg.AckDeadline-time.Second {
+				t.Errorf("pending after Close: %v, %v; want the entry held, released (idle for the ack deadline)", pending, err)
+			}
+		})
+	}
 }

@@ -9,14 +9,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Bounds of releasePending.
+// Bounds of releasePending, and of the last acks (redisStreamAcks).
 const (
 	// redisStreamReleaseTimeout bounds the release of one subscription's
-	// entries, so that Close returns while Redis is down.
+	// entries, and the retries of its last acks, so that Close returns
+	// while Redis is down.
 	redisStreamReleaseTimeout = 5 * time.Second
-	// redisStreamReleaseBatch is how many entries one XPENDING lists. A
-	// lane holds at most three: the one its handler has, and two read
-	// ahead; releasePending lists more when the lanes may hold more.
+	// redisStreamReleaseBatch is how many entries one XPENDING lists at
+	// least. A subscription holds at most three times its in-flight
+	// count: the entries its handlers have, and as many acked ones in its
+	// ack queue and in the XACK under way; releasePending lists that many
+	// when it is more.
 	redisStreamReleaseBatch = 100
 )
 
@@ -25,28 +28,25 @@ const (
 // itself with an idle time of [Config.AckDeadline]. Another consumer then
 // claims them at its next look (see redisStreamSubscriberConfig), a new
 // one as it starts, instead of an ack deadline after they were read.
-// watermill-redisstream reads up to two entries ahead of its handler in
-// each lane; without this, a replica stopped for a rolling deployment
-// would hold those back for the whole deadline, and the entries its
-// handler still held too.
+// Without this, a replica stopped for a rolling deployment would hold the
+// entries its handlers had for the whole deadline.
 //
-// It runs once the consumer's subscription has ended (subscribeLanes):
-// the router using it has stopped, so no handler is still working on an
-// entry; one whose handler finished but whose XACK was cut short by the
-// end is delivered again, which the idempotent receiver absorbs.
-// Releasing is best effort: when it fails (Redis is down) it logs why,
-// and the entries are claimed after the deadline anyway.
-func (s *redisStreamSubscriber) releasePending(stream, consumer string) {
+// It runs once the consumer's subscription has stopped reading and
+// handing out, and has sent the acks it had, through client, the
+// subscription's. An entry whose handler finishes after that, or whose
+// XACK failed, is delivered again, which the idempotent receiver absorbs.
+// Releasing is best effort: when it fails (Redis is down) it logs why, and
+// the entries are claimed after the deadline anyway.
+func (s *redisStreamSubscriber) releasePending(client *redis.Client, stream, consumer string) {
 	ctx, cancel := context.WithTimeout(context.Background(), redisStreamReleaseTimeout)
 	defer cancel()
-	if err := s.release(ctx, stream, consumer); err != nil {
+	if err := s.release(ctx, client, stream, consumer); err != nil {
 		s.t.logger.Error("Could not release the entries of an ended subscription: they will be claimed after the ack deadline", err, nil)
 	}
 }
 
 // release is releasePending within ctx.
-func (s *redisStreamSubscriber) release(ctx context.Context, stream, consumer string) error {
-	c := s.t.probe
+func (s *redisStreamSubscriber) release(ctx context.Context, c *redis.Client, stream, consumer string) error {
 	pending, err := c.XPendingExt(ctx, &redis.XPendingExtArgs{
 		Stream: stream, Group: s.group, Consumer: consumer, Start: "-", End: "+",
 		Count: max(redisStreamReleaseBatch, 3*int64(s.inFlight)),

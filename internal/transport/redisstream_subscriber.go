@@ -1,45 +1,59 @@
 package transport
 
 import (
-	"context"
-	"strings"
 	"time"
-
-	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
-	"github.com/redis/go-redis/v9"
 )
 
-// Tuning of the Redis Streams subscribers; redisStreamSubscriberConfig
+// Tuning of the Redis Streams subscriptions; redisStreamSubscriberConfig
 // explains the choices.
 const (
 	// redisStreamBlockTime is how long one XREADGROUP waits for a new
 	// entry. An entry is delivered as soon as it arrives either way; this
-	// only sets how often an idle subscriber asks again.
+	// sets how often an idle subscription asks again, and how long an
+	// ending one waits for its last read where Redis refuses to cut it
+	// short (see cutRead).
 	redisStreamBlockTime = time.Second
 	// redisStreamMaxClaimInterval caps the pause between two looks for
 	// entries to claim.
 	redisStreamMaxClaimInterval = 5 * time.Second
-	// redisStreamCheckConsumersInterval is how often a subscriber looks
+	// redisStreamCheckConsumersInterval is how often a subscription looks
 	// for consumers to delete.
 	redisStreamCheckConsumersInterval = 5 * time.Minute
 	// redisStreamConsumerTimeout is how long a consumer with no pending
 	// entry must have been silent before it is deleted.
 	redisStreamConsumerTimeout = 10 * time.Minute
-	// redisStreamRegroupTimeout bounds the recreation of a vanished group.
+	// redisStreamRegroupTimeout bounds the creation of a group.
 	redisStreamRegroupTimeout = 5 * time.Second
+	// redisStreamRetryPause is the pause after a failed read or claim
+	// (Redis down or restarting), before the next.
+	redisStreamRetryPause = 500 * time.Millisecond
+	// redisStreamAckRetryPause is the pause after a failed XACK, before
+	// it is sent again.
+	redisStreamAckRetryPause = 100 * time.Millisecond
+	// redisStreamPoolSize is the connection pool of a subscription's
+	// client beside its reader's (which has one): one for the XACKs, one
+	// for the look for dead consumers and for cutting the reader's last
+	// read short.
+	redisStreamPoolSize = 2
 )
 
-// redisStreamPoolSize is the connection pool of a subscription of
-// inFlight lanes: each lane's XREADGROUP blocks a connection for up to
-// redisStreamBlockTime, each lane's XACK takes another, and two more serve
-// the lanes' claims and their look for dead consumers.
-func redisStreamPoolSize(inFlight int) int { return 2*inFlight + 2 }
+// redisStreamConsumerConfig is how a subscription reads, claims and
+// tidies its group; redisStreamSubscriberConfig sets it.
+type redisStreamConsumerConfig struct {
+	BlockTime              time.Duration // of one XREADGROUP
+	ClaimInterval          time.Duration // between two looks for abandoned entries
+	MinIdle                time.Duration // of an entry before it is claimed
+	ResendInterval         time.Duration // between a nack and the next hand-out
+	CheckConsumersInterval time.Duration // between two looks for dead consumers
+	ConsumerTimeout        time.Duration // of silence before a consumer without pending entries is deleted
+}
 
-// redisStreamSubscriberConfig is the subscriber of consumer, in group,
-// reading stream through client:
-//   - OldestId "0": a group created now reads the stream from its first
-//     entry, so nothing published before the group existed is skipped.
-//   - MaxIdleTime is [Config.AckDeadline]: an entry delivered to a consumer
+// redisStreamSubscriberConfig is how every subscription of cfg's
+// transport reads its stream:
+//   - New entries: XREADGROUP ">" with a COUNT of the free slots and a
+//     BLOCK of redisStreamBlockTime, never forever, so that a
+//     subscription that is ending is not stuck in a read.
+//   - MinIdle is [Config.AckDeadline]: an entry delivered to a consumer
 //     and unacknowledged for that long is claimed by another. The service
 //     sets it longer than its router may spend on one delivery, retries
 //     included, so an entry still being handled is not taken over; only a
@@ -48,57 +62,34 @@ func redisStreamPoolSize(inFlight int) int { return 2*inFlight + 2 }
 //     subscription also claims such entries once as it starts.
 //   - ClaimInterval is a quarter of AckDeadline, at most
 //     redisStreamMaxClaimInterval: an abandoned entry is delivered again
-//     between AckDeadline and AckDeadline plus that after its delivery.
-//     A look is one XPENDING with an IDLE filter, cheap for Redis. XCLAIM
-//     is given the same minimum idle time, so two subscribers never both
-//     claim one entry.
-//   - NackResendSleep is [Config.ResendInterval]: the service continues its
+//     between AckDeadline and AckDeadline plus that after its delivery,
+//     once a slot of the claiming subscription is free. A look is one
+//     XAUTOCLAIM of up to the free slots with MinIdle as its minimum idle
+//     time, which Redis checks as it claims, so two subscriptions never
+//     both claim one entry; a look that found a full batch goes on at
+//     once from where it stopped. Reads wait for a look that is due.
+//   - ResendInterval is [Config.ResendInterval]: the service continues its
 //     router's retry backoff at its ceiling. Redis is not told of a nack;
 //     the entry stays with its consumer, and its idle time keeps counting
 //     towards AckDeadline.
-//   - Dead consumers: every redisStreamCheckConsumersInterval a subscriber
-//     deletes the consumers that have no pending entry and have not read
-//     for redisStreamConsumerTimeout. A live consumer reads every
-//     redisStreamBlockTime, and one with pending entries is never deleted
-//     (that would drop its entries for good), so only the names of
-//     processes gone, whose entries were claimed, are removed.
+//   - Dead consumers: every redisStreamCheckConsumersInterval a
+//     subscription deletes the other consumers that have no pending entry
+//     and have not read for redisStreamConsumerTimeout. A live consumer
+//     reads every redisStreamBlockTime while it has a free slot, and one
+//     with pending entries is never deleted (that would drop its entries
+//     for good), so only the names of processes gone, whose entries were
+//     claimed, are removed.
 //   - Read errors (Redis down or restarting) are logged and retried every
-//     half second, by the adapter. A group that vanished (Redis restarted
+//     redisStreamRetryPause. A group that vanished (Redis restarted
 //     without persistence, or the stream was deleted) is created again
-//     from "0"; the adapter alone would fail every read from then on.
-//   - The first XREADGROUP waits redisStreamBlockTime too, not forever, so
-//     a subscriber that is closing is not stuck in a read.
-func redisStreamSubscriberConfig(cfg Config, client *redis.Client, stream, group, consumer string) redisstream.SubscriberConfig {
-	claimInterval := min(max(cfg.AckDeadline/4, 10*time.Millisecond), redisStreamMaxClaimInterval)
-	return redisstream.SubscriberConfig{
-		Client:                        client,
-		Unmarshaller:                  streamUnmarshaller{},
-		Consumer:                      consumer,
-		ConsumerGroup:                 group,
-		NackResendSleep:               cfg.ResendInterval,
-		BlockTime:                     redisStreamBlockTime,
-		ClaimInterval:                 claimInterval,
-		ClaimBatchSize:                redisstream.DefaultClaimBatchSize,
-		MaxIdleTime:                   cfg.AckDeadline,
-		CheckConsumersInterval:        redisStreamCheckConsumersInterval,
-		ConsumerTimeout:               redisStreamConsumerTimeout,
-		OldestId:                      "0",
-		ShouldStopOnReadErrors:        regroup(client, stream, group),
-		DisableIndefiniteInitialBlock: true,
-	}
-}
-
-// regroup is a read error handler that never stops the subscriber, and
-// creates group again, from the start of stream, when a read failed
-// because it does not exist (NOGROUP).
-func regroup(client *redis.Client, stream, group string) func(error) bool {
-	return func(err error) bool {
-		if !strings.HasPrefix(err.Error(), "NOGROUP") {
-			return false
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), redisStreamRegroupTimeout)
-		defer cancel()
-		_ = client.XGroupCreateMkStream(ctx, stream, group, "0").Err() // BUSYGROUP: another consumer did it
-		return false
+//     from "0".
+func redisStreamSubscriberConfig(cfg Config) redisStreamConsumerConfig {
+	return redisStreamConsumerConfig{
+		BlockTime:              redisStreamBlockTime,
+		ClaimInterval:          min(max(cfg.AckDeadline/4, 10*time.Millisecond), redisStreamMaxClaimInterval),
+		MinIdle:                cfg.AckDeadline,
+		ResendInterval:         cfg.ResendInterval,
+		CheckConsumersInterval: redisStreamCheckConsumersInterval,
+		ConsumerTimeout:        redisStreamConsumerTimeout,
 	}
 }

@@ -16,8 +16,8 @@ import (
 // The transport on the shared Redis: what it keeps of a message, the work
 // of a handler split between replicas while every handler gets every
 // message, redelivery of a nacked message, delivery of what was published
-// before the group existed, entries from producers outside Watermill, and
-// Close.
+// before the group existed, entries from producers outside Watermill, the
+// in-flight count, and Close.
 func TestRedisStreamTransport(t *testing.T) {
 	cfg, client := redisStreamTestConfig(t, "redis://"+testenv.RedisAddr()+"/0")
 	tr := newTestTransport(t, cfg)
@@ -94,15 +94,24 @@ func TestRedisStreamTransport(t *testing.T) {
 		}
 	})
 
-	t.Run("a handler holds its in-flight count at once", func(t *testing.T) {
-		checkInFlight(t, tr, "lanes", 8, 3*8) // a lane reads up to two entries ahead: three each for every lane to have one
+	t.Run("a handler holds its in-flight count at once", func(t *testing.T) { checkInFlight(t, tr, "lanes", 8, 3*8) })
+
+	t.Run("a subscription reads no more than its in-flight count", func(t *testing.T) {
+		const n = 4
+		ch := subscribeN(t, tr, "bounded", "bounded", n)
+		publishN(t, tr, "bounded", 3*n)
+		receive(t, ch, n, hold)
+		time.Sleep(200 * time.Millisecond) // an entry read ahead would be pending now
+		if got := client.XPending(t.Context(), cfg.TopicPrefix+"bounded", cfg.ConsumerGroup("bounded")).Val().Count; got != n {
+			t.Errorf("%d entries pending with %d handed out and none settled, want %d", got, n, n)
+		}
 	})
 
 	t.Run("a closed subscriber hands back what it held", func(t *testing.T) {
-		// The entries come back at once when the release finds them; one
-		// that a lane read as its subscription ended (under load) comes
-		// back at the next claim after the ack deadline: short here, so
-		// that the check is that nothing is lost or acked twice.
+		// The entries come back at once, released as the subscription
+		// ends; one whose release failed would come back at the next
+		// claim after the ack deadline: short here, so that the check is
+		// that nothing is lost or acked twice.
 		cfg, _ := redisStreamTestConfig(t, "redis://"+testenv.RedisAddr()+"/0")
 		cfg.AckDeadline = 2 * time.Second
 		checkCloseHandsBack(t, newTestTransport(t, cfg), "handback", 8)

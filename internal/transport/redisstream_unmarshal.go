@@ -16,14 +16,13 @@ import (
 const UnreadableEntryMetadata = "redisstream_unreadable"
 
 // streamUnmarshaller reads entries as watermill-redisstream's default
-// marshaller writes them and, unlike it, never fails. The adapter ends a
-// subscription on an entry it cannot unmarshal and leaves the entry
-// pending, so one foreign entry would stop its handler for good: each
-// subscriber that claims it stops too. An entry without the fields that
-// marshaller wants is delivered instead, with what it has: the payload
-// field (or none), no metadata but [UnreadableEntryMetadata], and the UUID
-// field or else a UUID derived from the entry's fields, the same on every
-// redelivery, so the idempotent receiver recognises those.
+// marshaller writes them and, unlike it, never fails: an entry that could
+// not be read would stay pending for good, claimed and failed again by
+// every consumer. An entry without the fields that marshaller wants is
+// delivered instead, with what it has: the payload field (or none), no
+// metadata but [UnreadableEntryMetadata], and the UUID field or else a
+// UUID derived from the entry's fields, the same on every redelivery, so
+// the idempotent receiver recognises those.
 type streamUnmarshaller struct{}
 
 var _ redisstream.Unmarshaller = streamUnmarshaller{}
