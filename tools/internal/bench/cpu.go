@@ -2,9 +2,16 @@ package bench
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"strconv"
+	"strings"
+	"time"
 )
+
+// ClockTick is the unit of the CPU times /proc reports: USER_HZ, a hundred
+// a second on every architecture Linux runs Go on.
+const ClockTick = 10 * time.Millisecond
 
 // CPUTimes is the machine's CPU time so far, over all its cores, in the
 // clock ticks of /proc/stat: Busy is every tick that was neither idle nor
@@ -91,4 +98,52 @@ func BusyFraction(a, b CPUTimes) (busy, process float64, ok bool) {
 	}
 	total := float64(b.Total - a.Total)
 	return min(1, float64(b.Busy-a.Busy)/total), min(1, float64(b.Process-a.Process)/total), true
+}
+
+// FindProcesses returns the PIDs of the processes on this machine whose
+// command (/proc/<pid>/comm) is comm: another program's server, such as
+// redis-server.
+func FindProcesses(comm string) []int { return findProcesses(os.DirFS("/proc"), comm) }
+
+func findProcesses(proc fs.FS, comm string) []int {
+	entries, _ := fs.ReadDir(proc, ".")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := fs.ReadFile(proc, e.Name()+"/comm"); err == nil && strings.TrimSpace(string(b)) == comm {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// processTicks reads the CPU ticks each of pids ran so far, leaving out
+// those that are gone.
+func processTicks(proc fs.FS, pids []int) map[int]uint64 {
+	ticks := make(map[int]uint64, len(pids))
+	for _, pid := range pids {
+		b, err := fs.ReadFile(proc, strconv.Itoa(pid)+"/stat")
+		if err != nil {
+			continue
+		}
+		if n, ok := parseProcessTicks(b); ok {
+			ticks[pid] = n
+		}
+	}
+	return ticks
+}
+
+// ticksBetween sums the ticks each process ran from reading a to reading
+// b, over the processes both readings hold.
+func ticksBetween(a, b map[int]uint64) uint64 {
+	var sum uint64
+	for pid, n := range b {
+		if m, ok := a[pid]; ok && n >= m {
+			sum += n - m
+		}
+	}
+	return sum
 }

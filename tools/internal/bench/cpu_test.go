@@ -1,6 +1,10 @@
 package bench
 
-import "testing"
+import (
+	"slices"
+	"testing"
+	"testing/fstest"
+)
 
 func TestParseCPU(t *testing.T) {
 	stat := []byte("cpu  100 5 50 800 40 3 2 10 7 0\ncpu0 50 2 25 400 20 1 1 5 3 0\nintr 1 2 3\n")
@@ -43,5 +47,40 @@ func TestBusyFraction(t *testing.T) {
 	}
 	if f, ok := ReadCPU(); ok && (f.Busy > f.Total || f.Process > f.Busy) {
 		t.Errorf("ReadCPU = %+v: more busy ticks than ticks, or than the machine's", f)
+	}
+}
+
+// Processes are found by their command, and their ticks summed over those
+// both readings hold: one gone by the second reading, or started after
+// the first, is left out.
+func TestPeerProcessTicks(t *testing.T) {
+	stat := func(ticks string) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte("1 (x) S 1 1 1 0 -1 0 0 0 0 0 " + ticks + " 0 0 20 0 1 0 1 1 1\n")}
+	}
+	proc := fstest.MapFS{
+		"7/comm": {Data: []byte("postgres\n")}, "7/stat": stat("100 20"),
+		"9/comm": {Data: []byte("postgres\n")}, "9/stat": stat("5 5"),
+		"8/comm": {Data: []byte("redis-server\n")}, "8/stat": stat("1 1"),
+		"self/comm": {Data: []byte("postgres\n")},
+		"stat":      {Data: []byte("cpu  1 2 3 4\n")},
+	}
+	pids := findProcesses(proc, "postgres")
+	if !slices.Equal(pids, []int{7, 9}) {
+		t.Fatalf("findProcesses = %v, want [7 9]", pids)
+	}
+	before := processTicks(proc, append(pids, 3)) // 3 is gone
+	if len(before) != 2 || before[7] != 120 || before[9] != 10 {
+		t.Errorf("processTicks = %v", before)
+	}
+	after := map[int]uint64{7: 150, 9: 10, 11: 500}
+	if got := ticksBetween(before, after); got != 30 {
+		t.Errorf("ticksBetween = %d, want 30", got)
+	}
+	delete(after, 7)
+	if got := ticksBetween(before, after); got != 0 {
+		t.Errorf("with 7 gone: ticksBetween = %d, want 0", got)
+	}
+	if got := findProcesses(proc, "nats-server"); len(got) != 0 {
+		t.Errorf("no nats-server, yet %v", got)
 	}
 }

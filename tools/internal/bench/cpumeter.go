@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"runtime/pprof"
+	"sync"
+	"time"
+)
+
+// CPUUse is the CPU time a span cost, by who spent it.
+type CPUUse struct {
+	// Machine is the busy time of the machine's cores, all of them.
+	Machine time.Duration
+	// Self is this process's, by the buckets of its CPU profile; zero
+	// when the span was not profiled.
+	Self     CPUSplit
+	Profiled bool
+	// Peers is the time of each other program watched, by command, its
+	// processes summed; a command no process had is absent.
+	Peers map[string]time.Duration
+}
+
+// CPUMeter reads what a span costs in CPU: the machine's times (see
+// [CPUTimes]), and, when asked, this process's CPU profile and the CPU
+// times of other programs' processes. Start and Stop may be called from
+// any goroutine; the first of each counts, and a Stop before any Start
+// ends the meter with nothing read.
+type CPUMeter struct {
+	profile bool
+	peers   map[string][]int
+
+	mu             sync.Mutex
+	started, ended bool
+	first, last    CPUTimes
+	read           bool // both readings of the machine's times succeeded
+	before, after  map[string]map[int]uint64
+	profiling      bool
+	prof           bytes.Buffer
+}
+
+// NewCPUMeter returns a meter that, with profile, takes this process's
+// CPU profile over the span and reads the CPU times of the processes of
+// each of peers (commands, as [FindProcesses] takes them). It finds those
+// processes now, ahead of the span: one started during it is left out.
+func NewCPUMeter(profile bool, peers ...string) *CPUMeter {
+	m := &CPUMeter{profile: profile, peers: map[string][]int{}}
+	for _, comm := range peers {
+		if comm == "" {
+			continue
+		}
+		if pids := FindProcesses(comm); len(pids) > 0 {
+			m.peers[comm] = pids
+		}
+	}
+	return m
+}
+
+// Start begins the span.
+func (m *CPUMeter) Start() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started || m.ended {
+		return
+	}
+	m.started = true
+	m.first, m.read = ReadCPU()
+	m.before = m.readPeers()
+	// Another profile running (a test's -cpuprofile, say) leaves the span
+	// unprofiled.
+	m.profiling = m.profile && pprof.StartCPUProfile(&m.prof) == nil
+}
+
+// Stop ends the span.
+func (m *CPUMeter) Stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ended {
+		return
+	}
+	m.ended = true
+	if !m.started {
+		return
+	}
+	var ok bool
+	m.last, ok = ReadCPU()
+	m.read = m.read && ok
+	m.after = m.readPeers()
+	if m.profiling {
+		pprof.StopCPUProfile()
+	}
+}
+
+func (m *CPUMeter) readPeers() map[string]map[int]uint64 {
+	ticks := make(map[string]map[int]uint64, len(m.peers))
+	for comm, pids := range m.peers {
+		ticks[comm] = processTicks(os.DirFS("/proc"), pids)
+	}
+	return ticks
+}
+
+// Times returns the machine's times at Start and at Stop, and false when
+// either could not be read.
+func (m *CPUMeter) Times() (first, last CPUTimes, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.first, m.last, m.started && m.ended && m.read
+}
+
+// Use returns what the span cost once Stop has returned, and false when
+// the machine's times could not be read. A profile that cannot be parsed
+// leaves Self zero.
+func (m *CPUMeter) Use() (CPUUse, bool) {
+	first, last, ok := m.Times()
+	if !ok || last.Busy < first.Busy {
+		return CPUUse{}, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := CPUUse{Machine: time.Duration(last.Busy-first.Busy) * ClockTick, Peers: map[string]time.Duration{}}
+	for comm := range m.peers {
+		u.Peers[comm] = time.Duration(ticksBetween(m.before[comm], m.after[comm])) * ClockTick
+	}
+	if m.profiling {
+		split, err := SplitCPUProfile(m.prof.Bytes())
+		u.Self, u.Profiled = split, err == nil
+	}
+	return u, true
+}
