@@ -17,6 +17,7 @@ import (
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/cache"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
+	"github.com/onceflow/onceflow/tools/internal/bench"
 )
 
 // Default sizes of a transport round: Kafka needs about 20,000 messages for
@@ -181,6 +182,10 @@ type RoundOptions struct {
 	// at once in this round, instead of the bench's InFlight: what
 	// HANDLER_CONCURRENCY sets in the service.
 	InFlight int
+	// Profile reads where the round's CPU went (RoundTimes.CPU): this
+	// process's by its CPU profile, the record store's server's and the
+	// broker's from their CPU times.
+	Profile bool
 }
 
 // RoundTimes is what a round measured: its rate, and where its
@@ -218,6 +223,36 @@ type RoundTimes struct {
 	// over the same span: the routers, the receiver, the in-process Kafka
 	// broker and the service's instance, not the other brokers.
 	Process float64
+	// Delivered is how many deliveries the round counted, copies
+	// included.
+	Delivered int
+	// CPU is what the same span cost in CPU, by who spent it, when the
+	// round was profiled (RoundOptions.Profile): its Peers are the record
+	// store's server (StoreServer) and the broker's processes
+	// (BrokerCommand).
+	CPU bench.CPUUse
+}
+
+// StoreServer is the command of the record store's server, Redis, whose
+// processes a profiled round reads the CPU times of.
+const StoreServer = "redis-server"
+
+// BrokerCommand is the command of the processes of kind's broker, and ""
+// where the broker runs in this process (kafka's in-process broker,
+// gochannel): on redisstream, StoreServer, which keeps both the records
+// and the streams; on sql, PostgreSQL's, its backends and the rest summed.
+func BrokerCommand(kind string) string {
+	switch kind {
+	case transport.AMQP:
+		return "beam.smp"
+	case transport.NATS:
+		return "nats-server"
+	case transport.SQL:
+		return "postgres"
+	case transport.RedisStream:
+		return StoreServer
+	}
+	return ""
 }
 
 // Occupancy is how many of the round's lanes held a message on average,
@@ -231,7 +266,11 @@ func (b *TransportBench) RoundWith(ctx context.Context, o RoundOptions) (RoundTi
 	if o.InFlight > 0 {
 		inFlight = o.InFlight
 	}
-	t, err := b.round(ctx, o.Receiver, inFlight)
+	var cpu *bench.CPUMeter
+	if o.Profile {
+		cpu = bench.NewCPUMeter(true, StoreServer, BrokerCommand(b.opts.Kind))
+	}
+	t, err := b.round(ctx, o.Receiver, inFlight, cpu)
 	if err != nil {
 		return RoundTimes{}, err
 	}
@@ -241,8 +280,9 @@ func (b *TransportBench) RoundWith(ctx context.Context, o RoundOptions) (RoundTi
 	}
 	handling, wait := t.handlingPerDelivery(), t.storeWaitPerDelivery()
 	busy, process := t.busy()
+	use, _ := t.cpu.Use()
 	return RoundTimes{Rate: t.rate(), Lanes: lanes, Handling: handling, StoreWait: wait, Own: max(0, handling-wait),
-		ClaimsPerBatch: t.claimsPerBatch(), Busy: busy, Process: process}, nil
+		ClaimsPerBatch: t.claimsPerBatch(), Busy: busy, Process: process, Delivered: int(t.delivered.Load()), CPU: use}, nil
 }
 
 // Sized returns a bench on b's brokers and schema whose rounds send

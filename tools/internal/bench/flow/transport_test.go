@@ -55,7 +55,7 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 			}()
 			_, copies := batch("x", o.Messages, o.Duplicates, copyLag(b.opts.InFlight*b.opts.Consumers))
 			for _, receiver := range []bool{true, false} {
-				tl, err := b.round(ctx, receiver, b.opts.InFlight)
+				tl, err := b.round(ctx, receiver, b.opts.InFlight, nil)
 				if err != nil {
 					t.Fatalf("receiver %v: %v", receiver, err)
 				}
@@ -94,6 +94,39 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A profiled round reads where its CPU went: this process's profile and
+// the CPU times of the record store's server and the broker, where they
+// run on this machine; a round not profiled reads neither.
+func TestProfiledRoundReadsItsCPU(t *testing.T) {
+	testenv.Integration(t)
+	o := transportOptions(t, "sql")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := NewTransportBench(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, profile := range []bool{true, false} {
+		rt, err := b.RoundWith(ctx, RoundOptions{Receiver: true, Profile: profile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("profile %v: %d deliveries at %.0f/s, CPU %+v", profile, rt.Delivered, rt.Rate, rt.CPU)
+		if rt.Delivered != o.Messages+o.Duplicates {
+			t.Errorf("profile %v: %d deliveries, want %d", profile, rt.Delivered, o.Messages+o.Duplicates)
+		}
+		if rt.CPU.Profiled != profile {
+			t.Errorf("profile %v: profiled %v", profile, rt.CPU.Profiled)
+		}
+		for comm := range rt.CPU.Peers {
+			if !profile || (comm != StoreServer && comm != BrokerCommand("sql")) {
+				t.Errorf("profile %v: read the CPU of %s", profile, comm)
+			}
+		}
 	}
 }
 
@@ -163,7 +196,7 @@ func TestReceiverRoundTripsPerMessage(t *testing.T) {
 	}
 	defer b.Close()
 	meter.Reset()
-	if _, err := b.round(ctx, true, b.opts.InFlight); err != nil {
+	if _, err := b.round(ctx, true, b.opts.InFlight, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := meter.RoundTrips(), int64(2*o.Messages); got != want {
