@@ -127,3 +127,34 @@ func (m *CPUMeter) Use() (CPUUse, bool) {
 	}
 	return u, true
 }
+
+// Plus is u and v together; Profiled only when both were.
+func (u CPUUse) Plus(v CPUUse) CPUUse {
+	sum := CPUUse{Machine: u.Machine + v.Machine, Self: u.Self.plus(v.Self), Profiled: u.Profiled && v.Profiled,
+		Peers: map[string]time.Duration{}}
+	for _, peers := range []map[string]time.Duration{u.Peers, v.Peers} {
+		for comm, d := range peers {
+			sum.Peers[comm] += d
+		}
+	}
+	return sum
+}
+
+// Per is u spread over n: per message, say.
+func (u CPUUse) Per(n int) CPUUse {
+	per := CPUUse{Machine: u.Machine / time.Duration(n), Self: u.Self.over(n), Profiled: u.Profiled,
+		Peers: make(map[string]time.Duration, len(u.Peers))}
+	for comm, d := range u.Peers {
+		per.Peers[comm] = d / time.Duration(n)
+	}
+	return per
+}
+
+func (s CPUSplit) plus(t CPUSplit) CPUSplit {
+	return CPUSplit{Receiver: s.Receiver + t.Receiver, Store: s.Store + t.Store, Transport: s.Transport + t.Transport, Runtime: s.Runtime + t.Runtime}
+}
+
+func (s CPUSplit) over(n int) CPUSplit {
+	d := time.Duration(n)
+	return CPUSplit{Receiver: s.Receiver / d, Store: s.Store / d, Transport: s.Transport / d, Runtime: s.Runtime / d}
+}

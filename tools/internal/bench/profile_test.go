@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -114,38 +113,5 @@ func TestSplitCPUProfile(t *testing.T) {
 	}
 	if _, err := SplitCPUProfile([]byte("not a profile")); err == nil {
 		t.Error("a broken profile was split")
-	}
-}
-
-// A profiled span reads the machine's busy time and this process's
-// profile; the meter can watch this very process as a peer.
-func TestCPUMeter(t *testing.T) {
-	comm, err := os.ReadFile("/proc/self/comm")
-	if err != nil {
-		t.Skip("no /proc:", err)
-	}
-	m := NewCPUMeter(true, strings.TrimSpace(string(comm)), "no-such-command")
-	m.Stop() // before Start: nothing read, and Start no longer counts
-	m.Start()
-	if _, ok := m.Use(); ok {
-		t.Error("a meter stopped before it started read a span")
-	}
-	m = NewCPUMeter(true, strings.TrimSpace(string(comm)), "no-such-command")
-	m.Start()
-	sum := sha256.Sum256(nil)
-	for start := time.Now(); time.Since(start) < 200*time.Millisecond; {
-		sum = sha256.Sum256(sum[:])
-	}
-	m.Stop()
-	m.Stop()
-	u, ok := m.Use()
-	if !ok {
-		t.Fatal("no CPU times read")
-	}
-	if !u.Profiled || u.Self.Transport <= 0 || u.Machine <= 0 {
-		t.Errorf("use %+v: want a profile with the hashing in it, and busy cores", u)
-	}
-	if _, ok := u.Peers["no-such-command"]; ok || len(u.Peers) != 1 {
-		t.Errorf("peers %v, want this process's command alone", u.Peers)
 	}
 }
