@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"testing/fstest"
@@ -50,35 +52,34 @@ func TestBusyFraction(t *testing.T) {
 	}
 }
 
-// Processes are found by their command, and their ticks summed over those
-// both readings hold: one gone by the second reading, or started after
-// the first, is left out.
+// A program's processes are found by their command, the main one alone,
+// and read with its children; their ticks are summed over the processes
+// the second reading holds: one started after the first reading counts
+// whole, one gone by the second not at all.
 func TestPeerProcessTicks(t *testing.T) {
-	stat := func(ticks string) *fstest.MapFile {
-		return &fstest.MapFile{Data: []byte("1 (x) S 1 1 1 0 -1 0 0 0 0 0 " + ticks + " 0 0 20 0 1 0 1 1 1\n")}
+	stat := func(parent int, ticks string) *fstest.MapFile {
+		return &fstest.MapFile{Data: fmt.Appendf(nil, "1 (x y) S %d 1 1 0 -1 0 0 0 0 0 %s 0 0 20 0 1 0 1 1 1\n", parent, ticks)}
 	}
+	comm := func(c string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(c + "\n")} }
 	proc := fstest.MapFS{
-		"7/comm": {Data: []byte("postgres\n")}, "7/stat": stat("100 20"),
-		"9/comm": {Data: []byte("postgres\n")}, "9/stat": stat("5 5"),
-		"8/comm": {Data: []byte("redis-server\n")}, "8/stat": stat("1 1"),
-		"self/comm": {Data: []byte("postgres\n")},
+		"7/comm": comm("postgres"), "7/stat": stat(1, "100 20"), "7/task/7/children": {Data: []byte("9 10 3")},
+		"9/comm": comm("postgres"), "9/stat": stat(7, "5 5"),
+		"10/comm": comm("postgres"), "10/stat": stat(7, "1 0"),
+		"8/comm": comm("redis-server"), "8/stat": stat(1, "1 1"),
+		"self/comm": comm("postgres"),
 		"stat":      {Data: []byte("cpu  1 2 3 4\n")},
 	}
 	pids := findProcesses(proc, "postgres")
-	if !slices.Equal(pids, []int{7, 9}) {
-		t.Fatalf("findProcesses = %v, want [7 9]", pids)
+	if !slices.Equal(pids, []int{7}) {
+		t.Fatalf("findProcesses = %v, want the postmaster alone, [7]", pids)
 	}
-	before := processTicks(proc, append(pids, 3)) // 3 is gone
-	if len(before) != 2 || before[7] != 120 || before[9] != 10 {
-		t.Errorf("processTicks = %v", before)
+	before := processTicks(proc, pids) // its child 3 is gone
+	if want := map[int]uint64{7: 120, 9: 10, 10: 1}; !maps.Equal(before, want) {
+		t.Errorf("processTicks = %v, want %v", before, want)
 	}
-	after := map[int]uint64{7: 150, 9: 10, 11: 500}
-	if got := ticksBetween(before, after); got != 30 {
-		t.Errorf("ticksBetween = %d, want 30", got)
-	}
-	delete(after, 7)
-	if got := ticksBetween(before, after); got != 0 {
-		t.Errorf("with 7 gone: ticksBetween = %d, want 0", got)
+	after := map[int]uint64{7: 150, 9: 10, 11: 5} // 10 ended, 11 started
+	if got := ticksBetween(before, after); got != 35 {
+		t.Errorf("ticksBetween = %d, want 30 + 5", got)
 	}
 	if got := findProcesses(proc, "nats-server"); len(got) != 0 {
 		t.Errorf("no nats-server, yet %v", got)

@@ -41,8 +41,10 @@ type CPUMeter struct {
 
 // NewCPUMeter returns a meter that, with profile, takes this process's
 // CPU profile over the span and reads the CPU times of the processes of
-// each of peers (commands, as [FindProcesses] takes them). It finds those
-// processes now, ahead of the span: one started during it is left out.
+// each of peers (commands, as [FindProcesses] takes them). It finds their
+// main processes now, ahead of the span, and reads them with their
+// children: a child started during the span counts whole, one that ends
+// during it not at all.
 func NewCPUMeter(profile bool, peers ...string) *CPUMeter {
 	m := &CPUMeter{profile: profile, peers: map[string][]int{}}
 	for _, comm := range peers {
