@@ -33,6 +33,24 @@ func transportOptions(t testing.TB, kind string) TransportOptions {
 	return o
 }
 
+// openTransport opens a bench of o, closed when the test ends, and a
+// context of a minute for its rounds.
+func openTransport(t *testing.T, o TransportOptions) (context.Context, *TransportBench) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	b, err := NewTransportBench(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return ctx, b
+}
+
 // TestTransportRoundsDeliverEveryMessage runs a round with the receiver on
 // and one with it off on every transport: with it on, the handler runs
 // exactly once per message and the copies are acked without running it;
@@ -103,13 +121,7 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 func TestProfiledRoundReadsItsCPU(t *testing.T) {
 	testenv.Integration(t)
 	o := transportOptions(t, "sql")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b, err := NewTransportBench(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	ctx, b := openTransport(t, o)
 	for _, profile := range []bool{true, false} {
 		rt, err := b.RoundWith(ctx, RoundOptions{Receiver: true, Profile: profile})
 		if err != nil {
@@ -188,13 +200,7 @@ func TestReceiverRoundTripsPerMessage(t *testing.T) {
 	meter := &redismeter.Meter{}
 	client.AddHook(meter)
 	o.Redis = client
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b, err := NewTransportBench(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	ctx, b := openTransport(t, o)
 	meter.Reset()
 	if _, err := b.round(ctx, true, b.opts.InFlight, nil); err != nil {
 		t.Fatal(err)
