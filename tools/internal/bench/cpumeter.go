@@ -39,23 +39,29 @@ type CPUMeter struct {
 	prof           bytes.Buffer
 }
 
-// NewCPUMeter returns a meter that, with profile, takes this process's
-// CPU profile over the span and reads the CPU times of the processes of
-// each of peers (commands, as [FindProcesses] takes them). It finds their
-// main processes now, ahead of the span, and reads them with their
-// children: a child started during the span counts whole, one that ends
-// during it not at all.
-func NewCPUMeter(profile bool, peers ...string) *CPUMeter {
-	m := &CPUMeter{profile: profile, peers: map[string][]int{}}
-	for _, comm := range peers {
+// FindPeers returns the main processes of the programs whose commands are
+// comms (see [FindProcesses]), by command, leaving out the commands no
+// process has.
+func FindPeers(comms ...string) map[string][]int {
+	peers := map[string][]int{}
+	for _, comm := range comms {
 		if comm == "" {
 			continue
 		}
 		if pids := FindProcesses(comm); len(pids) > 0 {
-			m.peers[comm] = pids
+			peers[comm] = pids
 		}
 	}
-	return m
+	return peers
+}
+
+// NewCPUMeter returns a meter that, with profile, takes this process's
+// CPU profile over the span and reads the CPU times of peers (see
+// [FindPeers]): each main process with its children, so that a child
+// started during the span counts whole, and one that ends during it not
+// at all.
+func NewCPUMeter(profile bool, peers map[string][]int) *CPUMeter {
+	return &CPUMeter{profile: profile, peers: peers}
 }
 
 // Start begins the span.

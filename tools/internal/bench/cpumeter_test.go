@@ -15,13 +15,13 @@ func TestCPUMeter(t *testing.T) {
 	if err != nil {
 		t.Skip("no /proc:", err)
 	}
-	m := NewCPUMeter(true, strings.TrimSpace(string(comm)), "no-such-command")
+	m := NewCPUMeter(true, FindPeers(strings.TrimSpace(string(comm)), "no-such-command"))
 	m.Stop() // before Start: nothing read, and Start no longer counts
 	m.Start()
 	if _, ok := m.Use(); ok {
 		t.Error("a meter stopped before it started read a span")
 	}
-	m = NewCPUMeter(true, strings.TrimSpace(string(comm)), "no-such-command")
+	m = NewCPUMeter(true, FindPeers(strings.TrimSpace(string(comm)), "no-such-command"))
 	m.Start()
 	sum := sha256.Sum256(nil)
 	for start := time.Now(); time.Since(start) < 200*time.Millisecond; {

@@ -47,7 +47,7 @@ type tally struct {
 // times alone when nil.
 func newTally(unique, total int, cpu *bench.CPUMeter) *tally {
 	if cpu == nil {
-		cpu = bench.NewCPUMeter(false)
+		cpu = bench.NewCPUMeter(false, nil)
 	}
 	return &tally{total: int64(total), executions: make([]atomic.Int32, unique), cpu: cpu,
 		done: make(chan struct{}), stop: make(chan struct{})}

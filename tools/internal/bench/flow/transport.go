@@ -91,6 +91,9 @@ type TransportBench struct {
 	schema    *schema        // sql only
 	cluster   *kfake.Cluster // kafka without brokers given only
 	borrowed  bool           // schema and cluster are another bench's (Sized)
+	// peers are the record store's server and the broker, where they
+	// run on this machine, which a profiled round reads the CPU of.
+	peers map[string][]int
 }
 
 // NewTransportBench checks opts, fills its defaults and, on sql, creates the
@@ -100,7 +103,8 @@ func NewTransportBench(ctx context.Context, opts TransportOptions) (*TransportBe
 	if err != nil {
 		return nil, err
 	}
-	b := &TransportBench{opts: opts, keyPrefix: "bench:flow:" + shortID() + ":"}
+	b := &TransportBench{opts: opts, keyPrefix: "bench:flow:" + shortID() + ":",
+		peers: bench.FindPeers(StoreServer, BrokerCommand(opts.Kind))}
 	switch {
 	case opts.Kind == transport.SQL:
 		if b.schema, err = openSchema(ctx, opts.PostgresURL, "bench_flow_"); err != nil {
@@ -268,7 +272,7 @@ func (b *TransportBench) RoundWith(ctx context.Context, o RoundOptions) (RoundTi
 	}
 	var cpu *bench.CPUMeter
 	if o.Profile {
-		cpu = bench.NewCPUMeter(true, StoreServer, BrokerCommand(b.opts.Kind))
+		cpu = bench.NewCPUMeter(true, b.peers)
 	}
 	t, err := b.round(ctx, o.Receiver, inFlight, cpu)
 	if err != nil {
@@ -295,7 +299,7 @@ func (b *TransportBench) Sized(messages, duplicates int) (*TransportBench, error
 	if err != nil {
 		return nil, err
 	}
-	return &TransportBench{opts: o, keyPrefix: b.keyPrefix, schema: b.schema, cluster: b.cluster, borrowed: true}, nil
+	return &TransportBench{opts: o, keyPrefix: b.keyPrefix, schema: b.schema, cluster: b.cluster, borrowed: true, peers: b.peers}, nil
 }
 
 // Close drops the bench's schema and stops its Kafka broker, if any. Its
