@@ -45,7 +45,7 @@ func (r roundTimes) receiverBound(_ context.Context, rep *bench.Report) ([]strin
 		if split := cpuSplit(kind, offs, ons); split != "" {
 			fmt.Fprintf(&b, " Per message, summed over the rounds, off → on: %s.", split)
 		}
-		verdict := "within reach of the cores"
+		verdict := fmt.Sprintf("within reach of the cores, which the receiver-on rounds kept %.0f%% busy", 100*c.busy)
 		if c.bound < v.Goal {
 			verdict = fmt.Sprintf("out of reach on this machine: at the receiver's CPU cost per message the cores pass at most %.0f msg/s", c.rate)
 		}

@@ -65,7 +65,7 @@ func TestReceiverBoundIsTheCores(t *testing.T) {
 	}, {
 		// 10000, 15000 and 12500 msg/s: 1, 1.875 and 1.04.
 		name: "within reach", kind: "amqp", busyOn: []float64{0.2, 0.2, 0.2},
-		want: []string{"would be at most 1.04", "Verdict: within reach of the cores."},
+		want: []string{"would be at most 1.04", "Verdict: within reach of the cores, which the receiver-on rounds kept 20% busy."},
 	}, {
 		// A round without a reading of the cores is left out: 0.5 and
 		// 0.417, the upper of the two.
