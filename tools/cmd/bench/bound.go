@@ -3,34 +3,25 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/onceflow/onceflow/tools/internal/bench"
+	"github.com/onceflow/onceflow/tools/internal/bench/flow"
 )
 
 // receiverBound states, for each transport whose receiver target
-// (transport-<kind>) was missed, where a message's time goes with the
-// receiver on and the most its ratio can be given its own rounds. A lane
-// holds one message at a time (a round's consumers have Lanes); with
-// the receiver on, each message waits w for its Claim and Complete and
-// spends own in the receiver besides. In a round in which the transport
-// delivers off messages/s over lanes with the receiver off (a lane's time
-// per message, lanes/off) and on messages/s with it on:
-//
-//   - whatever else it does, a lane passes at most one message per w, so
-//     the ratio is at most lanes / (off x w): the bound should the
-//     transport do all its own work while its lanes wait;
-//   - a receiver that cost nothing but its waits would save a lane own per
-//     message and no more: the lane's time on, lanes/on, less own, is the
-//     transport's work and the waits less what of its work the transport
-//     did while its lanes waited, which is the transport's doing, not the
-//     receiver's. So the ratio is at most (lanes/off) / (lanes/on - own):
-//     the bound at the pace the transport kept in these rounds.
-//
-// Each bound is the median over the rounds, each round's off beside the
-// same round's on, wait and own.
+// (transport-<kind>) was missed, the CPU that bounds it, from the rounds
+// whose ratio the target judges. A round that kept a share u of the
+// machine's cores busy spent u x cores x its span of CPU time, over its
+// messages; every core busy at the same cost per message would pass
+// rate / u of them a second. So receiver on / off is at most
+// (rate_on / u_on) / rate_off, round by round, each on beside the same
+// round's off: the median over the rounds (see coreBound). Where the CPU
+// per message goes, off and on, is summed over the rounds (see
+// cpuPerMessage).
 func (r roundTimes) receiverBound(_ context.Context, rep *bench.Report) ([]string, error) {
 	var lines []string
 	for _, v := range rep.Verdicts {
@@ -38,56 +29,153 @@ func (r roundTimes) receiverBound(_ context.Context, rep *bench.Report) ([]strin
 		if !ok || v.Pass {
 			continue
 		}
-		res, _ := rep.Result(v.Comparison)
-		offs, ok1 := res.Contender(receiverOff)
-		ons, ok2 := res.Contender(receiverOn)
-		times, off, on := r.of(v.Comparison, receiverOn), offs.Median, ons.Median
-		if !ok1 || !ok2 || off <= 0 || on <= 0 || len(times) == 0 || len(offs.Values) != len(times) || len(ons.Values) != len(times) {
+		offs, ons := r.of(v.Comparison, receiverOff), r.of(v.Comparison, receiverOn)
+		if len(ons) == 0 || len(ons) != len(offs) {
 			continue
 		}
-		lanes := float64(times[0].Lanes)
-		if lanes < 1 {
+		c, ok := coreBound(ons, offs)
+		if !ok {
 			continue
 		}
-		overlapped, paced := make([]float64, len(times)), make([]float64, len(times))
-		waits, owns := make([]time.Duration, len(times)), make([]time.Duration, len(times))
-		for i, t := range times {
-			waits[i], owns[i] = t.StoreWait, t.Own
-			overlapped[i] = min(1, lanes/(offs.Values[i]*t.StoreWait.Seconds()))
-			laneOff, laneOn := lanes/offs.Values[i], lanes/ons.Values[i]
-			paced[i] = min(1, laneOff/(laneOn-t.Own.Seconds()))
+		var b strings.Builder
+		fmt.Fprintf(&b, "Bound: %s: the machine spent %s of CPU per message with the receiver off (%.0f msg/s, its cores %.0f%% busy) "+
+			"and %s with it on (%.0f msg/s, %.0f%% busy), medians over %d rounds; %s (measured %.3f, goal %g).",
+			v.Name, medianCPU(offs), medianField(offs, rate), 100*medianField(offs, busy), medianCPU(ons), medianField(ons, rate), 100*c.busy,
+			len(ons), c, v.Value, v.Goal)
+		if split := cpuSplit(kind, offs, ons); split != "" {
+			fmt.Fprintf(&b, " Per message, summed over the rounds, off → on: %s.", split)
 		}
-		atOverlap, atPace, wait, own := medianOf(overlapped), medianOf(paced), medianOf(waits), medianOf(owns)
-		laneOff, laneOn := laneTime(lanes, off), laneTime(lanes, on)
-		hidden := laneOff + wait + own - laneOn
-		besides := fmt.Sprintf("so the transport did %s of its own work while its lanes waited", hidden.Round(time.Microsecond))
-		if hidden <= 0 {
-			besides = fmt.Sprintf("and %s more besides: the transport did none of its work while its lanes waited", (-hidden).Round(time.Microsecond))
+		verdict := fmt.Sprintf("within reach of the cores, which the receiver-on rounds kept %.0f%% busy", 100*c.busy)
+		if c.bound < v.Goal {
+			verdict = fmt.Sprintf("out of reach on this machine: at the receiver's CPU cost per message the cores pass at most %.0f msg/s", c.rate)
 		}
-		var verdict string
-		switch {
-		case atOverlap < v.Goal:
-			verdict = "out of reach: even with all of the transport's own work done while its lanes wait, a lane passes at most one message per wait"
-		case atPace < v.Goal:
-			verdict = "out of reach at the pace the transport kept: only a transport that did more of its work while its lanes wait could pass the goal"
-		default:
-			verdict = "within reach of the waits; the rest is the receiver's own cost"
-		}
-		lines = append(lines, fmt.Sprintf("Bound: %s%s: a lane (%.0f in all) takes %s per message with the receiver off (%.0f msg/s) "+
-			"and %s with it on: %s waiting on the Redis store's Claim and Complete and %s in the receiver besides, timed in the same rounds, %s. "+
-			"The waits hold receiver on / off to at most %.3f should the transport do all its work while its lanes wait; "+
-			"a receiver that cost nothing but its waits, on the transport as it ran, to at most %.3f "+
-			"(medians over %d rounds; measured %.3f, goal %g): %s.",
-			receiverTargetPrefix, kind, lanes, laneOff, off, laneOn, wait.Round(time.Microsecond), own.Round(time.Microsecond), besides,
-			atOverlap, atPace, len(times), v.Value, v.Goal, verdict))
+		fmt.Fprintf(&b, " Verdict: %s.", verdict)
+		lines = append(lines, b.String())
 	}
 	return lines, nil
 }
 
-// laneTime is how long one of lanes takes per message at rate messages per
-// second over them all.
-func laneTime(lanes, rate float64) time.Duration {
-	return time.Duration(lanes / rate * float64(time.Second)).Round(time.Microsecond)
+// cores is what the machine's cores allow the rounds of a ratio's
+// numerator, at the CPU cost per message they ran at (see coreBound).
+type cores struct {
+	bound float64 // the most the ratio can be
+	rate  float64 // the rate every core busy would pass
+	busy  float64 // the share of the cores the rounds kept busy
+}
+
+// coreBound is what the cores allow the rounds of (a ratio's numerator)
+// over the rounds over, pairing each round with the same round of over:
+// a round that kept a share u of the cores busy would, every core busy at
+// the same CPU cost per message, pass rate / u, so the ratio is at most
+// (rate / u) / over's rate. Each figure is the median over the rounds
+// that read the cores; false when none did.
+func coreBound(of, over []flow.RoundTimes) (cores, bool) {
+	var bound, rate, busy []float64
+	for i := range of {
+		if u := of[i].Busy; u > 0 && over[i].Rate > 0 {
+			bound = append(bound, of[i].Rate/u/over[i].Rate)
+			rate = append(rate, of[i].Rate/u)
+			busy = append(busy, u)
+		}
+	}
+	if len(bound) == 0 {
+		return cores{}, false
+	}
+	return cores{bound: medianOf(bound), rate: medianOf(rate), busy: medianOf(busy)}, true
+}
+
+// String states the bound.
+func (c cores) String() string {
+	return fmt.Sprintf("with every core busy at the same CPU cost per message the ratio would be at most %.2f", c.bound)
+}
+
+// medianCPU is the median over rounds of the machine's CPU time per
+// message.
+func medianCPU(rounds []flow.RoundTimes) string {
+	var per []time.Duration
+	for _, t := range rounds {
+		if t.Delivered > 0 {
+			per = append(per, t.CPU.Machine/time.Duration(t.Delivered))
+		}
+	}
+	if len(per) == 0 {
+		return "an unknown time"
+	}
+	return micros(medianOf(per))
+}
+
+// medianField is the median over rounds of field, NaN where no round
+// has it.
+func medianField(rounds []flow.RoundTimes, field func(flow.RoundTimes) float64) float64 {
+	var vs []float64
+	for _, t := range rounds {
+		if v := field(t); !math.IsNaN(v) {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	return medianOf(vs)
+}
+
+func rate(t flow.RoundTimes) float64 { return t.Rate }
+func busy(t flow.RoundTimes) float64 { return t.Busy }
+
+// cpuSplit says where the CPU per message of kind's rounds went with the
+// receiver off and on: this process's by bucket, the record store's
+// server's and the broker's, and the rest of the machine's (the kernel's,
+// other tenants'); "" when a round was not profiled.
+func cpuSplit(kind string, offs, ons []flow.RoundTimes) string {
+	off, okOff := cpuPerMessage(offs)
+	on, okOn := cpuPerMessage(ons)
+	if !okOff || !okOn {
+		return ""
+	}
+	offOn := func(a, b time.Duration) string { return micros(a) + " → " + micros(b) }
+	transport := "transport"
+	if kind == "kafka" {
+		transport = "transport (its in-process broker included)"
+	}
+	parts := []string{fmt.Sprintf("this process %s (receiver %s and store client %s, none off; %s %s; runtime/GC %s)",
+		offOn(off.Self.Total(), on.Self.Total()), micros(on.Self.Receiver), micros(on.Self.Store),
+		transport, offOn(off.Self.Transport, on.Self.Transport), offOn(off.Self.Runtime, on.Self.Runtime))}
+	restOff, restOn := off.Machine-off.Self.Total(), on.Machine-on.Self.Total()
+	for _, comm := range slices.Compact([]string{flow.StoreServer, flow.BrokerCommand(kind)}) {
+		d, ok := on.Peers[comm]
+		if !ok || comm == "" {
+			continue
+		}
+		role := "the broker"
+		switch {
+		case comm == flow.StoreServer && kind == "redisstream":
+			role = "the record store and the streams"
+		case comm == flow.StoreServer:
+			role = "the record store"
+		}
+		parts = append(parts, fmt.Sprintf("%s, %s, %s", comm, role, offOn(off.Peers[comm], d)))
+		restOff, restOn = restOff-off.Peers[comm], restOn-d
+	}
+	parts = append(parts, "the rest of the machine (the kernel, other tenants) "+offOn(max(0, restOff), max(0, restOn)))
+	return strings.Join(parts, "; ")
+}
+
+// cpuPerMessage is the CPU time of rounds, summed, per message they
+// delivered, and false when a round was not profiled.
+func cpuPerMessage(rounds []flow.RoundTimes) (bench.CPUUse, bool) {
+	sum, n := bench.CPUUse{Profiled: true}, 0
+	for _, t := range rounds {
+		sum, n = sum.Plus(t.CPU), n+t.Delivered
+	}
+	if !sum.Profiled || n == 0 {
+		return bench.CPUUse{}, false
+	}
+	return sum.Per(n), true
+}
+
+// micros prints d in microseconds, to a tenth.
+func micros(d time.Duration) string {
+	return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
 }
 
 // medianOf returns the middle value of v (the upper one of an even count).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -10,71 +11,102 @@ import (
 	"github.com/onceflow/onceflow/tools/internal/bench/flow"
 )
 
-// The bounds of a missed transport target pair each round's receiver-off
-// rate with the same round's receiver-on rate, store wait and receiver time
-// and take the median over the rounds; another transport's rounds play no
+// receiverRounds are three rounds of 1000 messages each with the receiver
+// off and on, of which the on rounds kept the cores busy as busyOn says.
+// Off, each round costs the machine 100µs a message: 40µs of this
+// process's transport and 10µs of its runtime, 5µs of redis-server's and
+// 30µs of the broker's; on, 1ms: 50µs in the receiver, 200µs in the store
+// client, 150µs of transport, 100µs of runtime, 300µs of redis-server's
+// and 150µs of the broker's.
+func receiverRounds(broker string, busyOn []float64, profiled bool) (offs, ons []flow.RoundTimes) {
+	const ms = time.Millisecond
+	peers := func(store, brk time.Duration) map[string]time.Duration {
+		p := map[string]time.Duration{flow.StoreServer: store}
+		if broker != "" {
+			p[broker] += brk
+		}
+		return p
+	}
+	for i, rate := range []float64{10000, 8000, 12000} {
+		offs = append(offs, flow.RoundTimes{Rate: rate, Busy: []float64{0.5, 0.6, 0.4}[i], Delivered: 1000, CPU: bench.CPUUse{
+			Machine: 100 * ms, Self: bench.CPUSplit{Transport: 40 * ms, Runtime: 10 * ms}, Profiled: profiled, Peers: peers(5*ms, 30*ms)}})
+	}
+	for i, rate := range []float64{2000, 3000, 2500} {
+		ons = append(ons, flow.RoundTimes{Rate: rate, Busy: busyOn[i], Delivered: 1000, CPU: bench.CPUUse{
+			Machine: time.Second, Self: bench.CPUSplit{Receiver: 50 * ms, Store: 200 * ms, Transport: 150 * ms, Runtime: 100 * ms},
+			Profiled: profiled, Peers: peers(300*ms, 150*ms)}})
+	}
+	return offs, ons
+}
+
+// The bound of a missed transport target pairs each round's receiver-off
+// rate with the same round's receiver-on rate and busy cores, takes the
+// median over the rounds, and says where the CPU per message went, off
+// and on, summed over the rounds; another transport's rounds play no
 // part.
-func TestReceiverBoundPairsItsOwnRounds(t *testing.T) {
-	offs := []float64{4000, 500, 2000} // a lane takes 250µs, 2ms and 500µs off (median 500µs)
-	waits := []time.Duration{100 * time.Microsecond, 900 * time.Microsecond, 200 * time.Microsecond}
-	const us = time.Microsecond
+func TestReceiverBoundIsTheCores(t *testing.T) {
+	nan := math.NaN()
 	for _, c := range []struct {
-		name  string
-		waits []time.Duration
-		own   time.Duration
-		ons   []float64
-		want  []string
+		name, kind string
+		busyOn     []float64
+		unprofiled bool
+		want, not  []string
 	}{{
-		// On: 1ms, 2.5ms and 800µs a lane; less 10µs of the receiver's own,
-		// 250/990 = 0.253, 2000/2490 = 0.803 and 500/790 = 0.633. Any one
-		// wait passes 2.5, 2.2 and 2.5 lanes' worth of messages off, capped
-		// at 1. At the medians, 500µs off + 200µs + 10µs is 290µs short of
-		// the 1ms on.
-		name: "turns", waits: waits, own: 10 * us, ons: []float64{1000, 400, 1250},
-		want: []string{"takes 500µs per message with the receiver off", "and 1ms with it on: 200µs waiting",
-			"and 10µs in the receiver besides", "and 290µs more besides: the transport did none of its work",
-			"to at most 1.000 should the transport do all its work", "to at most 0.633 (medians over 3 rounds",
-			"out of reach at the pace the transport kept"},
+		// rate / busy on: 2000, 4000 and 5000 msg/s; over the same
+		// round's off: 0.2, 0.5 and 0.417.
+		name: "out of reach", kind: "amqp", busyOn: []float64{1, 0.75, 0.5},
+		want: []string{"Bound: transport-amqp: the machine spent 100.0µs of CPU per message with the receiver off (10000 msg/s, its cores 50% busy) " +
+			"and 1000.0µs with it on (2500 msg/s, 75% busy), medians over 3 rounds; " +
+			"with every core busy at the same CPU cost per message the ratio would be at most 0.42 (measured 0.250, goal 0.8).",
+			"Per message, summed over the rounds, off → on: this process 50.0µs → 500.0µs (receiver 50.0µs and store client 200.0µs, none off; " +
+				"transport 40.0µs → 150.0µs; runtime/GC 10.0µs → 100.0µs); redis-server, the record store, 5.0µs → 300.0µs; " +
+				"beam.smp, the broker, 30.0µs → 150.0µs; the rest of the machine (the kernel, other tenants) 15.0µs → 50.0µs.",
+			"Verdict: out of reach on this machine: at the receiver's CPU cost per message the cores pass at most 4000 msg/s."},
 	}, {
-		// On at 1500 msg/s: 667µs a lane, 53µs less than 500µs off + 200µs
-		// + 20µs: the transport worked while its lanes waited, but not
-		// enough: 250/647, 2000/647 (capped at 1) and 500/647 = 0.773.
-		name: "worked ahead a little", waits: waits, own: 20 * us, ons: []float64{1500, 1500, 1500},
-		want: []string{"so the transport did 53µs of its own work while its lanes waited", "to at most 0.773 (",
-			"out of reach at the pace the transport kept"},
+		// 10000, 15000 and 12500 msg/s: 1, 1.875 and 1.04.
+		name: "within reach", kind: "amqp", busyOn: []float64{0.2, 0.2, 0.2},
+		want: []string{"would be at most 1.04", "Verdict: within reach of the cores, which the receiver-on rounds kept 20% busy."},
 	}, {
-		// 1ms waits at 2000 msg/s off: a lane passes at most 1/2 as many.
-		name: "overlapped", waits: []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond},
-		ons:  []float64{400, 400, 400},
-		want: []string{"to at most 0.500 should the transport do all its work", "to at most 0.200 (", "out of reach: even with all"},
+		// A round without a reading of the cores is left out: 0.5 and
+		// 0.417, the upper of the two.
+		name: "unread", kind: "amqp", busyOn: []float64{nan, 0.75, 0.5},
+		want: []string{"would be at most 0.50", "75% busy", "pass at most 5000 msg/s"},
 	}, {
-		// 200µs of the receiver's own: 250/467, and 1 twice.
-		name: "within reach", waits: waits, own: 200 * us, ons: []float64{1500, 1500, 1500},
-		want: []string{"so the transport did 233µs of its own work", "to at most 1.000 (", "within reach of the waits"},
+		name: "redisstream", kind: "redisstream", busyOn: []float64{1, 1, 1},
+		want: []string{"redis-server, the record store and the streams, 35.0µs → 450.0µs; the rest of the machine (the kernel, other tenants) 15.0µs → 50.0µs."},
+		not:  []string{"the broker,"},
+	}, {
+		name: "kafka", kind: "kafka", busyOn: []float64{1, 1, 1},
+		want: []string{"transport (its in-process broker included) 40.0µs → 150.0µs", "redis-server, the record store, 5.0µs → 300.0µs; the rest of the machine (the kernel, other tenants) 45.0µs → 200.0µs."},
+		not:  []string{"the broker,"},
+	}, {
+		// 0.2, 0.375 and 0.208.
+		name: "unprofiled", kind: "amqp", busyOn: []float64{1, 1, 1}, unprofiled: true,
+		want: []string{"would be at most 0.21", "Verdict: out of reach"},
+		not:  []string{"Per message"},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
+			name := receiverTargetPrefix + c.kind
+			offs, ons := receiverRounds(flow.BrokerCommand(c.kind), c.busyOn, !c.unprofiled)
 			times := roundTimes{}
-			times.add("transport-sql", receiverOn, flow.RoundTimes{StoreWait: time.Hour, Lanes: 1})
-			for i, w := range c.waits {
-				times.add("transport-amqp", receiverOn, flow.RoundTimes{Rate: c.ons[i], StoreWait: w, Own: c.own, Lanes: 1})
+			times.add("transport-sql", receiverOn, flow.RoundTimes{Rate: 1, Busy: 0.001})
+			for i := range offs {
+				times.add(name, receiverOff, offs[i])
+				times.add(name, receiverOn, ons[i])
 			}
-			rep := &bench.Report{
-				Results: []bench.Result{{Name: "transport-amqp", Samples: []bench.Samples{
-					{Contender: "off", Values: offs, Median: 2000},
-					{Contender: "on", Values: c.ons, Median: medianOf(c.ons)},
-				}}},
-				Verdicts: []bench.Verdict{{Target: bench.Target{Name: "transport-amqp", Comparison: "transport-amqp", Goal: 0.8}, Value: 0.5}},
-			}
+			rep := &bench.Report{Verdicts: []bench.Verdict{{Target: bench.Target{Name: name, Comparison: name, Goal: 0.8}, Value: 0.25}}}
 			lines, err := times.receiverBound(context.Background(), rep)
-			if err != nil {
-				t.Fatal(err)
+			if err != nil || len(lines) != 1 {
+				t.Fatalf("got %q, %v: want one line", lines, err)
 			}
-			if len(lines) != 1 {
-				t.Fatalf("got %d lines, want 1: %q", len(lines), lines)
+			for _, w := range c.want {
+				if !strings.Contains(lines[0], w) {
+					t.Errorf("bound %q lacks %q", lines[0], w)
+				}
 			}
-			for _, want := range c.want {
-				if !strings.Contains(lines[0], want) {
-					t.Errorf("bound %q lacks %q", lines[0], want)
+			for _, w := range append(c.not, "lane") {
+				if strings.Contains(lines[0], w) {
+					t.Errorf("bound %q has %q", lines[0], w)
 				}
 			}
 			rep.Verdicts[0].Pass = true
@@ -83,11 +115,18 @@ func TestReceiverBoundPairsItsOwnRounds(t *testing.T) {
 			}
 		})
 	}
-	rep := &bench.Report{
-		Results:  []bench.Result{{Name: "transport-amqp", Samples: []bench.Samples{{Contender: "off", Values: offs, Median: 2000}}}},
-		Verdicts: []bench.Verdict{{Target: bench.Target{Name: "transport-amqp", Comparison: "transport-amqp", Goal: 0.8}}},
-	}
+	// Without rounds, or without a reading of the cores, no bound.
+	rep := &bench.Report{Verdicts: []bench.Verdict{{Target: bench.Target{Name: "transport-amqp", Comparison: "transport-amqp", Goal: 0.8}}}}
 	if lines, _ := (roundTimes{}).receiverBound(context.Background(), rep); len(lines) != 0 {
 		t.Errorf("a target without receiver rounds got %q", lines)
+	}
+	times := roundTimes{}
+	offs, ons := receiverRounds("beam.smp", []float64{nan, nan, nan}, true)
+	for i := range offs {
+		times.add("transport-amqp", receiverOff, offs[i])
+		times.add("transport-amqp", receiverOn, ons[i])
+	}
+	if lines, _ := times.receiverBound(context.Background(), rep); len(lines) != 0 {
+		t.Errorf("a target without readings of the cores got %q", lines)
 	}
 }

@@ -19,7 +19,8 @@ import (
 //   - the cores: a round at the default concurrency that kept the
 //     machine's cores busy a share u of the time would pass at most 1/u
 //     times as many messages at the same CPU cost per message, whatever
-//     its concurrency; so the ratio is at most (high / u) / low;
+//     its concurrency; so the ratio is at most (high / u) / low (see
+//     coreBound);
 //   - on the service, the producer and the broker: the plain consumer
 //     that only acks receives what they pass it, so the service's ratio is
 //     at most plain / low;
@@ -54,15 +55,8 @@ func (r roundTimes) concurrencyBound(_ context.Context, rep *bench.Report) ([]st
 // concurrency (highs), at one message in flight (lows) and, on the
 // service, of the plain consumer.
 func concurrencyLine(v bench.Verdict, highs, lows, plains []flow.RoundTimes) string {
-	n := len(highs)
-	rateHigh, rateLow := make([]float64, n), make([]float64, n)
-	var cores, busyHigh, processHigh, busyLow, broker []float64
+	var processHigh, busyLow, broker []float64
 	for i := range highs {
-		rateHigh[i], rateLow[i] = highs[i].Rate, lows[i].Rate
-		if u := highs[i].Busy; u > 0 && lows[i].Rate > 0 {
-			cores = append(cores, highs[i].Rate/u/lows[i].Rate)
-			busyHigh = append(busyHigh, u)
-		}
 		if u := highs[i].Process; u >= 0 {
 			processHigh = append(processHigh, u)
 		}
@@ -80,10 +74,10 @@ func concurrencyLine(v bench.Verdict, highs, lows, plains []flow.RoundTimes) str
 	lanes := highs[0].Lanes
 	var b strings.Builder
 	fmt.Fprintf(&b, "Bound: %s: with %d messages in flight per handler %s %.0f %s, with one %.0f (measured %.3f, goal %g).",
-		v.Name, lanes, what, medianOf(rateHigh), unit, medianOf(rateLow), v.Value, v.Goal)
+		v.Name, lanes, what, medianField(highs, rate), unit, medianField(lows, rate), v.Value, v.Goal)
 	atCores, atBroker := math.Inf(1), math.Inf(1)
-	if len(cores) > 0 {
-		atCores = medianOf(cores)
+	if c, ok := coreBound(highs, lows); ok {
+		atCores = c.bound
 		var of []string
 		if len(processHigh) > 0 {
 			of = append(of, fmt.Sprintf("%.0f%% of them by this process, the rest by the brokers and any other tenant", 100*medianOf(processHigh)))
@@ -95,8 +89,7 @@ func concurrencyLine(v bench.Verdict, highs, lows, plains []flow.RoundTimes) str
 		if len(of) > 0 {
 			detail = " (" + strings.Join(of, "; ") + ")"
 		}
-		fmt.Fprintf(&b, " The machine's cores were %.0f%% busy with %d in flight%s: with every core busy at the same CPU cost per message the ratio would be at most %.2f.",
-			100*medianOf(busyHigh), lanes, detail, atCores)
+		fmt.Fprintf(&b, " The machine's cores were %.0f%% busy with %d in flight%s: %s.", 100*c.busy, lanes, detail, c)
 	}
 	if len(broker) > 0 {
 		atBroker = medianOf(broker)

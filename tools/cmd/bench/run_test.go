@@ -49,14 +49,14 @@ func TestTinyRunWritesReport(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(tail), "\n")[1:]
 	re := regexp.MustCompile(`^TARGET (\S+) ratio=-?[0-9]+\.[0-9]{3} goal=(>=|<=)[0-9.]+ (PASS|MISS)$`)
-	judged := map[string]bool{}
+	judged, missed := map[string]bool{}, map[string]bool{}
 	for _, line := range lines {
 		m := re.FindStringSubmatch(line)
 		if m == nil {
 			t.Errorf("line %q after the targets header is not a TARGET line", line)
 			continue
 		}
-		judged[m[1]] = true
+		judged[m[1]], missed[m[1]] = true, m[3] == "MISS"
 	}
 	var want []string
 	for _, target := range bench.NewPlan(bench.Tiny, bench.Deps{}).Targets {
@@ -87,6 +87,16 @@ func TestTinyRunWritesReport(t *testing.T) {
 		"cpu profile: receiver and store code"} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("report lacks %q", want)
+		}
+	}
+	// A missed receiver target is bounded by the CPU of its own rounds,
+	// profiled.
+	for _, kind := range transportKinds {
+		if name := receiverTargetPrefix + kind; missed[name] {
+			bound := regexp.MustCompile(`Bound: ` + name + `: the machine spent [^\n]*Per message, summed over the rounds, off → on: this process `)
+			if !bound.Match(report) {
+				t.Errorf("report lacks the CPU bound of %s", name)
+			}
 		}
 	}
 	for _, sweep := range []string{bench.CallersSweep, TransportSweep} {

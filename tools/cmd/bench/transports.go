@@ -66,7 +66,11 @@ func addTransports(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls 
 		}
 		benches = append(benches, tb)
 		name := receiverTargetPrefix + kind
+		// Every round of the comparison is profiled alike, so that what
+		// profiling costs weighs on each contender the same; the bound of
+		// a missed receiver target reads where the CPU went.
 		round := func(o flow.RoundOptions) func(context.Context) (flow.RoundTimes, error) {
+			o.Profile = true
 			return func(ctx context.Context) (flow.RoundTimes, error) { return tb.RoundWith(ctx, o) }
 		}
 		contenders := []bench.Contender{

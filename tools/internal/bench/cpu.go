@@ -2,9 +2,17 @@ package bench
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 )
+
+// ClockTick is the unit of the CPU times /proc reports: USER_HZ, a hundred
+// a second on every architecture Linux runs Go on.
+const ClockTick = 10 * time.Millisecond
 
 // CPUTimes is the machine's CPU time so far, over all its cores, in the
 // clock ticks of /proc/stat: Busy is every tick that was neither idle nor
@@ -38,11 +46,7 @@ func ReadCPU() (CPUTimes, bool) {
 // /proc/<pid>/stat; the second field, the command in parentheses, may
 // hold spaces, so the fields are counted after its closing parenthesis.
 func parseProcessTicks(stat []byte) (uint64, bool) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, false
-	}
-	fields := bytes.Fields(stat[i+1:]) // from the 3rd field on
+	fields := statFields(stat)
 	if len(fields) < 13 {
 		return 0, false
 	}
@@ -55,6 +59,16 @@ func parseProcessTicks(stat []byte) (uint64, bool) {
 		ticks += n
 	}
 	return ticks, true
+}
+
+// statFields are the fields of /proc/<pid>/stat from the third on, after
+// the command, nil when it has no command.
+func statFields(stat []byte) [][]byte {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil
+	}
+	return bytes.Fields(stat[i+1:])
 }
 
 // parseCPU parses the line of /proc/stat that sums every core:
@@ -91,4 +105,76 @@ func BusyFraction(a, b CPUTimes) (busy, process float64, ok bool) {
 	}
 	total := float64(b.Total - a.Total)
 	return min(1, float64(b.Busy-a.Busy)/total), min(1, float64(b.Process-a.Process)/total), true
+}
+
+// FindProcesses returns the PIDs of the processes on this machine whose
+// command (/proc/<pid>/comm) is comm and whose parent's is not: a
+// server's main process, such as redis-server, or PostgreSQL's
+// postmaster, whose backends [processTicks] reads as its children.
+func FindProcesses(comm string) []int { return findProcesses(os.DirFS("/proc"), comm) }
+
+func findProcesses(proc fs.FS, comm string) []int {
+	entries, _ := fs.ReadDir(proc, ".")
+	parents := map[int]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := fs.ReadFile(proc, e.Name()+"/comm"); err != nil || strings.TrimSpace(string(b)) != comm {
+			continue
+		}
+		parents[pid] = -1
+		if b, err := fs.ReadFile(proc, e.Name()+"/stat"); err == nil {
+			if f := statFields(b); len(f) > 1 {
+				parents[pid], _ = strconv.Atoi(string(f[1]))
+			}
+		}
+	}
+	var pids []int
+	for pid, parent := range parents {
+		if _, ok := parents[parent]; !ok {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// processTicks reads the CPU ticks each of pids, and each child of its
+// main thread, ran so far, leaving out those that are gone.
+func processTicks(proc fs.FS, pids []int) map[int]uint64 {
+	ticks := make(map[int]uint64, len(pids))
+	read := func(pid string) {
+		b, err := fs.ReadFile(proc, pid+"/stat")
+		if err != nil {
+			return
+		}
+		if n, ok := parseProcessTicks(b); ok {
+			id, _ := strconv.Atoi(pid)
+			ticks[id] = n
+		}
+	}
+	for _, pid := range pids {
+		p := strconv.Itoa(pid)
+		read(p)
+		children, _ := fs.ReadFile(proc, p+"/task/"+p+"/children")
+		for _, child := range bytes.Fields(children) {
+			read(string(child))
+		}
+	}
+	return ticks
+}
+
+// ticksBetween sums the ticks the processes ran from reading a to reading
+// b: a process b holds and a does not started between them, and all its
+// ticks count; one gone by b is left out.
+func ticksBetween(a, b map[int]uint64) uint64 {
+	var sum uint64
+	for pid, n := range b {
+		if m := a[pid]; n >= m {
+			sum += n - m
+		}
+	}
+	return sum
 }

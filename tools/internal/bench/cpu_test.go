@@ -1,6 +1,12 @@
 package bench
 
-import "testing"
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"testing/fstest"
+)
 
 func TestParseCPU(t *testing.T) {
 	stat := []byte("cpu  100 5 50 800 40 3 2 10 7 0\ncpu0 50 2 25 400 20 1 1 5 3 0\nintr 1 2 3\n")
@@ -43,5 +49,39 @@ func TestBusyFraction(t *testing.T) {
 	}
 	if f, ok := ReadCPU(); ok && (f.Busy > f.Total || f.Process > f.Busy) {
 		t.Errorf("ReadCPU = %+v: more busy ticks than ticks, or than the machine's", f)
+	}
+}
+
+// A program's processes are found by their command, the main one alone,
+// and read with its children; their ticks are summed over the processes
+// the second reading holds: one started after the first reading counts
+// whole, one gone by the second not at all.
+func TestPeerProcessTicks(t *testing.T) {
+	stat := func(parent int, ticks string) *fstest.MapFile {
+		return &fstest.MapFile{Data: fmt.Appendf(nil, "1 (x y) S %d 1 1 0 -1 0 0 0 0 0 %s 0 0 20 0 1 0 1 1 1\n", parent, ticks)}
+	}
+	comm := func(c string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(c + "\n")} }
+	proc := fstest.MapFS{
+		"7/comm": comm("postgres"), "7/stat": stat(1, "100 20"), "7/task/7/children": {Data: []byte("9 10 3")},
+		"9/comm": comm("postgres"), "9/stat": stat(7, "5 5"),
+		"10/comm": comm("postgres"), "10/stat": stat(7, "1 0"),
+		"8/comm": comm("redis-server"), "8/stat": stat(1, "1 1"),
+		"self/comm": comm("postgres"),
+		"stat":      {Data: []byte("cpu  1 2 3 4\n")},
+	}
+	pids := findProcesses(proc, "postgres")
+	if !slices.Equal(pids, []int{7}) {
+		t.Fatalf("findProcesses = %v, want the postmaster alone, [7]", pids)
+	}
+	before := processTicks(proc, pids) // its child 3 is gone
+	if want := map[int]uint64{7: 120, 9: 10, 10: 1}; !maps.Equal(before, want) {
+		t.Errorf("processTicks = %v, want %v", before, want)
+	}
+	after := map[int]uint64{7: 150, 9: 10, 11: 5} // 10 ended, 11 started
+	if got := ticksBetween(before, after); got != 35 {
+		t.Errorf("ticksBetween = %d, want 30 + 5", got)
+	}
+	if got := findProcesses(proc, "nats-server"); len(got) != 0 {
+		t.Errorf("no nats-server, yet %v", got)
 	}
 }

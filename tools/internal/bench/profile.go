@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"runtime/pprof"
@@ -40,6 +41,89 @@ type Finding struct {
 // OwnPrefixes are the prefixes of the receiver's and the stores' function
 // names.
 var OwnPrefixes = []string{"github.com/onceflow/onceflow/middleware.", "github.com/onceflow/onceflow/stores"}
+
+// CPUSplit is a process's CPU time by what spent it, from its CPU profile
+// (see [SplitCPUProfile]).
+type CPUSplit struct {
+	// Receiver is the idempotent receiver's code (package middleware).
+	Receiver time.Duration
+	// Store is the record store's code and its client's: onceflow's
+	// stores and go-redis.
+	Store time.Duration
+	// Transport is the rest of the code: the transport's, its broker's
+	// when it runs in process, the routers' and the handler's.
+	Transport time.Duration
+	// Runtime is the time of stacks with nothing but the runtime's frames:
+	// the garbage collector's workers, the scheduler, the profiler.
+	Runtime time.Duration
+}
+
+// Total is the process's CPU time, every bucket's.
+func (s CPUSplit) Total() time.Duration { return s.Receiver + s.Store + s.Transport + s.Runtime }
+
+// The prefixes of the function names SplitCPUProfile buckets by.
+const (
+	receiverPrefix  = "github.com/onceflow/onceflow/middleware."
+	storePrefix     = "github.com/onceflow/onceflow/stores"
+	redisPrefix     = "github.com/redis/go-redis"
+	watermillPrefix = "github.com/ThreeDotsLabs/watermill"
+)
+
+// SplitCPUProfile sums the CPU time of a CPU profile's samples by bucket.
+// The innermost frame of the receiver, of a store or of Watermill on a
+// sample's stack decides its bucket: receiver, store or transport, so a
+// store's call on behalf of the receiver is the store's, and the
+// receiver's own work (and the garbage it makes the collector assist
+// with) the receiver's. A go-redis frame without one of them is the
+// store client's; under Watermill's it is the redisstream transport's
+// client. A stack of the runtime's frames alone is the runtime's; any
+// other, the transport's.
+func SplitCPUProfile(data []byte) (CPUSplit, error) {
+	p, err := profile.Parse(bytes.NewReader(data))
+	if err != nil {
+		return CPUSplit{}, fmt.Errorf("parsing the cpu profile: %w", err)
+	}
+	idx := slices.IndexFunc(p.SampleType, func(st *profile.ValueType) bool { return st.Type == "cpu" })
+	if idx < 0 {
+		return CPUSplit{}, errors.New("profile has no cpu samples")
+	}
+	var split CPUSplit
+	for _, s := range p.Sample {
+		*split.bucket(s) += time.Duration(s.Value[idx])
+	}
+	return split, nil
+}
+
+// bucket is the field of s that sample counts in (see SplitCPUProfile).
+func (s *CPUSplit) bucket(sample *profile.Sample) *time.Duration {
+	redis, runtimeOnly := false, true
+	for _, loc := range sample.Location {
+		for _, line := range loc.Line {
+			if line.Function == nil {
+				continue
+			}
+			switch fn := line.Function.Name; {
+			case strings.HasPrefix(fn, receiverPrefix):
+				return &s.Receiver
+			case strings.HasPrefix(fn, storePrefix):
+				return &s.Store
+			case strings.HasPrefix(fn, watermillPrefix):
+				return &s.Transport
+			case strings.HasPrefix(fn, redisPrefix):
+				redis = true
+			case !strings.HasPrefix(fn, "runtime.") && !strings.HasPrefix(fn, "runtime/") && !strings.HasPrefix(fn, "internal/runtime/"):
+				runtimeOnly = false
+			}
+		}
+	}
+	switch {
+	case redis:
+		return &s.Store
+	case runtimeOnly:
+		return &s.Runtime
+	}
+	return &s.Transport
+}
 
 // Share is one function's flat share of a profile.
 type Share struct {

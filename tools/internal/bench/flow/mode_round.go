@@ -55,7 +55,7 @@ func (b *ModeBench) round(ctx context.Context, mode Mode) (_ *tally, prefix stri
 		return nil, "", err
 	}
 	msgs, _ := batch(id, b.opts.Messages, 0, minCopyLag)
-	tl := newTally(b.opts.Messages, len(msgs))
+	tl := newTally(b.opts.Messages, len(msgs), nil)
 	handle := effectHandler(b.schema.pool, tl)
 	consume := func() (*routers, error) {
 		return startRouters(ctx, 1, b.opts.Logger, func(r *message.Router) error {

@@ -93,7 +93,7 @@ func (p *plainConsumer) round(ctx context.Context, o ServiceOptions, n int) (Rou
 	if err != nil {
 		return RoundTimes{}, err
 	}
-	tl := newTally(n, n)
+	tl := newTally(n, n, nil)
 	defer tl.close()
 	p.current.Store(tl)
 	defer p.current.Store(nil)

@@ -29,27 +29,36 @@ type tally struct {
 	total      int64 // the deliveries that end the round
 	delivered  atomic.Int64
 	executions []atomic.Int32
-	first      atomic.Int64                   // unix nanoseconds at which the first delivery began
-	last       atomic.Int64                   // unix nanoseconds at which the latest ack came
-	storeWait  atomic.Int64                   // nanoseconds the receiver waited on its store (waitingStore)
-	handling   atomic.Int64                   // nanoseconds inside the middlewares below count and the handler
-	claims     atomic.Int64                   // Claims the receiver's store sent in batches (observeBatch)
-	batches    atomic.Int64                   // and the batches that carried them
-	cpuFirst   atomic.Pointer[bench.CPUTimes] // the machine's CPU times at the first delivery
-	cpuLast    *bench.CPUTimes                // and at the last ack; written before done closes
+	first      atomic.Int64    // unix nanoseconds at which the first delivery began
+	last       atomic.Int64    // unix nanoseconds at which the latest ack came
+	storeWait  atomic.Int64    // nanoseconds the receiver waited on its store (waitingStore)
+	handling   atomic.Int64    // nanoseconds inside the middlewares below count and the handler
+	claims     atomic.Int64    // Claims the receiver's store sent in batches (observeBatch)
+	batches    atomic.Int64    // and the batches that carried them
+	cpu        *bench.CPUMeter // from the first delivery to the last ack
 	done       chan struct{}
 	doneOnce   sync.Once
 	stop       chan struct{} // closed when the round is over
 	stopOnce   sync.Once
 }
 
-func newTally(unique, total int) *tally {
-	return &tally{total: int64(total), executions: make([]atomic.Int32, unique),
+// newTally returns the tally of a round of total deliveries of unique
+// messages, its span's CPU read by cpu, or by a meter of the machine's
+// times alone when nil.
+func newTally(unique, total int, cpu *bench.CPUMeter) *tally {
+	if cpu == nil {
+		cpu = bench.NewCPUMeter(false, nil)
+	}
+	return &tally{total: int64(total), executions: make([]atomic.Int32, unique), cpu: cpu,
 		done: make(chan struct{}), stop: make(chan struct{})}
 }
 
-// close ends the waits for acks still pending when the round is over.
-func (t *tally) close() { t.stopOnce.Do(func() { close(t.stop) }) }
+// close ends the waits for acks still pending when the round is over, and
+// its CPU meter, should the round have failed.
+func (t *tally) close() {
+	t.stopOnce.Do(func() { close(t.stop) })
+	t.cpu.Stop()
+}
 
 // count is the outermost middleware: it times the deliveries, and what
 // runs inside it, and counts each delivery once the router acks it (after
@@ -58,9 +67,7 @@ func (t *tally) count(h message.HandlerFunc) message.HandlerFunc {
 	return func(msg *message.Message) ([]*message.Message, error) {
 		start := time.Now()
 		if t.first.CompareAndSwap(0, start.UnixNano()) {
-			if c, ok := bench.ReadCPU(); ok {
-				t.cpuFirst.Store(&c)
-			}
+			t.cpu.Start()
 		}
 		out, err := h(msg)
 		t.handling.Add(int64(time.Since(start)))
@@ -83,9 +90,7 @@ func (t *tally) acked(msg *message.Message) {
 	t.finished(time.Now())
 	if t.delivered.Add(1) >= t.total {
 		t.doneOnce.Do(func() {
-			if c, ok := bench.ReadCPU(); ok {
-				t.cpuLast = &c
-			}
+			t.cpu.Stop()
 			close(t.done)
 		})
 	}
@@ -173,7 +178,11 @@ func (t *tally) claimsPerBatch() float64 {
 // delivery to the last ack, and the share this process ran, NaN when they
 // could not be read. Call it once wait has returned nil.
 func (t *tally) busy() (busy, process float64) {
-	return busyOver(t.cpuFirst.Load(), t.cpuLast)
+	first, last, ok := t.cpu.Times()
+	if !ok {
+		return busyOver(nil, nil)
+	}
+	return busyOver(&first, &last)
 }
 
 // storeWaitPerDelivery is the time the receiver waited on its store calls

@@ -17,6 +17,7 @@ import (
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/cache"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
+	"github.com/onceflow/onceflow/tools/internal/bench"
 )
 
 // Default sizes of a transport round: Kafka needs about 20,000 messages for
@@ -90,6 +91,9 @@ type TransportBench struct {
 	schema    *schema        // sql only
 	cluster   *kfake.Cluster // kafka without brokers given only
 	borrowed  bool           // schema and cluster are another bench's (Sized)
+	// peers are the record store's server and the broker, where they
+	// run on this machine, which a profiled round reads the CPU of.
+	peers map[string][]int
 }
 
 // NewTransportBench checks opts, fills its defaults and, on sql, creates the
@@ -99,7 +103,8 @@ func NewTransportBench(ctx context.Context, opts TransportOptions) (*TransportBe
 	if err != nil {
 		return nil, err
 	}
-	b := &TransportBench{opts: opts, keyPrefix: "bench:flow:" + shortID() + ":"}
+	b := &TransportBench{opts: opts, keyPrefix: "bench:flow:" + shortID() + ":",
+		peers: bench.FindPeers(StoreServer, BrokerCommand(opts.Kind))}
 	switch {
 	case opts.Kind == transport.SQL:
 		if b.schema, err = openSchema(ctx, opts.PostgresURL, "bench_flow_"); err != nil {
@@ -181,6 +186,10 @@ type RoundOptions struct {
 	// at once in this round, instead of the bench's InFlight: what
 	// HANDLER_CONCURRENCY sets in the service.
 	InFlight int
+	// Profile reads where the round's CPU went (RoundTimes.CPU): this
+	// process's by its CPU profile, the record store's server's and the
+	// broker's from their CPU times.
+	Profile bool
 }
 
 // RoundTimes is what a round measured: its rate, and where its
@@ -218,6 +227,36 @@ type RoundTimes struct {
 	// over the same span: the routers, the receiver, the in-process Kafka
 	// broker and the service's instance, not the other brokers.
 	Process float64
+	// Delivered is how many deliveries the round counted, copies
+	// included.
+	Delivered int
+	// CPU is what the same span cost in CPU, by who spent it, when the
+	// round was profiled (RoundOptions.Profile): its Peers are the record
+	// store's server (StoreServer) and the broker's processes
+	// (BrokerCommand).
+	CPU bench.CPUUse
+}
+
+// StoreServer is the command of the record store's server, Redis, whose
+// processes a profiled round reads the CPU times of.
+const StoreServer = "redis-server"
+
+// BrokerCommand is the command of the processes of kind's broker, and ""
+// where the broker runs in this process (kafka's in-process broker,
+// gochannel): on redisstream, StoreServer, which keeps both the records
+// and the streams; on sql, PostgreSQL's, its backends and the rest summed.
+func BrokerCommand(kind string) string {
+	switch kind {
+	case transport.AMQP:
+		return "beam.smp"
+	case transport.NATS:
+		return "nats-server"
+	case transport.SQL:
+		return "postgres"
+	case transport.RedisStream:
+		return StoreServer
+	}
+	return ""
 }
 
 // Occupancy is how many of the round's lanes held a message on average,
@@ -231,7 +270,11 @@ func (b *TransportBench) RoundWith(ctx context.Context, o RoundOptions) (RoundTi
 	if o.InFlight > 0 {
 		inFlight = o.InFlight
 	}
-	t, err := b.round(ctx, o.Receiver, inFlight)
+	var cpu *bench.CPUMeter
+	if o.Profile {
+		cpu = bench.NewCPUMeter(true, b.peers)
+	}
+	t, err := b.round(ctx, o.Receiver, inFlight, cpu)
 	if err != nil {
 		return RoundTimes{}, err
 	}
@@ -241,8 +284,9 @@ func (b *TransportBench) RoundWith(ctx context.Context, o RoundOptions) (RoundTi
 	}
 	handling, wait := t.handlingPerDelivery(), t.storeWaitPerDelivery()
 	busy, process := t.busy()
+	use, _ := t.cpu.Use()
 	return RoundTimes{Rate: t.rate(), Lanes: lanes, Handling: handling, StoreWait: wait, Own: max(0, handling-wait),
-		ClaimsPerBatch: t.claimsPerBatch(), Busy: busy, Process: process}, nil
+		ClaimsPerBatch: t.claimsPerBatch(), Busy: busy, Process: process, Delivered: int(t.delivered.Load()), CPU: use}, nil
 }
 
 // Sized returns a bench on b's brokers and schema whose rounds send
@@ -255,7 +299,7 @@ func (b *TransportBench) Sized(messages, duplicates int) (*TransportBench, error
 	if err != nil {
 		return nil, err
 	}
-	return &TransportBench{opts: o, keyPrefix: b.keyPrefix, schema: b.schema, cluster: b.cluster, borrowed: true}, nil
+	return &TransportBench{opts: o, keyPrefix: b.keyPrefix, schema: b.schema, cluster: b.cluster, borrowed: true, peers: b.peers}, nil
 }
 
 // Close drops the bench's schema and stops its Kafka broker, if any. Its

@@ -9,6 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/tools/internal/bench"
 )
 
 // The handler and topic of every round, under the round's topic prefix.
@@ -18,8 +19,9 @@ const (
 )
 
 // round runs one round of the transport bench (see Round), each consumer
-// holding inFlight messages, and returns its tally.
-func (b *TransportBench) round(ctx context.Context, receiver bool, inFlight int) (_ *tally, err error) {
+// holding inFlight messages, and returns its tally; cpu, when not nil,
+// reads what the round's span cost in CPU.
+func (b *TransportBench) round(ctx context.Context, receiver bool, inFlight int, cpu *bench.CPUMeter) (_ *tally, err error) {
 	o := b.opts
 	id := shortID()
 	cfg := transport.Config{
@@ -53,7 +55,7 @@ func (b *TransportBench) round(ctx context.Context, receiver bool, inFlight int)
 	}()
 
 	msgs, _ := batch(id, o.Messages, o.Duplicates, copyLag(inFlight*o.Consumers))
-	tl := newTally(o.Messages, len(msgs))
+	tl := newTally(o.Messages, len(msgs), cpu)
 	var mw []message.HandlerMiddleware
 	if receiver {
 		rec, err := b.newReceiver(tl)

@@ -33,6 +33,24 @@ func transportOptions(t testing.TB, kind string) TransportOptions {
 	return o
 }
 
+// openTransport opens a bench of o, closed when the test ends, and a
+// context of a minute for its rounds.
+func openTransport(t *testing.T, o TransportOptions) (context.Context, *TransportBench) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	b, err := NewTransportBench(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return ctx, b
+}
+
 // TestTransportRoundsDeliverEveryMessage runs a round with the receiver on
 // and one with it off on every transport: with it on, the handler runs
 // exactly once per message and the copies are acked without running it;
@@ -55,7 +73,7 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 			}()
 			_, copies := batch("x", o.Messages, o.Duplicates, copyLag(b.opts.InFlight*b.opts.Consumers))
 			for _, receiver := range []bool{true, false} {
-				tl, err := b.round(ctx, receiver, b.opts.InFlight)
+				tl, err := b.round(ctx, receiver, b.opts.InFlight, nil)
 				if err != nil {
 					t.Fatalf("receiver %v: %v", receiver, err)
 				}
@@ -94,6 +112,33 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A profiled round reads where its CPU went: this process's profile and
+// the CPU times of the record store's server and the broker, where they
+// run on this machine; a round not profiled reads neither.
+func TestProfiledRoundReadsItsCPU(t *testing.T) {
+	testenv.Integration(t)
+	o := transportOptions(t, "sql")
+	ctx, b := openTransport(t, o)
+	for _, profile := range []bool{true, false} {
+		rt, err := b.RoundWith(ctx, RoundOptions{Receiver: true, Profile: profile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("profile %v: %d deliveries at %.0f/s, CPU %+v", profile, rt.Delivered, rt.Rate, rt.CPU)
+		if rt.Delivered != o.Messages+o.Duplicates {
+			t.Errorf("profile %v: %d deliveries, want %d", profile, rt.Delivered, o.Messages+o.Duplicates)
+		}
+		if rt.CPU.Profiled != profile {
+			t.Errorf("profile %v: profiled %v", profile, rt.CPU.Profiled)
+		}
+		for comm := range rt.CPU.Peers {
+			if !profile || (comm != StoreServer && comm != BrokerCommand("sql")) {
+				t.Errorf("profile %v: read the CPU of %s", profile, comm)
+			}
+		}
 	}
 }
 
@@ -155,15 +200,9 @@ func TestReceiverRoundTripsPerMessage(t *testing.T) {
 	meter := &redismeter.Meter{}
 	client.AddHook(meter)
 	o.Redis = client
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b, err := NewTransportBench(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	ctx, b := openTransport(t, o)
 	meter.Reset()
-	if _, err := b.round(ctx, true, b.opts.InFlight); err != nil {
+	if _, err := b.round(ctx, true, b.opts.InFlight, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := meter.RoundTrips(), int64(2*o.Messages); got != want {
