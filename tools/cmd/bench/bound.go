@@ -46,8 +46,14 @@ func (r roundTimes) receiverBound(_ context.Context, rep *bench.Report) ([]strin
 			fmt.Fprintf(&b, " Per message, summed over the rounds, off → on: %s.", split)
 		}
 		verdict := fmt.Sprintf("within reach of the cores, which the receiver-on rounds kept %.0f%% busy", 100*c.busy)
-		if c.bound < v.Goal {
+		one, oneOK := oneInFlight(offs, ons)
+		switch {
+		case c.bound < v.Goal:
 			verdict = fmt.Sprintf("out of reach on this machine: at the receiver's CPU cost per message the cores pass at most %.0f msg/s", c.rate)
+		case oneOK && one.bound < v.Goal:
+			verdict = fmt.Sprintf("out of reach with one message in flight, the most its adapter hands out (see docs/brokers.md): "+
+				"each message waits %s on the store's Claim and Complete in series with the transport's own %s, "+
+				"so the ratio is at most %.2f, though the cores had room", micros(one.wait), micros(one.own), one.bound)
 		}
 		fmt.Fprintf(&b, " Verdict: %s.", verdict)
 		lines = append(lines, b.String())
@@ -82,6 +88,36 @@ func coreBound(of, over []flow.RoundTimes) (cores, bool) {
 		return cores{}, false
 	}
 	return cores{bound: medianOf(bound), rate: medianOf(rate), busy: medianOf(busy)}, true
+}
+
+// serial is what a transport that hands out one message at a time allows
+// receiver on / off, whatever the cores: each message waits on the
+// store's Claim and Complete in series with the transport's own time per
+// message, 1 / off, so on is at most 1 / (1/off + wait) and the ratio at
+// most 1 / (1 + off x wait), round by round, each on round's wait beside
+// the same round's off.
+type serial struct {
+	bound     float64
+	wait, own time.Duration
+}
+
+// oneInFlight is the serial bound of rounds that held one message at a
+// time, the median over the rounds; false when they held more.
+func oneInFlight(offs, ons []flow.RoundTimes) (serial, bool) {
+	var bound []float64
+	var wait, own []time.Duration
+	for i := range ons {
+		if ons[i].Lanes != 1 || offs[i].Rate <= 0 {
+			return serial{}, false
+		}
+		bound = append(bound, 1/(1+offs[i].Rate*ons[i].StoreWait.Seconds()))
+		wait = append(wait, ons[i].StoreWait)
+		own = append(own, time.Duration(float64(time.Second)/offs[i].Rate))
+	}
+	if len(bound) == 0 {
+		return serial{}, false
+	}
+	return serial{bound: medianOf(bound), wait: medianOf(wait), own: medianOf(own)}, true
 }
 
 // String states the bound.
