@@ -56,7 +56,10 @@ func testLogger(t *testing.T) *slog.Logger {
 // startDomain is startAppLogging running the domain d.
 func startDomain(t *testing.T, d domain.Domain, sm seams, logger *slog.Logger, environ ...string) *running {
 	t.Helper()
-	environ = append(anonymousUnlessKeys(environ, "HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=warn", "RETRY_INTERVAL=10ms"), environ...)
+	// A pool of 8 connections, as the fault suite's instances have: make
+	// test runs three packages side by side, all within PostgreSQL's 100.
+	environ = append(anonymousUnlessKeys(environ, "HTTP_ADDR=127.0.0.1:0", "LOG_LEVEL=warn", "RETRY_INTERVAL=10ms",
+		"DATABASE_MAX_CONNS=8"), environ...)
 	cfg, err := LoadConfig(environ)
 	if err != nil {
 		t.Fatal(err)
