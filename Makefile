@@ -11,6 +11,12 @@ TOOLS     = tools
 TOOLS_PKGS ?= ./...
 COMPOSE   ?= docker compose
 TEST_TIMEOUT ?= 9m
+# make test runs this many packages' tests at once. Most of its time the
+# longest (the service's end-to-end tests, the fault suite) wait on
+# brokers, stores and leases, so a third keeps the cores busy; their
+# PostgreSQL connections (8 per service instance) stay within the 100 a
+# default server allows.
+TEST_PACKAGES ?= 3
 FUZZTIME  ?= 60s
 # Minimizing an input that found new coverage is bounded by runs: at the
 # default (60s) one derived from a 100 KiB seed holds a worker for the whole
@@ -65,8 +71,8 @@ BENCH_PKGS = $(call bench_pkgs,.)
 TOOLS_BENCH_PKGS = $(call bench_pkgs,$(TOOLS))
 
 test: lint ## lint, then every test (unit and integration) with the race detector, then every benchmark once; the root module, then tools/
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
-	cd $(TOOLS) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TOOLS_PKGS)
+	$(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout $(TEST_TIMEOUT) $(PKGS)
+	cd $(TOOLS) && $(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout $(TEST_TIMEOUT) $(TOOLS_PKGS)
 	BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
 	cd $(TOOLS) && BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(TOOLS_BENCH_PKGS)
 
