@@ -52,10 +52,11 @@ func (tx consumerTx) Rollback() error { return tx.guard.finish(tx.Tx.Rollback) }
 
 // ExecContext runs the subscriber's statement once no unit of work is open
 // in the transaction.
-func (tx consumerTx) ExecContext(ctx context.Context, query string, args ...any) (result wsql.Result, err error) {
-	_ = tx.guard.finish(func() error {
+func (tx consumerTx) ExecContext(ctx context.Context, query string, args ...any) (wsql.Result, error) {
+	var result wsql.Result
+	err := tx.guard.finish(func() (err error) {
 		result, err = tx.Tx.ExecContext(ctx, query, args...)
-		return nil
+		return err
 	})
 	return result, err
 }
