@@ -40,7 +40,7 @@ type Finding struct {
 
 // OwnPrefixes are the prefixes of the receiver's and the stores' function
 // names.
-var OwnPrefixes = []string{"github.com/onceflow/onceflow/middleware.", "github.com/onceflow/onceflow/stores"}
+var OwnPrefixes = []string{receiverPrefix, storePrefix}
 
 // CPUSplit is a process's CPU time by what spent it, from its CPU profile
 // (see [SplitCPUProfile]).
