@@ -81,7 +81,7 @@ test-short: ## unit tests only: no services needed
 	cd $(TOOLS) && $(GO) test -short -count=1 $(TOOLS_PKGS)
 
 # make e2e: distinct payments per cell, each sent three times (make test's
-# short variant sends 100).
+# short variant sends 250).
 E2E_PAYMENTS ?= 2000
 
 e2e: ## the end-to-end suite (transport x store), E2E_PAYMENTS (2,000) per cell, against the `make up` services; prints each cell's time
