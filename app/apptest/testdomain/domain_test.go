@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -140,6 +141,10 @@ func TestDomain(t *testing.T) {
 	}
 	if got := parts.Routes.Names(); strings.Join(got, " ") != "charge notify receipt" {
 		t.Errorf("routes %v", got)
+	}
+	if got, want := testdomain.Routes().Topics(), parts.Routes.Topics(); !slices.Equal(got, want) ||
+		!slices.Equal(testdomain.Routes().Names(), parts.Routes.Names()) {
+		t.Errorf("Routes() has topics %v, want Open's %v", got, want)
 	}
 	if err := parts.Close(); err != nil {
 		t.Errorf("closing the in-process provider: %v", err)

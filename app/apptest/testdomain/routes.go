@@ -2,6 +2,7 @@ package testdomain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -26,6 +27,17 @@ type handlers struct {
 // chargeFunc charges amount for ref at the provider, with ctx's effect
 // key, and returns the charge's id.
 type chargeFunc func(ctx context.Context, ref string, amount int64) (string, error)
+
+// Routes lists the domain's message routes as Open builds them, for what
+// loops over every route the service runs (names, topics, consumer
+// groups). Their functions add to a ledger of their own and charge
+// nothing: every charge fails.
+func Routes() domain.Routes {
+	noProvider := func(context.Context, string, int64) (string, error) {
+		return "", errors.New("the functions of Routes charge at no provider")
+	}
+	return handlers{ledger: NewMemoryLedger(), charge: noProvider, logger: slog.New(slog.DiscardHandler)}.routes(nil)
+}
 
 // routes lists the routes, each function behind mws, the first outermost.
 func (h handlers) routes(mws []message.HandlerMiddleware) domain.Routes {
