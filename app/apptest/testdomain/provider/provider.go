@@ -1,0 +1,168 @@
+// Package provider is the test domain's provider: a tiny HTTP service that
+// makes charges, which testdomain's charge route calls as it would call a
+// real one, and whose count of charges is the truth the fault suite
+// checks the ledger against.
+//
+// Its one route, POST /charges with {"ref": "...", "amount": n}, makes a
+// charge and answers 201 {"id": "ch_...", "ref": ..., "amount": ...}. It
+// is guarded by onceflow's own Idempotency-Key face, so it keeps the
+// promise an effect key relies on: a request that repeats a key is
+// answered with the first one's charge and charges nothing. A request
+// without a key is charged every time, the window an effect key closes.
+//
+// With a PostgreSQL pool ([Config].DB) its Idempotency-Key records and its
+// charges live in that database or schema, and each charge commits in one
+// transaction with its record (the receiver's transaction mode), so even
+// a provider that fails mid-request charges a key once; without one both
+// live in memory.
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceflow/onceflow/exactlyonce"
+	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/problem"
+	"github.com/onceflow/onceflow/stores/memory"
+)
+
+// Config configures a Provider. The zero value keeps everything in
+// memory.
+type Config struct {
+	// DB, when set, keeps the provider's records and charges: Start
+	// applies the records' migrations and the provider's there. Its
+	// expired records are not swept: it is for tests, in a schema of
+	// their own.
+	DB *pgxpool.Pool
+	// Logger receives the provider's and its receiver's warnings.
+	// Default: discarded.
+	Logger *slog.Logger
+}
+
+// Counts is what a provider charged.
+type Counts struct {
+	// Charges is the number of charges made.
+	Charges int64
+	// IDs is the number of distinct refs among them: Charges - IDs
+	// charges are doubles.
+	IDs int64
+}
+
+// Provider is a running provider. Close it when done.
+type Provider struct {
+	// URL is its base URL, http://127.0.0.1:<port>.
+	URL string
+
+	charges book
+	logger  *slog.Logger
+	server  *httptest.Server
+	closers []func() error
+}
+
+// charge is a charge made: the body of 201 Created.
+type charge struct {
+	ID     string `json:"id"`
+	Ref    string `json:"ref"`
+	Amount int64  `json:"amount"`
+}
+
+// Start starts a provider on cfg, serving on a free loopback port.
+func Start(ctx context.Context, cfg Config) (_ *Provider, err error) {
+	p := &Provider{logger: cfg.Logger}
+	if p.logger == nil {
+		p.logger = slog.New(slog.DiscardHandler)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, p.Close())
+		}
+	}()
+	rc := middleware.Config{Logger: p.logger}
+	if cfg.DB == nil {
+		store := memory.New(memory.Config{})
+		p.closers = append(p.closers, store.Close)
+		rc.Store, p.charges = store, &memoryBook{refs: map[string]int64{}}
+	} else {
+		store, err := openPostgres(ctx, cfg.DB)
+		if err != nil {
+			return nil, err
+		}
+		// Each charge commits in one transaction with its record.
+		rc.Store, rc.Transactor = store, exactlyonce.Transactor{DB: cfg.DB, Store: store}
+		p.charges = postgresBook{cfg.DB}
+	}
+	receiver, err := middleware.NewReceiver(rc)
+	if err != nil {
+		return nil, err
+	}
+	face := receiver.HTTP(
+		middleware.WithAnonymous(),       // one merchant: the service
+		middleware.WithOptionalKey(),     // no key: a charge every time
+		middleware.WithClientQuota(0, 0), // its one caller is trusted
+		middleware.WithMaxRequestBody(4<<10),
+	)
+	mux := http.NewServeMux()
+	mux.Handle("POST /charges", face(http.HandlerFunc(p.charge)))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("starting the provider: %w", err)
+	}
+	errorLog := slog.NewLogLogger(p.logger.Handler(), slog.LevelWarn)
+	p.server = &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux, ErrorLog: errorLog}}
+	p.server.Start()
+	p.URL = p.server.URL
+	return p, nil
+}
+
+// charge serves POST /charges: 201 with a new charge, 400 for a body that
+// is not a charge, 500 when the charge could not be recorded (the face
+// releases the key: a retry charges).
+func (p *Provider) charge(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Ref    string `json:"ref"`
+		Amount int64  `json:"amount"`
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.Ref == "" || len(req.Ref) > 512 || req.Amount <= 0 {
+		problem.Write(w, problem.New(problem.Invalid, `a charge is {"ref": 1 to 512 bytes, "amount": a positive integer}`))
+		return
+	}
+	c := charge{ID: "ch_" + uuid.NewString(), Ref: req.Ref, Amount: req.Amount}
+	if err := p.charges.add(r.Context(), c); err != nil {
+		p.logger.ErrorContext(r.Context(), "recording a charge", "ref", c.Ref, "err", err)
+		problem.Write(w, problem.New(problem.Internal, "the charge could not be made"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(c)
+}
+
+// Counts returns what the provider charged so far.
+func (p *Provider) Counts(ctx context.Context) (Counts, error) { return p.charges.counts(ctx) }
+
+// Close stops serving, once the requests in flight are answered, and
+// releases what Start opened; it does not close Config.DB.
+func (p *Provider) Close() error {
+	if p.server != nil {
+		p.server.Close()
+		p.server = nil
+	}
+	var errs []error
+	for i := len(p.closers) - 1; i >= 0; i-- {
+		errs = append(errs, p.closers[i]())
+	}
+	p.closers = nil
+	return errors.Join(errs...)
+}
