@@ -31,31 +31,19 @@ FUZZ_TARGETS = \
 	./middleware:FuzzHTTPIdempotency \
 	./middleware:FuzzIdempotencyKey \
 	./middleware:FuzzMessageEnvelope \
-	./middleware:FuzzResponseEnvelope \
-	./handlers:FuzzDecodePaymentRequested \
-	./handlers:FuzzDecodePaymentCharged
+	./middleware:FuzzResponseEnvelope
 
-.PHONY: help run build test test-short e2e fuzz chaos bench bench-tools vet lint vulncheck image-size rename rename-check example-check up down clean
+.PHONY: help run build test test-short e2e fuzz chaos bench bench-tools vet lint vulncheck image-size rename example-check up down clean
 
 help: ## list targets
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 # make run serves the API without keys, to every caller as one anonymous
 # client (the service refuses to start with neither API_KEYS nor
 # ALLOW_ANONYMOUS=true). With API_KEYS set (API_KEYS=k3y:me make run) every
 # request needs a key, and ALLOW_ANONYMOUS changes nothing.
-run: build ## run the service on :8080 (in-process transport, memory store, in-process payment provider, no API keys: nothing to install)
+run: build ## run the service on :8080 (in-process transport, memory store, no API keys: nothing to install)
 	ALLOW_ANONYMOUS=true ./bin/onceflow serve
-
-# make provider: the payments example's payment provider on its own, its
-# records and charges in memory, or in PostgreSQL with
-# PROVIDER_DATABASE_URL. `make run` starts one in process; to charge this
-# one instead, PAYMENT_PROVIDER_URL=http://127.0.0.1:8090 make run.
-PROVIDER_ADDR ?= 127.0.0.1:8090
-
-.PHONY: provider
-provider: build ## run the payments example's payment provider on PROVIDER_ADDR (127.0.0.1:8090): POST /charges, GET /charges/count
-	./bin/onceflow provider --addr $(PROVIDER_ADDR)
 
 build: ## build bin/onceflow
 	$(GO) build -o bin/onceflow ./cmd/onceflow
@@ -114,25 +102,12 @@ linearizability: ## the stores' linearizability check, long variant: 20s per sto
 	REQUIRE_SERVICES=1 LINEARIZABILITY=long \
 		$(GO) test -count=1 -p 1 -timeout 30m -v -run 'TestLinearizable|TestBrokenStoresAreCaught' ./stores/...
 
-# make load: what to send and where. LOAD_TRANSPORT=gochannel goes through the
-# HTTP API of `make run`; kafka, amqp and sql publish to the compose stack's
-# broker on its host address (`docker compose --profile <transport> up`).
-LOAD_TRANSPORT ?= gochannel
-LOAD_ARGS ?= --rate 200 --duration 30s --concurrency 16 --dup-ratio 0.2
-
 # make bench-retention: how many expired records the retention bench fills.
 RETENTION_ROWS ?= 10000000
 
 .PHONY: bench-retention
 bench-retention: ## PostgreSQL retention against RETENTION_ROWS (10M) expired records, rows and partitioned layouts: rows/s, claim p99 sweeping vs idle
 	cd $(TOOLS) && $(GO) test -tags bench -count=1 -run TestScale -v -timeout 1h ./internal/bench/retention/ -args -rows=$(RETENTION_ROWS)
-
-.PHONY: load
-load: build ## load the service on :8080 (make run; compose stack: LOAD_TRANSPORT=kafka|amqp|sql) with LOAD_ARGS, then check every payment was charged once
-	KAFKA_BROKERS=$${KAFKA_BROKERS:-127.0.0.1:9092} \
-	AMQP_URL=$${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/} \
-	DATABASE_URL="$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}" \
-		./bin/onceflow load --transport $(LOAD_TRANSPORT) $(LOAD_ARGS)
 
 # make bench: the published run. BENCH_SIZE=short runs fewer, shorter rounds.
 BENCH_SIZE ?= full
@@ -188,11 +163,15 @@ rename: ## turn this repository into your service, in place: make rename MODULE=
 	@test -n "$(MODULE)" -a -n "$(NAME)" || { echo 'usage: make rename MODULE=github.com/acme/orders NAME=orders'; exit 2; }
 	cd $(TOOLS) && $(GO) run ./cmd/rename -dir .. -module '$(MODULE)' -name '$(NAME)'
 
-example-check: ## replace the payments example with testdata's shop domain in a temp copy, then build it and run the shop's end-to-end test (CI runs it beside make test)
-	cd $(TOOLS) && REQUIRE_SERVICES=$${REQUIRE_SERVICES:-1} $(GO) test -tags examplecheck -count=1 -timeout 15m -run TestExampleDomainReplaced ./internal/repocheck/
-
-rename-check: ## rename a copy in a temp dir, then build, vet and run its unit tests (CI runs it beside make test)
-	cd $(TOOLS) && $(GO) test -tags renamecheck -count=1 -timeout 20m -run TestRenamedCopy ./internal/repocheck/
+# make example-check: what a fork does, on copies of the tree (see
+# docs/forking.md): TestFork runs the page's fork steps (make rename, the
+# example deleted), puts testdata's shop domain in its place and changes
+# the one line, then builds, vets, tests, lints and docs-checks both
+# modules and runs the shop's end-to-end test and the short fault suite
+# and bench; TestBrokerRemoved deletes one broker's folder and its case.
+# Each compiles both modules anew, so CI runs it beside make test.
+example-check: ## on copies of the tree: fork it as docs/forking.md says (rename, example replaced by testdata's shop) and check it as CI does; remove one broker and test the rest
+	cd $(TOOLS) && REQUIRE_SERVICES=$${REQUIRE_SERVICES:-1} $(GO) test -tags examplecheck -count=1 -timeout 40m -v -run 'TestFork|TestBrokerRemoved' ./internal/repocheck/
 
 up: ## start PostgreSQL, Redis, RabbitMQ, NATS and Kafka with docker compose and wait until healthy
 	$(COMPOSE) up -d --wait postgres redis rabbitmq nats kafka
@@ -202,3 +181,7 @@ down: ## stop the compose services (make down VOLUMES=1 also removes their data)
 
 clean: ## remove build output
 	rm -rf bin coverage.out e2e-report.md chaos-report.md
+
+# The domain's own targets, variables and fuzz targets (FUZZ_TARGETS +=):
+# handlers/*.mk, which go with the domain when a fork replaces handlers/.
+-include $(wildcard handlers/*.mk)

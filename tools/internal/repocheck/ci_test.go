@@ -133,8 +133,29 @@ func serviceVariables(t *testing.T) []string {
 func makeTargets(t *testing.T) map[string]bool {
 	t.Helper()
 	targets := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^([a-z0-9-]+):`).FindAllStringSubmatch(readFile(t, "Makefile"), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^([a-z0-9-]+):`).FindAllStringSubmatch(makefiles(t), -1) {
 		targets[m[1]] = true
 	}
 	return targets
+}
+
+// makeInclude is the Makefile's include of the domain's own make files.
+var makeInclude = regexp.MustCompile(`(?m)^-include \$\(wildcard ([^)]+)\)$`)
+
+// makefiles is the text of the Makefile and of the files it includes (the
+// domain's handlers/*.mk), one after the other.
+func makefiles(t *testing.T) string {
+	t.Helper()
+	text := readFile(t, "Makefile")
+	all := text
+	for _, m := range makeInclude.FindAllStringSubmatch(text, -1) {
+		files, err := filepath.Glob(filepath.Join(root, m[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			all += "\n" + readFile(t, mustRel(t, f))
+		}
+	}
+	return all
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -70,27 +71,31 @@ func TestDocs(t *testing.T) {
 }
 
 // TestDocsCheckCatchesBrokenBlocks feeds the check of TestDocs pages with
-// one mistake each, and a page without any.
+// one mistake each, and a page without any. The pages quote, besides the
+// service's own commands and routes, those of a sample domain the test
+// adds to what the check knows (sampleDomain), so that it checks the same
+// whichever domain the binary runs.
 func TestDocsCheckCatchesBrokenBlocks(t *testing.T) {
 	t.Parallel()
 	c := newDocsChecker(t)
+	sampleDomain(c)
 	block := func(lang, body string) string { return "# Sample\n\n```" + lang + "\n" + body + "\n```\n" }
 
 	t.Run("sound", func(t *testing.T) {
 		page := block("sh", `make run          # builds, then listens on :8080
 for k in tour-1 tour-2; do
-  curl -s -X POST localhost:8080/v1/payments -H 'Content-Type: application/json' \
-    -H "Idempotency-Key: $k" -d '{"payment_id":"pay-1"}'; echo
+  curl -s -X POST localhost:8080/v1/samples -H 'Content-Type: application/json' \
+    -H "Idempotency-Key: $k" -d '{"id":"s-1"}'; echo
 done
-# {"payments":4}
-go run ./cmd/onceflow publish --count 3 --duplicates 1
-curl -s localhost:8080/metrics | grep 'onceflow_receiver_outcomes_total{.*charge_payment'
+# {"samples":4}
+go run ./cmd/onceflow send --count 3 --copies 2
+curl -s localhost:8080/metrics | grep 'onceflow_receiver_outcomes_total{.*record_sample'
 TRANSPORT=kafka KAFKA_BROKERS=127.0.0.1:9092 make run
 REQUIRE_SERVICES=1 TEST_KAFKA_BROKERS=127.0.0.1:9092 make test
-make load LOAD_TRANSPORT=kafka LOAD_ARGS='--rate 0 --duration 1m'
-./bin/onceflow keys release --handler charge_payment --key=pay-1 --force
-curl -s -X POST 'http://127.0.0.1:8080/admin/keys/charge_payment/evict?key=pay-1'
-go test -run 'A|B' ./handlers/... ./migrations/
+make bench BENCH_SIZE=short
+./bin/onceflow keys release --handler record_sample --key=s-1 --force
+curl -s -X POST 'http://127.0.0.1:8080/admin/keys/record_sample/evict?key=s-1'
+go test -run 'A|B' ./app/... ./migrations/
 docker compose --profile kafka up --build
 docker compose --profile tracing up -d jaeger`) +
 			block("console", "$ make test-short\nok  \tgithub.com/x 0.1s") +
@@ -102,21 +107,21 @@ docker compose --profile tracing up -d jaeger`) +
 
 	for _, tc := range []struct{ name, page string }{
 		{"make target", block("sh", "make frobnicate")},
-		{"make variable", block("sh", "make load LOAD_TRANSPRT=kafka")},
+		{"make variable", block("sh", "make bench BENCH_SIZ=short")},
 		{"make target in a console block", block("console", "$ make tset")},
 		{"make target inline", "# Sample\n\nRun `make tset` first.\n"},
 		{"onceflow command", block("sh", "onceflow frobnicate")},
-		{"onceflow flag", block("sh", "./bin/onceflow publish --count 3 --dupes 1")},
-		{"onceflow flag of another command", block("bash", "go run ./cmd/onceflow publish --dup-ratio 0.5")},
+		{"onceflow flag", block("sh", "./bin/onceflow send --count 3 --dupes 1")},
+		{"onceflow flag of another command", block("bash", "go run ./cmd/onceflow send --dup-ratio 0.5")},
 		{"cd to no directory", block("bash", "cd nowhere && make test")},
 		{"go package relative to a cd", block("bash", "(cd tools && go run ./cmd/onceflow serve)")},
 		{"onceflow flag inline", "# Sample\n\n`onceflow keys get --hndler x`\n"},
 		{"flag of a command that takes none", block("sh", "onceflow serve --port 9090")},
 		{"package", block("sh", "go test ./no/such/package/")},
-		{"package tree", block("sh", "go test -run X ./handlers/... ./nowhere/...")},
+		{"package tree", block("sh", "go test -run X ./app/... ./nowhere/...")},
 		{"route", block("sh", "curl -s localhost:8080/v1/refunds")},
-		{"route method", block("sh", "curl -s -X DELETE localhost:8080/v1/payments/pay-1")},
-		{"route of a POST with data", block("sh", "curl -s localhost:8080/v1/ledger/summary -d '{}'")},
+		{"route method", block("sh", "curl -s -X DELETE localhost:8080/v1/samples/s-1")},
+		{"route of a POST with data", block("sh", "curl -s localhost:8080/v1/samples/s-1 -d '{}'")},
 		{"setting", block("sh", "DEDUP_TTLS=1h make run")},
 		{"setting in front of onceflow", block("sh", "STOR=redis onceflow serve")},
 		{"compose profile", block("sh", "docker compose --profile kafak up --build")},
@@ -132,6 +137,17 @@ docker compose --profile tracing up -d jaeger`) +
 				t.Log(strings.Join(problems, "\n"))
 			}
 		})
+	}
+}
+
+// sampleDomain adds to what c knows the commands and routes of a domain
+// of its own, as if the binary ran it: onceflow send and onceflow load,
+// POST /v1/samples and GET /v1/samples/{id}.
+func sampleDomain(c *docsChecker) {
+	c.commands["send"] = map[string]bool{"count": true, "copies": true}
+	c.commands["load"] = map[string]bool{"dup-ratio": true}
+	for _, p := range []string{"POST /v1/samples", "GET /v1/samples/{id}"} {
+		c.routes.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
 	}
 }
 
@@ -175,7 +191,7 @@ func newDocsChecker(t *testing.T) *docsChecker {
 		services: map[string]bool{},
 		anchors:  map[string]map[string]bool{},
 	}
-	makefile := readFile(t, "Makefile")
+	makefile := makefiles(t)
 	for _, m := range regexp.MustCompile(`(?m)^([A-Z][A-Z0-9_]*)\s*[?:]?=|\$\(([A-Z][A-Z0-9_]*)\)`).FindAllStringSubmatch(makefile, -1) {
 		c.makeVars[m[1]+m[2]] = true
 	}
@@ -202,8 +218,9 @@ func newDocsChecker(t *testing.T) *docsChecker {
 		t.Fatal(`found no env:"…" tags in app/`)
 	}
 
-	c.commands = onceflowCommands(t)
-	c.routes = serviceRoutes(t)
+	dirs := binaryDirs(t)
+	c.commands = onceflowCommands(t, dirs)
+	c.routes = serviceRoutes(t, dirs)
 
 	var compose struct {
 		Services map[string]struct {
@@ -258,24 +275,61 @@ func walkGo(t *testing.T, dir string, fn func(rel, src string)) {
 	}
 }
 
-// commandDirs hold the binary's commands: cmd/onceflow's own, and those
-// the example domain adds (a map[string]domain.Command literal).
-var commandDirs = []string{"cmd/onceflow", "handlers/traffic"}
+// binaryDirs lists the directories, relative to the root, of the
+// packages the service's binary (cmd/*, the one main of the module's
+// cmd/) links from this module: the service's own, and those of the domain
+// it picks. The commands the docs may quote are theirs, and the routes
+// they may ask for.
+func binaryDirs(t *testing.T) []string {
+	t.Helper()
+	mains, err := filepath.Glob(filepath.Join(root, "cmd", "*", "main.go"))
+	if err != nil || len(mains) != 1 {
+		t.Fatalf("cmd/*/main.go: %q, %v; want one binary", mains, err)
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.Dir}}{{end}}", "./"+filepath.ToSlash(filepath.Dir(mustRel(t, mains[0]))))
+	cmd.Dir = abs
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps of the binary: %v", err)
+	}
+	var dirs []string
+	for _, dir := range strings.Fields(string(out)) {
+		if rel, err := filepath.Rel(abs, dir); err == nil && !strings.HasPrefix(rel, "..") {
+			dirs = append(dirs, filepath.ToSlash(rel))
+		}
+	}
+	return dirs
+}
 
-// onceflowCommands reads the source of commandDirs: the commands
-// cmd/onceflow's run switches on and the domain's command map names, and
-// the flags each command's flag set defines. A command without a flag set
-// of its own (serve, migrate, healthcheck) takes none.
-func onceflowCommands(t *testing.T) map[string]map[string]bool {
+// mustRel is path relative to the root.
+func mustRel(t *testing.T, path string) string {
+	t.Helper()
+	rel, err := filepath.Rel(root, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
+// onceflowCommands reads the source of the binary's packages
+// (binaryDirs): the commands its main's run switches on and the domain's
+// command map names, and the flags each command's flag set defines. A
+// command without a flag set of its own (serve, migrate, healthcheck)
+// takes none.
+func onceflowCommands(t *testing.T, dirs []string) map[string]map[string]bool {
 	t.Helper()
 	fset := token.NewFileSet()
 	commands := map[string]map[string]bool{}
 	flags := map[string]map[string]bool{} // flag set name -> flags
-	for _, d := range commandDirs {
+	for _, d := range dirs {
 		readCommands(t, fset, filepath.Join(root, filepath.FromSlash(d)), commands, flags)
 	}
 	if len(commands) == 0 {
-		t.Fatal("found no commands in cmd/onceflow's run")
+		t.Fatal("found no commands in the binary's run")
 	}
 	for name := range commands {
 		commands[name] = flags[name]
@@ -421,19 +475,24 @@ func leadingString(e ast.Expr) (string, bool) {
 }
 
 // serviceRoutes reads the routes the service serves from the source of
-// handlers/, admin/ and app/: every "METHOD /path" pattern, and every
-// pattern given to Handle or HandleFunc but the subtrees ("/v1/") that only
-// hand requests on to another mux.
-func serviceRoutes(t *testing.T) *http.ServeMux {
+// the binary's packages (binaryDirs): every "METHOD /path" pattern, and
+// every pattern given to Handle or HandleFunc but the subtrees ("/v1/")
+// that only hand requests on to another mux.
+func serviceRoutes(t *testing.T, dirs []string) *http.ServeMux {
 	t.Helper()
 	withMethod := regexp.MustCompile(`"((?:GET|HEAD|POST|PUT|PATCH|DELETE) /[^"\s]*)"`)
 	handled := regexp.MustCompile(`\.Handle(?:Func)?\("(/[^"\s]*)"`)
 	patterns := map[string]bool{}
-	for _, dir := range []string{"handlers", "admin", "app"} {
-		walkGo(t, dir, func(rel, src string) {
-			if strings.HasSuffix(rel, "_test.go") {
-				return
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+				continue
 			}
+			src := readFile(t, path.Join(dir, e.Name()))
 			for _, m := range withMethod.FindAllStringSubmatch(src, -1) {
 				patterns[m[1]] = true
 			}
@@ -442,11 +501,17 @@ func serviceRoutes(t *testing.T) *http.ServeMux {
 					patterns[m[1]] = true
 				}
 			}
-		})
+		}
 	}
 	if len(patterns) == 0 {
-		t.Fatal("found no routes in handlers/, admin/ or app/")
+		t.Fatal("found no routes in the binary's packages")
 	}
+	return routeMux(t, patterns)
+}
+
+// routeMux serves patterns, each answering 200.
+func routeMux(t *testing.T, patterns map[string]bool) *http.ServeMux {
+	t.Helper()
 	mux := http.NewServeMux()
 	for p := range patterns {
 		func() {
@@ -830,7 +895,7 @@ func (c *docsChecker) checkCurl(args []string) []string {
 		}
 		req := httptest.NewRequest(method, u.RequestURI(), nil)
 		if _, pattern := c.routes.Handler(req); pattern == "" {
-			problems = append(problems, fmt.Sprintf("curl: the service serves no %s %s (see handlers/, admin/ and app/http.go)", method, u.Path))
+			problems = append(problems, fmt.Sprintf("curl: the service serves no %s %s (see the routes of the binary's packages)", method, u.Path))
 		}
 	}
 	return problems
