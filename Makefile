@@ -26,12 +26,13 @@ FUZZMINIMIZETIME ?= 1000x
 # Every fuzz target, as package:Target; `make fuzz` runs each for FUZZTIME.
 FUZZ_TARGETS = \
 	./stores:FuzzStorageKey \
-	./middleware:FuzzMessageKey \
-	./middleware:FuzzFingerprint \
-	./middleware:FuzzHTTPIdempotency \
-	./middleware:FuzzIdempotencyKey \
-	./middleware:FuzzMessageEnvelope \
-	./middleware:FuzzResponseEnvelope
+	./middleware/consume:FuzzMessageKey \
+	./middleware/consume:FuzzFingerprint \
+	./middleware/consume:FuzzMessageEnvelope \
+	./middleware/idempotencykey:FuzzHTTPIdempotency \
+	./middleware/idempotencykey:FuzzIdempotencyKey \
+	./middleware/idempotencykey:FuzzRequestFingerprint \
+	./middleware/idempotencykey:FuzzResponseEnvelope
 
 .PHONY: help run build test test-short e2e fuzz chaos bench bench-tools vet lint vulncheck image-size rename example-check up down clean
 

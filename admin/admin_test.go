@@ -16,7 +16,9 @@ import (
 
 	"github.com/onceflow/onceflow/admin"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/apikey"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/problem"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/memory"
@@ -29,7 +31,7 @@ const adminKey = "s3cret-admin-key"
 // client-a's Idempotency-Key k-1 on POST /v1/payments.
 type fixture struct {
 	store    *memory.Store
-	receiver *middleware.Receiver
+	receiver *receiver.Receiver
 	api      http.Handler // the payments route behind its HTTP face
 	admin    *httptest.Server
 	logs     *testenv.Buffer
@@ -42,7 +44,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{store: memory.New(memory.Config{}), logs: &testenv.Buffer{}, runs: map[string]int{}}
 	t.Cleanup(func() { _ = f.store.Close() })
 	var err error
-	if f.receiver, err = middleware.NewReceiver(middleware.Config{Store: f.store}); err != nil {
+	if f.receiver, err = receiver.New(receiver.Config{Store: f.store}); err != nil {
 		t.Fatal(err)
 	}
 	svc, err := admin.New(admin.Config{
@@ -60,17 +62,17 @@ func newFixture(t *testing.T) *fixture {
 	f.admin = httptest.NewServer(h)
 	t.Cleanup(f.admin.Close)
 
-	keys, _ := middleware.NewAPIKeys(map[string]string{"key-a": "client-a", "key-b": "client-b"})
+	keys, _ := apikey.NewKeys(map[string]string{"key-a": "client-a", "key-b": "client-b"})
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/payments", f.receiver.HTTP()(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		client, _ := middleware.ClientFromContext(r.Context())
+	mux.Handle("POST /v1/payments", idempotencykey.Middleware(f.receiver)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		client, _ := apikey.ClientFromContext(r.Context())
 		f.ran(client)
 		w.WriteHeader(http.StatusCreated)
 	})))
-	f.api = middleware.Authenticate(keys, nil)(mux)
+	f.api = apikey.Authenticate(keys, nil)(mux)
 
 	f.execute(t, "pay-1")
-	if _, err := f.store.Claim(context.Background(), middleware.RecordKey("charge_payment", "pay-2"), nil, time.Hour); err != nil {
+	if _, err := f.store.Claim(context.Background(), receiver.RecordKey("charge_payment", "pay-2"), nil, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if code := f.pay("key-a", "k-1"); code != http.StatusCreated {
@@ -107,7 +109,7 @@ func (f *fixture) execute(t *testing.T, key string) {
 func (f *fixture) pay(apiKey, key string) int {
 	req := httptest.NewRequest(http.MethodPost, "/v1/payments", nil)
 	req.Header.Set("Authorization", "Bearer "+apiKey)
-	req.Header.Set(middleware.IdempotencyKeyHeader, key)
+	req.Header.Set(idempotencykey.Header, key)
 	rec := httptest.NewRecorder()
 	f.api.ServeHTTP(rec, req)
 	return rec.Code
@@ -208,9 +210,9 @@ func TestAdminRefusesBadInputAndChangesNothing(t *testing.T) {
 	}
 	// Nothing changed.
 	for key, want := range map[string]string{
-		middleware.RecordKey("charge_payment", "pay-1"):                                                     "completed",
-		middleware.RecordKey("charge_payment", "pay-2"):                                                     "in_progress",
-		middleware.RecordKey("http", middleware.RequestKey("client-a", "POST", "POST /v1/payments", "k-1")): "completed",
+		receiver.RecordKey("charge_payment", "pay-1"):                                                         "completed",
+		receiver.RecordKey("charge_payment", "pay-2"):                                                         "in_progress",
+		receiver.RecordKey("http", idempotencykey.RequestKey("client-a", "POST", "POST /v1/payments", "k-1")): "completed",
 	} {
 		if got := f.state(t, key); got != want {
 			t.Errorf("record %s is %s, want %s", key, got, want)
@@ -304,7 +306,7 @@ func TestAdminLeavesARecordThatChanged(t *testing.T) {
 	m := memory.New(memory.Config{})
 	t.Cleanup(func() { _ = m.Close() })
 	ctx := context.Background()
-	key := middleware.RecordKey("charge_payment", "pay-1")
+	key := receiver.RecordKey("charge_payment", "pay-1")
 	if _, err := m.Claim(ctx, key, nil, time.Hour); err != nil {
 		t.Fatal(err)
 	}

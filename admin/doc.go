@@ -5,8 +5,8 @@
 //
 // An operator names a record as the receiver derives it, never by its raw
 // store key: a message handler and the idempotency key of its messages
-// ([middleware.RecordKey]), or, for the HTTP face (handler "http"), the
-// route, the client and the Idempotency-Key ([middleware.RequestKey]). A
+// ([receiver.RecordKey]), or, for the HTTP face (handler "http"), the
+// route, the client and the Idempotency-Key ([idempotencykey.RequestKey]). A
 // client's key therefore reaches that client's record only: another
 // client's record under the same key is not found, and nothing says it
 // exists.

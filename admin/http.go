@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/apikey"
 	"github.com/onceflow/onceflow/problem"
 )
 
@@ -50,7 +50,7 @@ func (s *Service) Handler(apiKey string) (http.Handler, error) {
 	if len(apiKey) < MinAPIKeyLen {
 		return nil, fmt.Errorf("admin: the API key must be at least %d bytes long", MinAPIKeyLen)
 	}
-	keys, err := middleware.NewAPIKeys(map[string]string{apiKey: "admin"})
+	keys, err := apikey.NewKeys(map[string]string{apiKey: "admin"})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (s *Service) Handler(apiKey string) (http.Handler, error) {
 			s.authFailed(r, err)
 			problem.Write(w, err)
 		}
-		middleware.Authenticate(keys, refused)(mux).ServeHTTP(w, r)
+		apikey.Authenticate(keys, refused)(mux).ServeHTTP(w, r)
 	}), nil
 }
 

@@ -4,13 +4,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/problem"
 )
 
 // Target names one record as the receiver derives it.
 type Target struct {
-	// Handler is a message handler's route name, or [middleware.HTTPScope]
+	// Handler is a message handler's route name, or [idempotencykey.Scope]
 	// ("http") for the Idempotency-Key records of the HTTP face.
 	Handler string `json:"handler"`
 	// Key is the message's idempotency key (metadata idempotency_key, else
@@ -31,17 +32,17 @@ type Target struct {
 // Idempotency-Key unquoted. Its errors are [*problem.Error]s of kind
 // [problem.Invalid].
 func (s *Service) recordKey(t Target) (string, Target, error) {
-	if t.Handler != middleware.HTTPScope {
+	if t.Handler != idempotencykey.Scope {
 		switch {
 		case !slices.Contains(s.cfg.Handlers, t.Handler):
 			return "", t, problem.Errorf(problem.Invalid, "unknown handler %q: use one of %s", t.Handler,
-				strings.Join(append(slices.Clone(s.cfg.Handlers), middleware.HTTPScope), ", "))
+				strings.Join(append(slices.Clone(s.cfg.Handlers), idempotencykey.Scope), ", "))
 		case t.Key == "":
 			return "", t, problem.New(problem.Invalid, "the key is empty: name the idempotency key of the message")
 		case t.Route != "" || t.Client != "":
-			return "", t, problem.Errorf(problem.Invalid, "route and client apply to handler %q only", middleware.HTTPScope)
+			return "", t, problem.Errorf(problem.Invalid, "route and client apply to handler %q only", idempotencykey.Scope)
 		}
-		return middleware.RecordKey(t.Handler, t.Key), t, nil
+		return receiver.RecordKey(t.Handler, t.Key), t, nil
 	}
 	if t.Route == "" && len(s.cfg.HTTPRoutes) == 1 {
 		t.Route = s.cfg.HTTPRoutes[0]
@@ -52,13 +53,13 @@ func (s *Service) recordKey(t Target) (string, Target, error) {
 	if err := s.checkClient(t.Client); err != nil {
 		return "", t, err
 	}
-	key, err := middleware.ParseIdempotencyKey(t.Key)
+	key, err := idempotencykey.Parse(t.Key)
 	if err != nil {
 		return "", t, err
 	}
 	t.Key = key
 	method, _, _ := strings.Cut(t.Route, " ")
-	return middleware.RecordKey(middleware.HTTPScope, middleware.RequestKey(t.Client, method, t.Route, key)), t, nil
+	return receiver.RecordKey(idempotencykey.Scope, idempotencykey.RequestKey(t.Client, method, t.Route, key)), t, nil
 }
 
 // checkClient accepts a known client, or the anonymous client ("") when

@@ -13,7 +13,9 @@ import (
 
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/exactlyonce"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/middleware/receiver"
+	"github.com/onceflow/onceflow/middleware/signing"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
@@ -23,13 +25,13 @@ type assembly struct {
 	*App
 	seams    seams
 	reg      *prometheus.Registry
-	outbox   middleware.Outbox // transaction mode's; nil in lease mode
+	outbox   consume.Outbox    // transaction mode's; nil in lease mode
 	api      message.Publisher // the HTTP API's: through the outbox in transaction mode
-	receiver *middleware.Receiver
+	receiver *receiver.Receiver
 	domain   domain.Domain
-	parts    *domain.Parts      // what the domain's Open built
-	tracing  tracing            // the zero value when tracing is off
-	signer   *middleware.Signer // MESSAGE_SIGNING_SECRETS'; nil when unset
+	parts    *domain.Parts   // what the domain's Open built
+	tracing  tracing         // the zero value when tracing is off
+	signer   *signing.Signer // MESSAGE_SIGNING_SECRETS'; nil when unset
 }
 
 // newApp builds an App step by step, each on what the steps before it
@@ -196,18 +198,18 @@ func (b *assembly) newReceiver(context.Context) error {
 	if err != nil {
 		return err
 	}
-	var transactor middleware.Transactor
+	var transactor receiver.Transactor
 	if b.cfg.DedupMode == "transaction" {
 		transactor = exactlyonce.Transactor{DB: b.pool, Store: b.store.pg}
 	}
-	b.receiver, err = middleware.NewReceiver(middleware.Config{
+	b.receiver, err = receiver.New(receiver.Config{
 		Store:        b.store,
 		Transactor:   transactor,
 		Lease:        b.cfg.DedupLease,
 		TTL:          b.cfg.DedupTTL,
-		OnInProgress: middleware.InProgressPolicy(b.cfg.DedupOnInProgress),
+		OnInProgress: receiver.InProgressPolicy(b.cfg.DedupOnInProgress),
 		Wait:         b.cfg.DedupWait,
-		OnStoreError: middleware.StoreErrorPolicy(b.cfg.DedupOnStoreError),
+		OnStoreError: receiver.StoreErrorPolicy(b.cfg.DedupOnStoreError),
 		Observer:     observer,
 		Logger:       b.logger,
 		// nil when tracing is off: no spans at all

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/internal/transport"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/signing"
 )
 
 // validateSecurity checks the settings of the backends' TLS and
@@ -57,7 +57,7 @@ func (c Config) validateSecurity() error {
 
 // signer is the signer of MESSAGE_SIGNING_SECRETS, or nil when it is
 // unset. Its error never shows a secret.
-func (c Config) signer() (*middleware.Signer, error) {
+func (c Config) signer() (*signing.Signer, error) {
 	if strings.TrimSpace(c.MessageSigningSecrets) == "" {
 		return nil, nil
 	}
@@ -65,7 +65,7 @@ func (c Config) signer() (*middleware.Signer, error) {
 	for _, secret := range strings.Split(c.MessageSigningSecrets, ",") {
 		secrets = append(secrets, []byte(strings.TrimSpace(secret)))
 	}
-	s, err := middleware.NewSigner(secrets...)
+	s, err := signing.New(secrets...)
 	if err != nil {
 		return nil, fmt.Errorf("MESSAGE_SIGNING_SECRETS: %w", err)
 	}

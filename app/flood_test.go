@@ -9,7 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
+	"github.com/onceflow/onceflow/middleware/receiver"
 )
 
 // flood sends n POST /v1/payments with the body {} and a fresh key each,
@@ -52,7 +53,7 @@ func (r *running) publishPayment(t *testing.T, id string) {
 }
 
 // outcomes is the receiver's count of outcome in scope.
-func (r *running) outcomes(t *testing.T, scope string, outcome middleware.Outcome) float64 {
+func (r *running) outcomes(t *testing.T, scope string, outcome receiver.Outcome) float64 {
 	t.Helper()
 	return r.metric(t, "onceflow_receiver_outcomes_total", "scope", scope, "outcome", string(outcome))
 }
@@ -87,8 +88,8 @@ func TestFloodCannotEvictAMemoryRecord(t *testing.T) {
 	case http.StatusServiceUnavailable:
 	case http.StatusAccepted:
 		waitFor(t, "the copy handled", func() bool {
-			return a.outcomes(t, "charge_payment", middleware.OutcomeProcessed)+
-				a.outcomes(t, "charge_payment", middleware.OutcomeDuplicate) == 2
+			return a.outcomes(t, "charge_payment", receiver.OutcomeProcessed)+
+				a.outcomes(t, "charge_payment", receiver.OutcomeDuplicate) == 2
 		})
 	default:
 		t.Errorf("the payment again with a new key: %d %s", again.status, again.body)
@@ -106,10 +107,10 @@ func TestFloodCannotEvictAMemoryRecord(t *testing.T) {
 	other := "pay-broker-" + uuid.NewString()[:8]
 	a.publishPayment(t, other)
 	waitFor(t, "the published payment charged", func() bool { return a.summary(t).Charges == 2 })
-	if n := a.outcomes(t, middleware.HTTPScope, middleware.OutcomeStoreFull); n < 151 {
+	if n := a.outcomes(t, idempotencykey.Scope, receiver.OutcomeStoreFull); n < 151 {
 		t.Errorf("http store_full = %v, want every refusal counted", n)
 	}
-	if n := a.outcomes(t, "charge_payment", middleware.OutcomeStoreFull); n != 0 {
+	if n := a.outcomes(t, "charge_payment", receiver.OutcomeStoreFull); n != 0 {
 		t.Errorf("charge_payment store_full = %v, want 0", n)
 	}
 }
@@ -125,7 +126,7 @@ func TestFullMemoryStoreDelaysMessages(t *testing.T) {
 	waitFor(t, "the first payment handled by every route", func() bool {
 		var n float64
 		for _, r := range paymentRoutes() {
-			n += a.outcomes(t, r.Name, middleware.OutcomeProcessed)
+			n += a.outcomes(t, r.Name, receiver.OutcomeProcessed)
 		}
 		return n == float64(perPayment)
 	})
@@ -137,7 +138,7 @@ func TestFullMemoryStoreDelaysMessages(t *testing.T) {
 		a.publishPayment(t, "pay-2-"+uuid.NewString()[:8])
 	}()
 	waitFor(t, "the second payment refused while the store is full", func() bool {
-		return a.outcomes(t, "charge_payment", middleware.OutcomeStoreFull) > 0
+		return a.outcomes(t, "charge_payment", receiver.OutcomeStoreFull) > 0
 	})
 	if got := a.summary(t); got.Charges != 1 {
 		t.Fatalf("charges while the store is full = %d, want 1", got.Charges)
@@ -176,10 +177,10 @@ func TestFloodIsRefusedByTheClientQuota(t *testing.T) {
 			if codes[http.StatusBadRequest] != 19 || codes[http.StatusTooManyRequests] != 181 {
 				t.Errorf("flood answers %v, want 19 stored 400s (the payment took the 20th record) and 181 429s", codes)
 			}
-			if n := a.outcomes(t, middleware.HTTPScope, middleware.OutcomeProcessed); n != 20 {
+			if n := a.outcomes(t, idempotencykey.Scope, receiver.OutcomeProcessed); n != 20 {
 				t.Errorf("records the HTTP face created = %v, want the 20 of the quota", n)
 			}
-			if n := a.outcomes(t, middleware.HTTPScope, middleware.OutcomeRateLimited); n != 181 {
+			if n := a.outcomes(t, idempotencykey.Scope, receiver.OutcomeRateLimited); n != 181 {
 				t.Errorf("rate_limited = %v, want 181", n)
 			}
 			over := a.send(t, c, http.MethodPost, "/v1/payments", `{}`, append(asA, "Idempotency-Key", uuid.NewString())...)
@@ -194,7 +195,7 @@ func TestFloodIsRefusedByTheClientQuota(t *testing.T) {
 				t.Fatalf("another client's payment: %d %s", res.status, res.body)
 			}
 			waitFor(t, "both payments charged", func() bool {
-				return a.outcomes(t, "charge_payment", middleware.OutcomeProcessed) == 2
+				return a.outcomes(t, "charge_payment", receiver.OutcomeProcessed) == 2
 			})
 		})
 	}

@@ -14,7 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/apikey"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
+	"github.com/onceflow/onceflow/middleware/receiver"
 )
 
 // httpParts is what newHTTPServers serves.
@@ -24,7 +26,7 @@ type httpParts struct {
 	api domain.HTTP
 	// keysAdmin is the key admin; nil when ADMIN_API_KEY is unset.
 	keysAdmin http.Handler
-	receiver  *middleware.Receiver
+	receiver  *receiver.Receiver
 	router    *message.Router
 	store     idempotencyStore
 	// broker checks the broker for /readyz; nil when there is none.
@@ -86,21 +88,21 @@ func newHTTPServers(p httpParts) (public, internal *http.Server, err error) {
 // authentication.
 func newAPI(p httpParts) (http.Handler, error) {
 	cfg, reg := p.cfg, p.reg
-	opts := []middleware.HTTPOption{
-		middleware.WithMaxStoredResponse(cfg.IdempotencyMaxBody),
-		middleware.WithClientQuota(cfg.IdempotencyClientRecords, cfg.IdempotencyClientWindow),
+	opts := []idempotencykey.Option{
+		idempotencykey.WithMaxStoredResponse(cfg.IdempotencyMaxBody),
+		idempotencykey.WithClientQuota(cfg.IdempotencyClientRecords, cfg.IdempotencyClientWindow),
 	}
 	if p.api.MaxRequestBody > 0 {
-		opts = append(opts, middleware.WithMaxRequestBody(p.api.MaxRequestBody))
+		opts = append(opts, idempotencykey.WithMaxRequestBody(p.api.MaxRequestBody))
 	}
 	keys, err := cfg.apiKeys()
 	if err != nil {
 		return nil, err
 	}
 	if keys == nil && cfg.anonymous() {
-		opts = append(opts, middleware.WithAnonymous())
+		opts = append(opts, idempotencykey.WithAnonymous())
 	}
-	guard, err := httpIdempotencyMetrics(reg, p.receiver.HTTP(opts...))
+	guard, err := httpIdempotencyMetrics(reg, idempotencykey.Middleware(p.receiver, opts...))
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +115,7 @@ func newAPI(p httpParts) (http.Handler, error) {
 	// traceparent it sent) and costs no exported span.
 	apiHandler := p.tracing.api(v1, v1)
 	if keys != nil {
-		apiHandler = middleware.Authenticate(keys, nil)(apiHandler)
+		apiHandler = apikey.Authenticate(keys, nil)(apiHandler)
 	}
 	return apiHandler, nil
 }
@@ -142,7 +144,7 @@ func writeStatus(w http.ResponseWriter, code int, status string, checks map[stri
 
 // apiKeys parses API_KEYS, "key:client" pairs separated by commas, each
 // split at its last colon: nil when unset. Its errors never show a key.
-func (c Config) apiKeys() (*middleware.APIKeys, error) {
+func (c Config) apiKeys() (*apikey.Keys, error) {
 	if strings.TrimSpace(c.APIKeys) == "" {
 		return nil, nil
 	}
@@ -158,7 +160,7 @@ func (c Config) apiKeys() (*middleware.APIKeys, error) {
 		}
 		keys[key] = client
 	}
-	k, err := middleware.NewAPIKeys(keys)
+	k, err := apikey.NewKeys(keys)
 	if err != nil {
 		return nil, fmt.Errorf("API_KEYS: %w", err)
 	}

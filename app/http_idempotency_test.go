@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
 	"github.com/onceflow/onceflow/problem"
 )
 
@@ -23,7 +23,7 @@ type response struct {
 	body   []byte
 }
 
-func (r response) replayed() bool { return r.header.Get(middleware.ReplayedHeader) == "true" }
+func (r response) replayed() bool { return r.header.Get(idempotencykey.ReplayedHeader) == "true" }
 
 // send makes one request with the given headers (name, value pairs) through
 // client and reads the whole answer.
@@ -100,7 +100,7 @@ func TestHTTPIdempotencyConcurrentPOSTs(t *testing.T) {
 		t.Errorf("summary = %+v, want %+v", got, want)
 	}
 	for outcome, want := range map[string]int{"processed": 1, "duplicate": replays, "in_progress": conflicts} {
-		if got := a.metric(t, "onceflow_receiver_outcomes_total", "scope", middleware.HTTPScope, "outcome", outcome); got != float64(want) {
+		if got := a.metric(t, "onceflow_receiver_outcomes_total", "scope", idempotencykey.Scope, "outcome", outcome); got != float64(want) {
 			t.Errorf("http %s = %v, want %d", outcome, got, want)
 		}
 	}
@@ -189,7 +189,7 @@ func TestHTTPIdempotencyOversizeResponseNotStored(t *testing.T) {
 			t.Errorf("%d replayed %v, want a new 202", r.status, r.replayed())
 		}
 	}
-	if n := a.metric(t, "onceflow_receiver_outcomes_total", "scope", middleware.HTTPScope, "outcome", "not_stored"); n != 2 {
+	if n := a.metric(t, "onceflow_receiver_outcomes_total", "scope", idempotencykey.Scope, "outcome", "not_stored"); n != 2 {
 		t.Errorf("not_stored = %v, want 2", n)
 	}
 	waitFor(t, "the payment charged and notified", func() bool { return a.summary(t).Notifications == 1 })

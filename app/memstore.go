@@ -5,14 +5,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/memory"
 )
 
 // httpRecords is how the record key of every record of the HTTP face
 // begins.
-var httpRecords = middleware.RecordKey(middleware.HTTPScope, "")
+var httpRecords = receiver.RecordKey(idempotencykey.Scope, "")
 
 // memoryStores is STORE=memory: the HTTP face's records and the message
 // handlers' in memory stores of their own (MEMORY_MAX_HTTP_RECORDS,

@@ -5,18 +5,19 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/components/metrics"
+	wmmetrics "github.com/ThreeDotsLabs/watermill/components/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
+	"github.com/onceflow/onceflow/middleware/metrics"
 )
 
 // The service's metrics, all on the App's own registry and served on
 // /metrics. Besides the Go and process collectors:
 //
-//	onceflow_receiver_outcomes_total{scope,outcome}         the receiver (middleware.PrometheusObserver)
+//	onceflow_receiver_outcomes_total{scope,outcome}         the receiver (metrics.Observer)
 //	onceflow_lease_extensions_total{scope,result}
 //	onceflow_replayed_messages_total{scope}
 //	onceflow_store_duration_seconds{op,store}
@@ -36,12 +37,12 @@ import (
 // and for the HTTP face exported at zero from the start: the handler
 // labels come from the routes, so a route the domain adds is labelled
 // without a change here.
-func receiverMetrics(reg prometheus.Registerer, store string, routes domain.Routes) (*middleware.PrometheusObserver, error) {
-	o, err := middleware.NewPrometheusObserver(reg, store)
+func receiverMetrics(reg prometheus.Registerer, store string, routes domain.Routes) (*metrics.Observer, error) {
+	o, err := metrics.NewObserver(reg, store)
 	if err != nil {
 		return nil, err
 	}
-	o.Init(append([]string{middleware.HTTPScope}, routes.Names()...)...)
+	o.Init(append([]string{idempotencykey.Scope}, routes.Names()...)...)
 	return o, nil
 }
 
@@ -49,8 +50,8 @@ func receiverMetrics(reg prometheus.Registerer, store string, routes domain.Rout
 // onceflow_router_*: newRouter registers its middleware outermost but for
 // the recoverer, so it times every delivery, duplicates included, and
 // decorates the handlers' subscribers and publishers.
-func routerMetrics(reg prometheus.Registerer) metrics.PrometheusMetricsBuilder {
-	return metrics.NewPrometheusMetricsBuilder(reg, "onceflow", "router")
+func routerMetrics(reg prometheus.Registerer) wmmetrics.PrometheusMetricsBuilder {
+	return wmmetrics.NewPrometheusMetricsBuilder(reg, "onceflow", "router")
 }
 
 // httpIdempotencyMetrics counts the answers of the routes behind the

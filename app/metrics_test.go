@@ -15,7 +15,7 @@ import (
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/payments"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
 	"github.com/onceflow/onceflow/migrations"
 )
 
@@ -68,10 +68,10 @@ func TestMetricsAfterKnownRun(t *testing.T) {
 		{"onceflow_http_idempotency_responses_total", []string{"code", "202", "method", "post"}, 7},
 		{"onceflow_http_idempotency_responses_total", []string{"code", "422"}, 1},
 		{"onceflow_http_idempotency_responses_total", []string{"code", "400"}, 1},
-		{"onceflow_receiver_outcomes_total", []string{"scope", middleware.HTTPScope, "outcome", "processed"}, 4},
-		{"onceflow_receiver_outcomes_total", []string{"scope", middleware.HTTPScope, "outcome", "duplicate"}, 3},
-		{"onceflow_receiver_outcomes_total", []string{"scope", middleware.HTTPScope, "outcome", "fingerprint_mismatch"}, 1},
-		{"onceflow_receiver_outcomes_total", []string{"scope", middleware.HTTPScope}, 8},
+		{"onceflow_receiver_outcomes_total", []string{"scope", idempotencykey.Scope, "outcome", "processed"}, 4},
+		{"onceflow_receiver_outcomes_total", []string{"scope", idempotencykey.Scope, "outcome", "duplicate"}, 3},
+		{"onceflow_receiver_outcomes_total", []string{"scope", idempotencykey.Scope, "outcome", "fingerprint_mismatch"}, 1},
+		{"onceflow_receiver_outcomes_total", []string{"scope", idempotencykey.Scope}, 8},
 		// 8 claims by the API and 6 by each handler; 4 completes by each.
 		{"onceflow_store_duration_seconds", []string{"store", "postgres", "op", "claim"}, 8 + deliveries*float64(len(routes))},
 		{"onceflow_store_duration_seconds", []string{"store", "postgres", "op", "complete"}, 4 + 4*float64(len(routes))},

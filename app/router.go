@@ -12,7 +12,9 @@ import (
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/middleware/receiver"
+	"github.com/onceflow/onceflow/middleware/signing"
 )
 
 // PoisonTopic receives messages that redelivery can never fix, with the
@@ -23,26 +25,26 @@ const PoisonTopic = "poison"
 type routerParts struct {
 	cfg       Config
 	transport broker
-	receiver  *middleware.Receiver
+	receiver  *receiver.Receiver
 	// outbox, in DEDUP_MODE=transaction, writes the handlers' produced
 	// messages inside their unit of work instead of the router publishing
 	// them; nil in lease mode.
-	outbox middleware.Outbox
+	outbox consume.Outbox
 	routes domain.Routes
 	// permanent is the domain's classifier of errors a redelivery can
 	// never fix, besides the receiver's own; nil when it has none.
 	permanent func(error) bool
 	poison    *poisonLog
 	metrics   metrics.PrometheusMetricsBuilder
-	tracing   *middleware.Tracing // nil when tracing is off
+	tracing   *consume.Tracing // nil when tracing is off
 	// signer signs the messages the handlers produce and verifies the
 	// messages they consume; nil when MESSAGE_SIGNING_SECRETS is unset.
-	signer *middleware.Signer
+	signer *signing.Signer
 	logger *slog.Logger
 }
 
 // newRouter assembles the Watermill router: the middleware chain shared by
-// every handler (middleware.Install's order, with the service's metrics,
+// every handler (consume.Install's order, with the service's metrics,
 // correlation ids, traces and log context), then each route with a
 // subscriber of its own and its own settings (HANDLER_CONCURRENCY messages
 // in flight unless the route sets its Concurrency), and the poison log.
@@ -57,15 +59,15 @@ func newRouter(p routerParts) (*message.Router, error) {
 	// forged message replayed from there must fail its check again.
 	poisonPublisher := tr.Publisher(t.Publisher()) // tr is nil when tracing is off
 	publisher := p.signer.Publisher(poisonPublisher)
-	var receiverOpts []middleware.MessageOption
+	var receiverOpts []consume.Option
 	if p.outbox != nil {
-		receiverOpts = append(receiverOpts, middleware.WithOutbox(p.outbox))
+		receiverOpts = append(receiverOpts, consume.WithOutbox(p.outbox))
 	}
 	retries := cfg.RetryMax
 	if retries == 0 {
-		retries = middleware.NoRetries
+		retries = consume.NoRetries
 	}
-	// The order is middleware.Install's; here, outside the poison queue:
+	// The order is consume.Install's; here, outside the poison queue:
 	//   metrics      Watermill's handler execution time, per delivery;
 	//   correlation  copies the correlation id onto produced messages;
 	//   trace        a span per delivery, in the trace the message carries;
@@ -74,9 +76,9 @@ func newRouter(p routerParts) (*message.Router, error) {
 	//   produce      writes the trace context into the produced messages,
 	//                before the receiver stores them (or the outbox does).
 	// A route's own timeout, key and fingerprint apply to it alone.
-	err = middleware.Install(router, middleware.RouterConfig{
+	err = consume.Install(router, consume.RouterConfig{
 		Receiver:         p.receiver,
-		ReceiverOptions:  receiverOpts,
+		Options:          receiverOpts,
 		PoisonPublisher:  poisonPublisher,
 		PoisonTopic:      PoisonTopic,
 		Permanent:        p.permanent,
@@ -123,18 +125,18 @@ func newRouter(p routerParts) (*message.Router, error) {
 
 // routeSettings are the settings the routes set for themselves: a timeout
 // of their own, a key or fingerprint function.
-func routeSettings(routes domain.Routes) map[string]middleware.HandlerConfig {
-	own := map[string]middleware.HandlerConfig{}
+func routeSettings(routes domain.Routes) map[string]consume.HandlerConfig {
+	own := map[string]consume.HandlerConfig{}
 	for _, r := range routes {
-		var opts []middleware.MessageOption
+		var opts []consume.Option
 		if r.Key != nil {
-			opts = append(opts, middleware.WithKey(r.Key))
+			opts = append(opts, consume.WithKey(r.Key))
 		}
 		if r.Fingerprint != nil {
-			opts = append(opts, middleware.WithFingerprint(r.Fingerprint))
+			opts = append(opts, consume.WithFingerprint(r.Fingerprint))
 		}
 		if r.Timeout > 0 || len(opts) > 0 {
-			own[r.Name] = middleware.HandlerConfig{Timeout: r.Timeout, ReceiverOptions: opts}
+			own[r.Name] = consume.HandlerConfig{Timeout: r.Timeout, Options: opts}
 		}
 	}
 	return own

@@ -12,7 +12,7 @@ import (
 
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/internal/transport"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores/memory"
 )
 
@@ -70,7 +70,7 @@ func TestRouterSubscribersHoldTheRoutesConcurrency(t *testing.T) {
 	t.Cleanup(func() { _ = tr.Close() })
 	store := memory.New(memory.Config{})
 	t.Cleanup(func() { _ = store.Close() })
-	receiver, err := middleware.NewReceiver(middleware.Config{Store: store})
+	rcv, err := receiver.New(receiver.Config{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestRouterSubscribersHoldTheRoutesConcurrency(t *testing.T) {
 	consume := func(*message.Message) error { return nil }
 	b := inFlightBroker{tr, map[string]int{}}
 	_, err = newRouter(routerParts{
-		cfg: cfg, transport: b, receiver: receiver, poison: poison,
+		cfg: cfg, transport: b, receiver: rcv, poison: poison,
 		routes: domain.Routes{
 			{Name: "default", Consumes: "in", Consume: consume},
 			{Name: "own", Consumes: "in", Consume: consume, Concurrency: 2},

@@ -10,7 +10,7 @@ import (
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 )
 
 // With MESSAGE_SIGNING_SECRETS a producer without the secret cannot
@@ -32,7 +32,7 @@ func TestSignedMessagesOnly(t *testing.T) {
 
 			forged := message.NewMessage(watermill.NewUUID(), []byte(
 				`{"payment_id":"pay-signed-0","customer_id":"attacker","amount_cents":1,"currency":"EUR","requested_at":"2030-01-02T03:04:05Z"}`))
-			forged.Metadata.Set(middleware.MetadataKey, "pay-signed-0")
+			forged.Metadata.Set(consume.MetadataKey, "pay-signed-0")
 			if err := a.transport.Publisher().Publish(handlers.TopicPaymentRequested, forged); err != nil {
 				t.Fatal(err)
 			}

@@ -10,9 +10,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/internal/spantest"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/internal/testenv/spantest"
+	"github.com/onceflow/onceflow/middleware/receiver"
 )
 
 // One payment is one trace, from the API's request (continuing the
@@ -72,7 +72,7 @@ func TestTraceFollowsOnePayment(t *testing.T) {
 				t.Errorf("%d spans publish %s, want %d", n, handlers.TopicPaymentRequested, want)
 			}
 			for _, h := range []string{handlers.ChargePaymentHandler, handlers.NotifyCustomerHandler} {
-				if o := spantest.Attr(got.Named(t, "receiver "+h), middleware.AttrOutcome); o != string(middleware.OutcomeProcessed) {
+				if o := spantest.Attr(got.Named(t, "receiver "+h), receiver.AttrOutcome); o != string(receiver.OutcomeProcessed) {
 					t.Errorf("receiver %s: outcome %q, want processed", h, o)
 				}
 			}

@@ -29,7 +29,7 @@ type Domain struct {
 	// Permanent reports the domain's errors that a redelivery can never
 	// fix, such as a payload that does not decode: such a message skips
 	// the retries and goes to the poison topic with the error as its
-	// reason. The receiver's own ([middleware.Permanent]) are always
+	// reason. The receiver's own (package consume's Permanent) are always
 	// recognised. nil: none.
 	Permanent func(error) bool
 	// Open builds the domain on what the service opened for it. It is

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
-
-	"github.com/onceflow/onceflow/middleware"
 )
 
 // Route is one message handler as the application wires it: from a route
@@ -26,7 +24,7 @@ type Route struct {
 	// (renaming a route makes every message it processed look new), and
 	// names its consumer group and its metric label. Lower-case letters,
 	// digits and underscores, starting with a letter; not "http", the
-	// scope of the HTTP face's records ([middleware.HTTPScope]).
+	// scope of the HTTP face's records (package idempotencykey's Scope).
 	Name string
 	// Consumes is the topic the handler reads.
 	Consumes string
@@ -37,15 +35,18 @@ type Route struct {
 	// Consume is a handler that returns none.
 	Consume message.NoPublishHandlerFunc
 
-	// Key derives a message's idempotency key. Default: metadata
-	// [middleware.MetadataKey], else the message UUID
-	// ([middleware.KeyFromMetadata]). A key that spans several fields (a
-	// tenant and an order id, say) is a [middleware.CompositeKey].
-	Key middleware.KeyFunc
+	// Key derives a message's idempotency key; it must be deterministic:
+	// every copy of a message must yield the same key. Default: metadata
+	// idempotency_key, else the message UUID (package consume's
+	// KeyFromMetadata(MetadataKey)). A key that spans several fields (a
+	// tenant and an order id, say) is a consume.CompositeKey. It is a
+	// consume.KeyFunc.
+	Key func(*message.Message) (string, error)
 	// Fingerprint derives what a key stands for: the same key with another
 	// fingerprint is a reused key and goes to the poison topic. Default
-	// [middleware.PayloadFingerprint], the SHA-256 of the payload.
-	Fingerprint middleware.FingerprintFunc
+	// the SHA-256 of the payload (consume.PayloadFingerprint). It is a
+	// consume.FingerprintFunc.
+	Fingerprint func(*message.Message) []byte
 	// Timeout bounds one attempt of the handler. Default HANDLER_TIMEOUT;
 	// like it, it must be shorter than DEDUP_LEASE, which the service
 	// checks at start-up.
@@ -61,6 +62,10 @@ type Route struct {
 // Routes is a service's message handlers, the one list the application
 // loops over.
 type Routes []Route
+
+// httpScope is the scope of the HTTP face's records, package
+// idempotencykey's Scope, which no route may take.
+const httpScope = "http"
 
 // routeName is what a route's Name may be: it becomes part of consumer
 // group, queue and metric names, and of every idempotency key, where a ":"
@@ -79,7 +84,7 @@ func (rs Routes) Validate() error {
 		switch {
 		case !routeName.MatchString(r.Name):
 			errs = append(errs, fmt.Errorf("%s: the name must be 1 to 63 lower-case letters, digits or underscores, starting with a letter", what))
-		case r.Name == middleware.HTTPScope:
+		case r.Name == httpScope:
 			// Its records would share the HTTP face's scope: a producer's
 			// idempotency_key could name an HTTP client's record.
 			errs = append(errs, fmt.Errorf("%s: the name is the scope of the HTTP face's records", what))

@@ -9,7 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
 )
 
 func TestRoutesValidate(t *testing.T) {
@@ -29,7 +29,7 @@ func TestRoutesValidate(t *testing.T) {
 		{"upper case", domain.Routes{{Name: "Charge", Consumes: "in", Consume: consume}}, "the name must be"},
 		{"name too long", domain.Routes{{Name: "a" + strings.Repeat("b", 63), Consumes: "in", Consume: consume}}, "the name must be"},
 		{"same name twice", domain.Routes{ok, {Name: "charge", Consumes: "other", Consume: consume}}, "already used"},
-		{"the HTTP face's scope", domain.Routes{{Name: middleware.HTTPScope, Consumes: "in", Consume: consume}}, "scope of the HTTP face"},
+		{"the HTTP face's scope", domain.Routes{{Name: idempotencykey.Scope, Consumes: "in", Consume: consume}}, "scope of the HTTP face"},
 		{"no topic", domain.Routes{{Name: "notify", Consume: consume}}, "Consumes names no topic"},
 		{"no function", domain.Routes{{Name: "notify", Consumes: "in"}}, "exactly one of Handle"},
 		{"both functions", domain.Routes{{Name: "x", Consumes: "in", Produces: "out", Handle: handle, Consume: consume}}, "exactly one of Handle"},

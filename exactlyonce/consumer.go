@@ -136,7 +136,7 @@ func ConsumerTx(ctx context.Context) (pgx.Tx, bool) {
 // ack when it closes, or when the message's ack deadline passes, while the
 // router may still be running a handler in the transaction (a graceful
 // shutdown lets an attempt in flight run to its end, see
-// [middleware.OutliveClose]; a slow handler outlives the deadline). It then
+// [consume.OutliveClose]; a slow handler outlives the deadline). It then
 // records the offsets acked so far and commits at once: those statements
 // would run on the connection concurrently with the handler's (pgx
 // connections are not safe for that), and the commit could take the

@@ -10,7 +10,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/components/forwarder"
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
@@ -51,7 +51,7 @@ type Outbox struct {
 	// [wsql.DefaultPostgreSQLSchema].
 	SchemaAdapter wsql.SchemaAdapter
 	// Decorate, when set, wraps the publisher of every write: for
-	// instance [middleware.Tracing.Publisher], for a publish span per
+	// instance [consume.Tracing.Publisher], for a publish span per
 	// message.
 	Decorate func(message.Publisher) message.Publisher
 	// Logger receives the watermill-sql publisher's logs; nil discards
@@ -59,9 +59,9 @@ type Outbox struct {
 	Logger *slog.Logger
 }
 
-var _ middleware.Outbox = Outbox{}.Write
+var _ consume.Outbox = Outbox{}.Write
 
-// Write is the [middleware.Outbox] (see [middleware.WithOutbox]): it writes
+// Write is the [consume.Outbox] (see [consume.WithOutbox]): it writes
 // the messages handler produced to Topics[handler], in the unit of work
 // ctx carries.
 func (o Outbox) Write(ctx context.Context, handler string, msgs []*message.Message) error {

@@ -11,10 +11,10 @@ import (
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 
 	"github.com/onceflow/onceflow/exactlyonce"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 )
 
-var _ middleware.Outbox = exactlyonce.Outbox{}.Write
+var _ consume.Outbox = exactlyonce.Outbox{}.Write
 
 // recording is a publisher that keeps what it is given.
 type recording struct{ topics []string }
@@ -57,7 +57,7 @@ func TestOutboxWritesWithTheUnitOfWork(t *testing.T) {
 
 	rolledBack := message.NewMessage(watermill.NewUUID(), []byte(`{"n":1}`))
 	committed := message.NewMessage(watermill.NewUUID(), []byte(`{"n":2}`))
-	committed.Metadata.Set(middleware.MetadataKey, "pay-2")
+	committed.Metadata.Set(consume.MetadataKey, "pay-2")
 	for _, c := range []struct {
 		msg    *message.Message
 		commit bool
@@ -80,7 +80,7 @@ func TestOutboxWritesWithTheUnitOfWork(t *testing.T) {
 	}
 	got := next(t, charged)
 	got.Ack()
-	if got.UUID != committed.UUID || got.Metadata.Get(middleware.MetadataKey) != "pay-2" {
+	if got.UUID != committed.UUID || got.Metadata.Get(consume.MetadataKey) != "pay-2" {
 		t.Fatalf("received %s %v, want the committed message %s with its metadata", got.UUID, got.Metadata, committed.UUID)
 	}
 
@@ -113,7 +113,7 @@ func TestOutboxRelayForwardsToTheBroker(t *testing.T) {
 	}
 
 	msg := message.NewMessage(watermill.NewUUID(), []byte(`{"n":1}`))
-	msg.Metadata.Set(middleware.MetadataKey, "pay-1")
+	msg.Metadata.Set(consume.MetadataKey, "pay-1")
 	u, err := f.transactor.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestOutboxRelayForwardsToTheBroker(t *testing.T) {
 	charged := subscribe(t, broker, "charged")
 	got := next(t, charged)
 	got.Ack()
-	if got.UUID != msg.UUID || got.Metadata.Get(middleware.MetadataKey) != "pay-1" {
+	if got.UUID != msg.UUID || got.Metadata.Get(consume.MetadataKey) != "pay-1" {
 		t.Fatalf("relayed %s %v, want %s with its metadata", got.UUID, got.Metadata, msg.UUID)
 	}
 }

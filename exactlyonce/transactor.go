@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
-// Transactor is the [middleware.Transactor] of transaction mode on
+// Transactor is the [receiver.Transactor] of transaction mode on
 // PostgreSQL (Config.Transactor): a unit of work is a transaction begun on
 // DB or, when the context carries the transaction in which a watermill-sql
 // subscriber consumes the message ([ConsumerTx]), a SAVEPOINT in it, so
@@ -31,10 +31,10 @@ type Transactor struct {
 	Store *postgres.Store
 }
 
-var _ middleware.Transactor = Transactor{}
+var _ receiver.Transactor = Transactor{}
 
-// Begin implements [middleware.Transactor].
-func (t Transactor) Begin(ctx context.Context) (middleware.Unit, error) {
+// Begin implements [receiver.Transactor].
+func (t Transactor) Begin(ctx context.Context) (receiver.Unit, error) {
 	if t.DB == nil || t.Store == nil {
 		return nil, errors.New("exactlyonce.Transactor needs a DB and a Store")
 	}

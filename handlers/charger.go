@@ -8,7 +8,7 @@ import (
 
 // Charger charges payments at the payment provider. *[provider.Client]
 // does, over HTTP; the payments domain gives it the transport
-// [github.com/onceflow/onceflow/middleware.EffectKeys], so that every run of charge_payment for one
+// [github.com/onceflow/onceflow/middleware/idempotencykey.EffectKeys], so that every run of charge_payment for one
 // payment sends the provider the same Idempotency-Key. Implementations
 // are safe for concurrent use.
 type Charger interface {

@@ -34,15 +34,15 @@
 // effect happen once. Where the receiver reaches its limit — a run that
 // did its effect and then failed, or was killed, runs again in lease mode
 // — the effect key it hands on keeps the effect once: the provider answers
-// the second charge with the first ([middleware.EffectKeys]), and the
+// the second charge with the first ([idempotencykey.EffectKeys]), and the
 // [Ledger] adds no second row under the run's key. Every message they
 // produce, and every PaymentRequested the HTTP API publishes, carries the
 // payment's [Payment.IdempotencyKey] (its id, after its client's name when
-// it has one) as metadata [middleware.MetadataKey], the receiver's
+// it has one) as metadata [consume.MetadataKey], the receiver's
 // idempotency key.
 //
 // A payment belongs to the API client that created it (the identity in
-// the request's context, [middleware.ClientFromContext]), and its id is
+// the request's context, [apikey.ClientFromContext]), and its id is
 // that client's own: the API reads, creates and counts the caller's
 // payments only, and the events carry the client on.
 //

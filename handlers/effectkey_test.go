@@ -11,7 +11,8 @@ import (
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/handlers/provider"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	memstore "github.com/onceflow/onceflow/stores/memory"
 )
 
@@ -31,7 +32,7 @@ func TestEffectKeyChargesOnceAcrossARetry(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	store := memstore.New(memstore.Config{})
 	t.Cleanup(func() { _ = store.Close() })
-	receiver, err := middleware.NewReceiver(middleware.Config{Store: store, Lease: time.Minute})
+	rcv, err := receiver.New(receiver.Config{Store: store, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestEffectKeyChargesOnceAcrossARetry(t *testing.T) {
 		transport     http.RoundTripper
 		want          int64 // charges at the provider
 	}{
-		{"with effect keys", "pay-keyed", middleware.EffectKeys(nil), 1},
+		{"with effect keys", "pay-keyed", idempotencykey.EffectKeys(nil), 1},
 		{"without effect keys", "pay-unkeyed", http.DefaultTransport, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,7 +55,7 @@ func TestEffectKeyChargesOnceAcrossARetry(t *testing.T) {
 			// The first delivery charges, fails to record the charge and is
 			// released; its redelivery runs again, and succeeds.
 			for attempt := 1; attempt <= 2; attempt++ {
-				_, err := receiver.Execute(t.Context(), handlers.ChargePaymentHandler, req.PaymentID, msg.Payload,
+				_, err := rcv.Execute(t.Context(), handlers.ChargePaymentHandler, req.PaymentID, msg.Payload,
 					func(ctx context.Context) ([]byte, error) {
 						msg.SetContext(ctx)
 						_, err := h.ChargePayment(msg)

@@ -9,7 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 )
 
 // ErrMalformed matches every error of decoding an event whose payload is not
@@ -55,13 +55,13 @@ func (e PaymentCharged) Payment() Payment {
 }
 
 // Message encodes e as a JSON message with a new UUID and metadata
-// [middleware.MetadataKey] set to the payment's [Payment.IdempotencyKey].
+// [consume.MetadataKey] set to the payment's [Payment.IdempotencyKey].
 func (e PaymentRequested) Message() (*message.Message, error) {
 	return newMessage(e, e.Payment().IdempotencyKey())
 }
 
 // Message encodes e as a JSON message with a new UUID and metadata
-// [middleware.MetadataKey] set to the payment's [Payment.IdempotencyKey].
+// [consume.MetadataKey] set to the payment's [Payment.IdempotencyKey].
 func (e PaymentCharged) Message() (*message.Message, error) {
 	return newMessage(e, e.Payment().IdempotencyKey())
 }
@@ -72,7 +72,7 @@ func newMessage(event any, key string) (*message.Message, error) {
 		return nil, fmt.Errorf("encoding %T: %w", event, err)
 	}
 	msg := message.NewMessage(uuid.NewString(), payload)
-	msg.Metadata.Set(middleware.MetadataKey, key)
+	msg.Metadata.Set(consume.MetadataKey, key)
 	return msg, nil
 }
 

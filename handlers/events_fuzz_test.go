@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 )
 
 // eventFields are the JSON names a decoding error may blame.
@@ -43,7 +43,7 @@ func FuzzDecodePaymentRequested(f *testing.F) {
 		if err != nil || again.Payment() != e.Payment() || !sameTime(again.RequestedAt, e.RequestedAt) {
 			t.Fatalf("payload %q decoded to %+v, re-encoded as %s, decoded to %+v, %v", payload, e, msg.Payload, again, err)
 		}
-		if k := msg.Metadata.Get(middleware.MetadataKey); k != e.Payment().IdempotencyKey() ||
+		if k := msg.Metadata.Get(consume.MetadataKey); k != e.Payment().IdempotencyKey() ||
 			(e.Client == "") != (k == e.PaymentID) || !strings.HasSuffix(k, e.PaymentID) {
 			t.Fatalf("message of %+v has idempotency key %q", e, k)
 		}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 )
 
 func TestPaymentRequestedRoundTrip(t *testing.T) {
@@ -23,7 +23,7 @@ func TestPaymentRequestedRoundTrip(t *testing.T) {
 	if msg.UUID == "" {
 		t.Error("message has no UUID")
 	}
-	if got := msg.Metadata.Get(middleware.MetadataKey); got != want.PaymentID {
+	if got := msg.Metadata.Get(consume.MetadataKey); got != want.PaymentID {
 		t.Errorf("idempotency key = %q, want %q", got, want.PaymentID)
 	}
 	got, err := handlers.DecodePaymentRequested(msg.Payload)
@@ -50,8 +50,8 @@ func TestEventsCarryTheirClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(msg.Payload) != old || msg.Metadata.Get(middleware.MetadataKey) != "pay-1" {
-		t.Errorf("an anonymous payment's event: %s key %q, want %s key pay-1 as before", msg.Payload, msg.Metadata.Get(middleware.MetadataKey), old)
+	if string(msg.Payload) != old || msg.Metadata.Get(consume.MetadataKey) != "pay-1" {
+		t.Errorf("an anonymous payment's event: %s key %q, want %s key pay-1 as before", msg.Payload, msg.Metadata.Get(consume.MetadataKey), old)
 	}
 
 	for _, client := range []string{"client-a", "team/a", "ünïcode client"} {
@@ -64,7 +64,7 @@ func TestEventsCarryTheirClient(t *testing.T) {
 		if err != nil || got != charged {
 			t.Errorf("client %q: decoded %+v, %v; want %+v", client, got, err, charged)
 		}
-		if k := msg.Metadata.Get(middleware.MetadataKey); k != client+"/pay-1" {
+		if k := msg.Metadata.Get(consume.MetadataKey); k != client+"/pay-1" {
 			t.Errorf("client %q: idempotency key %q, want %q", client, k, client+"/pay-1")
 		}
 	}

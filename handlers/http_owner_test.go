@@ -10,7 +10,8 @@ import (
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/ledgertest"
 	"github.com/onceflow/onceflow/handlers/memory"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/apikey"
+	"github.com/onceflow/onceflow/middleware/consume"
 )
 
 // asClient serves the API with the client identity named by the request's
@@ -18,7 +19,7 @@ import (
 func asClient(api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c := r.Header.Get("X-Test-Client"); c != "" {
-			r = r.WithContext(middleware.ContextWithClient(r.Context(), c))
+			r = r.WithContext(apikey.ContextWithClient(r.Context(), c))
 		}
 		api.ServeHTTP(w, r)
 	})
@@ -92,8 +93,8 @@ func TestPaymentsBelongToTheirClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Client != want.client || pub.msgs[i].Metadata.Get(middleware.MetadataKey) != want.key {
-			t.Errorf("event %d: client %q, key %q; want %q, %q", i, ev.Client, pub.msgs[i].Metadata.Get(middleware.MetadataKey), want.client, want.key)
+		if ev.Client != want.client || pub.msgs[i].Metadata.Get(consume.MetadataKey) != want.key {
+			t.Errorf("event %d: client %q, key %q; want %q, %q", i, ev.Client, pub.msgs[i].Metadata.Get(consume.MetadataKey), want.client, want.key)
 		}
 	}
 

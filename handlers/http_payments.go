@@ -8,7 +8,7 @@ import (
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/google/uuid"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/apikey"
 	"github.com/onceflow/onceflow/problem"
 )
 
@@ -17,13 +17,13 @@ import (
 var errNoPayment = problem.New(problem.NotFound, "no payment has this id")
 
 // client is who sends r: the identity authentication put in its context
-// ([middleware.ClientFromContext]), "" for the anonymous client. A
+// ([apikey.ClientFromContext]), "" for the anonymous client. A
 // payment belongs to the client that created it, and its id is that
 // client's own: another client's request for the same id reads, creates
 // or counts only its own payment, so it can neither see the first one
 // nor learn that it exists.
 func client(r *http.Request) string {
-	c, _ := middleware.ClientFromContext(r.Context())
+	c, _ := apikey.ClientFromContext(r.Context())
 	return c
 }
 

@@ -19,7 +19,7 @@ import (
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/ledgertest"
 	"github.com/onceflow/onceflow/handlers/memory"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 	"github.com/onceflow/onceflow/problem"
 )
 
@@ -209,7 +209,7 @@ func TestCreatePaymentPublishesPaymentRequested(t *testing.T) {
 	if ev.Payment() != want || ev.RequestedAt.IsZero() {
 		t.Errorf("PaymentRequested = %+v, want %+v with requested_at", ev, want)
 	}
-	if got := msg.Metadata.Get(middleware.MetadataKey); got != "pay-1" {
+	if got := msg.Metadata.Get(consume.MetadataKey); got != "pay-1" {
 		t.Errorf("idempotency key = %q, want pay-1", got)
 	}
 	if got := wmmw.MessageCorrelationID(msg); got != "corr-42" {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/receiver"
 )
 
 // Ledger records payments and the side effects done for them.
@@ -21,7 +21,7 @@ import (
 //     killed before its record completed, appends nothing when it runs
 //     again, in lease mode too.
 //   - Outside a run, or in one whose keys were taken away
-//     ([middleware.WithoutEffectKeys]), every call adds a row, with no
+//     ([receiver.WithoutEffectKeys]), every call adds a row, with no
 //     deduplication: only the idempotent receiver in front of the handlers
 //     keeps the effect from happening twice, and the rows count the runs.
 //
@@ -76,7 +76,7 @@ type Ledger interface {
 
 // LedgerEffectKey returns the effect key of the ledger row of kind row
 // ("charge", "notification" or "receipt") that the run ctx belongs to
-// appends: [middleware.EffectKey] of the effect named "ledger-" and the
+// appends: [receiver.EffectKey] of the effect named "ledger-" and the
 // kind. It reports false outside a receiver's run and in one whose keys
 // were taken away. Every [Ledger] keys its rows with it.
 //
@@ -89,7 +89,7 @@ type Ledger interface {
 // handler's name, the name is part of every key: changed once deployed,
 // a repeat of a run from before the change appends again.
 func LedgerEffectKey(ctx context.Context, row string) (string, bool) {
-	return middleware.EffectKey(ctx, "ledger-"+row)
+	return receiver.EffectKey(ctx, "ledger-"+row)
 }
 
 // Ledger errors.

@@ -8,7 +8,7 @@ import (
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/onceflow/onceflow/handlers/provider"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
 )
 
 // MessageHandlers holds the message handlers of the payments domain. Its
@@ -37,7 +37,7 @@ func NewMessageHandlers(ledger Ledger, charger Charger, logger *slog.Logger) *Me
 }
 
 // chargeEffect names charge_payment's one effect, the charge at the
-// provider (see [middleware.WithEffectName]). Like a handler's name it is
+// provider (see [idempotencykey.WithEffectName]). Like a handler's name it is
 // part of every effect key: changed once deployed, a retry of a run that
 // charged before the change charges again.
 const chargeEffect = "charge"
@@ -55,7 +55,7 @@ const chargeEffect = "charge"
 // A run that charged and then failed (the ledger write, say) charges again
 // when it is retried: the provider makes one charge of the two only when
 // the charger's requests carry the run's effect key
-// ([middleware.EffectKeys]).
+// ([idempotencykey.EffectKeys]).
 func (h *MessageHandlers) ChargePayment(msg *message.Message) ([]*message.Message, error) {
 	req, err := DecodePaymentRequested(msg.Payload)
 	if err != nil {
@@ -63,7 +63,7 @@ func (h *MessageHandlers) ChargePayment(msg *message.Message) ([]*message.Messag
 	}
 	// The charge's effect key is named, not derived from the provider's
 	// URL, so that a retry after the URL changed sends the same key.
-	ctx := middleware.WithEffectName(msg.Context(), chargeEffect)
+	ctx := idempotencykey.WithEffectName(msg.Context(), chargeEffect)
 	p := req.Payment()
 	charge, err := h.charger.Charge(ctx, provider.ChargeRequest{
 		PaymentID: p.IdempotencyKey(), CustomerID: p.CustomerID, AmountCents: p.AmountCents, Currency: p.Currency,

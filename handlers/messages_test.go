@@ -16,7 +16,8 @@ import (
 	"github.com/onceflow/onceflow/handlers/ledgertest"
 	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/handlers/provider"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
 )
 
 func paymentRequestedMessage(t *testing.T, e handlers.PaymentRequested) *message.Message {
@@ -30,7 +31,7 @@ func paymentRequestedMessage(t *testing.T, e handlers.PaymentRequested) *message
 
 // charger starts a payment provider on a loopback port, stopped when t
 // ends, and returns it with its client, which sends the effect key of a
-// receiver's run ([middleware.EffectKeys]) as the payments domain's does.
+// receiver's run ([idempotencykey.EffectKeys]) as the payments domain's does.
 func charger(t *testing.T) (*provider.Server, *provider.Client) {
 	t.Helper()
 	s, err := provider.Listen(t.Context(), "127.0.0.1:0", provider.Config{})
@@ -38,7 +39,7 @@ func charger(t *testing.T) (*provider.Server, *provider.Client) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	return s, provider.NewClient(s.URL(), &http.Client{Transport: middleware.EffectKeys(nil)})
+	return s, provider.NewClient(s.URL(), &http.Client{Transport: idempotencykey.EffectKeys(nil)})
 }
 
 // assertCharges requires the provider to have made want charges of the
@@ -89,7 +90,7 @@ func TestChargePayment(t *testing.T) {
 	if msg.UUID == "" || msg.UUID == in.UUID {
 		t.Errorf("produced UUID %q, want a new one", msg.UUID)
 	}
-	if got := msg.Metadata.Get(middleware.MetadataKey); got != req.PaymentID {
+	if got := msg.Metadata.Get(consume.MetadataKey); got != req.PaymentID {
 		t.Errorf("idempotency key = %q, want %q", got, req.PaymentID)
 	}
 	if got := wmmw.MessageCorrelationID(msg); got != "corr-1" {
@@ -257,8 +258,8 @@ func TestMessageHandlersKeepTheClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if charged.Client != "client-a" || out[0].Metadata.Get(middleware.MetadataKey) != "client-a/pay-1" {
-		t.Errorf("PaymentCharged of client %q, key %q; want client-a, client-a/pay-1", charged.Client, out[0].Metadata.Get(middleware.MetadataKey))
+	if charged.Client != "client-a" || out[0].Metadata.Get(consume.MetadataKey) != "client-a/pay-1" {
+		t.Errorf("PaymentCharged of client %q, key %q; want client-a, client-a/pay-1", charged.Client, out[0].Metadata.Get(consume.MetadataKey))
 	}
 	if err := h.NotifyCustomer(out[0]); err != nil {
 		t.Fatal(err)

@@ -1,30 +1,33 @@
-// Package middleware is the idempotent receiver: it makes a side effect
-// happen once per idempotency key on transports that deliver at least once.
+// Package middleware holds the idempotent receiver, which makes a side
+// effect happen once per idempotency key on transports that deliver at
+// least once, in one package per part; it has no code of its own.
 //
-// The core, Receiver.Execute, knows nothing of any transport. It claims the
-// key in a [stores.Store], runs the caller's function while holding a fenced
-// lease (extended by a heartbeat), and records the function's result so that
-// a duplicate gets the stored result instead of a second execution. A failed
-// function releases its claim at once, so the redelivered message is
-// processed again: a failure is never mistaken for a duplicate.
+//   - receiver: the core. receiver.Receiver.Execute claims a key in a
+//     record store, runs a function under a fenced lease (or in a unit of
+//     work, in transaction mode), records its result, and answers a
+//     duplicate with it. It knows none of its faces.
+//   - consume: the Watermill face. consume.Middleware scopes keys by
+//     handler, stores the produced messages and replays them;
+//     consume.Install puts it on a router with what its guarantees
+//     depend on.
+//   - idempotencykey: the net/http face. idempotencykey.Middleware
+//     guards unsafe requests by their Idempotency-Key header, per client;
+//     idempotencykey.EffectKeys sends a run's effect key on outbound
+//     requests.
+//   - apikey: bearer API-key authentication, and the client identity the
+//     HTTP face scopes its records by.
+//   - signing: message signatures, so that no untrusted producer can
+//     pre-empt a key.
+//   - metrics: the receiver's Prometheus observer.
 //
-// Faces adapt the core to a transport. Receiver.Middleware is the Watermill
-// face: a [message.HandlerMiddleware] that scopes keys by handler name, stores
-// the handler's produced messages, and replays them on duplicates. Install
-// puts it on a [message.Router] with the middlewares its guarantees depend
-// on, in their order: the poison queue for errors a redelivery cannot fix
-// (Permanent, PermanentErrors), a payload limit (MaxPayload), the retries,
-// KeepContext, OutliveClose and the timeout.
-// Receiver.HTTP is the net/http face: Idempotency-Key middleware that scopes
-// keys by client, method and route, stores the response, and replays it on
-// a retry. Authenticate resolves the client identity from a bearer API key;
-// a request without one is refused (403) unless WithAnonymous says that
-// every caller is one anonymous client.
+// The router order consume.Install builds, outermost first:
 //
-// Every call of Execute ends in exactly one Outcome, reported to the
-// Observer; NewPrometheusObserver exports them as metrics. With a
-// Config.TracerProvider every call is also an OpenTelemetry span, its store
-// calls spans within it. Tracing carries the W3C trace context through
-// Watermill, in message metadata ([MetadataCarrier]), so that one trace
-// follows a message from its publisher into every handler.
+//	recoverer -> Outer (metrics, correlation, consumer span) -> poison queue
+//	-> MaxPayload -> Signer -> KeepContext -> retry -> OutliveClose
+//	-> timeout -> receiver -> Inner (producer trace context) -> handler
+//
+// The receiver sits innermost, where no middleware added later can run
+// inside it; the timeout bounds one attempt within the receiver's lease.
+// On the HTTP side: authentication (apikey) -> routing (http.ServeMux)
+// -> Idempotency-Key (idempotencykey) -> handler.
 package middleware

@@ -1,5 +1,5 @@
 // Package stores defines the idempotency record store: the contract that the
-// idempotent receiver (package middleware) relies on and that every
+// idempotent receiver (package receiver) relies on and that every
 // implementation (stores/memory, stores/redis, stores/postgres) fulfils,
 // and [Admin], what operators' tools need besides (reading a record,
 // removing one whoever owns it), which each implements too.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	memstore "github.com/onceflow/onceflow/stores/memory"
 )
 
@@ -53,7 +53,7 @@ func runEffectKeys(t *testing.T, newLedger func(t *testing.T) handlers.Ledger, p
 		Must(t, appendEach(context.Background(), l))
 		Must(t, appendEach(context.Background(), l))
 		Must(t, inRun(t, r, "charge_payment", p.IdempotencyKey(), func(ctx context.Context) error {
-			ctx = middleware.WithoutEffectKeys(ctx)
+			ctx = receiver.WithoutEffectKeys(ctx)
 			return errors.Join(appendEach(ctx, l), appendEach(ctx, l))
 		}))
 		AssertState(t, l, p.Client, handlers.PaymentState{PaymentID: p.ID, Status: handlers.StatusNotified, Charges: 4, Notifications: 4, Receipts: 4})
@@ -95,11 +95,11 @@ func runEffectKeys(t *testing.T, newLedger func(t *testing.T) handlers.Ledger, p
 }
 
 // newReceiver returns a receiver on a store in memory, closed when t ends.
-func newReceiver(t *testing.T) *middleware.Receiver {
+func newReceiver(t *testing.T) *receiver.Receiver {
 	t.Helper()
 	store := memstore.New(memstore.Config{})
 	t.Cleanup(func() { _ = store.Close() })
-	r, err := middleware.NewReceiver(middleware.Config{Store: store, Lease: time.Minute})
+	r, err := receiver.New(receiver.Config{Store: store, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func newReceiver(t *testing.T) *middleware.Receiver {
 // inRun runs fn as r runs a handler: in the run of handler scope for the
 // message key key, whose context carries the run's effect keys. It returns
 // the run's error.
-func inRun(t *testing.T, r *middleware.Receiver, scope, key string, fn func(ctx context.Context) error) error {
+func inRun(t *testing.T, r *receiver.Receiver, scope, key string, fn func(ctx context.Context) error) error {
 	t.Helper()
 	_, err := r.Execute(t.Context(), scope, key, []byte(key), func(ctx context.Context) ([]byte, error) {
 		return nil, fn(ctx)

@@ -20,7 +20,7 @@ import (
 	"github.com/onceflow/onceflow/handlers/provider"
 	"github.com/onceflow/onceflow/internal/faults"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 )
 
 // The service charges at the provider PAYMENT_PROVIDER_URL names, once
@@ -184,7 +184,7 @@ func (f *failFirstRun) middleware(h message.HandlerFunc) message.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		k := message.HandlerNameFromCtx(msg.Context()) + " " + msg.Metadata.Get(middleware.MetadataKey)
+		k := message.HandlerNameFromCtx(msg.Context()) + " " + msg.Metadata.Get(consume.MetadataKey)
 		f.mu.Lock()
 		first := !f.ran[k]
 		f.ran[k] = true

@@ -11,7 +11,7 @@ import (
 
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/handlers/provider"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
 )
 
 // openCharger returns the client of the payment provider that charge_payment
@@ -35,7 +35,7 @@ func openCharger(ctx context.Context, deps domain.Deps) (*provider.Client, func(
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}
-	hc := &http.Client{Transport: middleware.EffectKeys(transport)}
+	hc := &http.Client{Transport: idempotencykey.EffectKeys(transport)}
 
 	if raw := deps.Getenv("PAYMENT_PROVIDER_URL"); raw != "" {
 		const want = "want the provider's base URL, such as http://provider:8080"

@@ -14,7 +14,7 @@ import (
 	"github.com/onceflow/onceflow/handlers/ledgertest"
 	"github.com/onceflow/onceflow/handlers/postgres"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/migrations"
 	memstore "github.com/onceflow/onceflow/stores/memory"
 	storepg "github.com/onceflow/onceflow/stores/postgres"
@@ -179,7 +179,7 @@ func TestEffectKeyMigration(t *testing.T) {
 	p := handlers.Payment{ID: "pay-old", CustomerID: "cus-1", AmountCents: 100, Currency: "EUR"}
 	store := memstore.New(memstore.Config{})
 	t.Cleanup(func() { _ = store.Close() })
-	r, err := middleware.NewReceiver(middleware.Config{Store: store})
+	r, err := receiver.New(receiver.Config{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}

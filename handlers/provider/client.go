@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
 )
 
 // ErrRefused matches the error of a charge the provider refused for good
@@ -31,7 +31,7 @@ type Client struct {
 
 // NewClient returns a client of the provider at baseURL (such as
 // http://127.0.0.1:8090) that sends its requests with hc; a nil hc is
-// [http.DefaultClient]. Give hc the transport [middleware.EffectKeys] so
+// [http.DefaultClient]. Give hc the transport [idempotencykey.EffectKeys] so
 // that a charge made in a receiver's run carries the run's effect key as
 // its Idempotency-Key.
 func NewClient(baseURL string, hc *http.Client) *Client {
@@ -70,7 +70,7 @@ func (c *Client) Charge(ctx context.Context, req ChargeRequest) (Charge, error) 
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&ch); err != nil || ch.ID == "" {
 		return Charge{}, fmt.Errorf("charging at the provider: unreadable charge (%v)", err)
 	}
-	ch.Replayed = resp.Header.Get(middleware.ReplayedHeader) == "true"
+	ch.Replayed = resp.Header.Get(idempotencykey.ReplayedHeader) == "true"
 	return ch, nil
 }
 

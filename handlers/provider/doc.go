@@ -4,7 +4,7 @@
 //
 // Its one unsafe route, POST /charges ([RouteCharge]), makes a charge and
 // answers 201 with it. It is guarded by onceflow's own HTTP face
-// ([middleware.Receiver.HTTP]), so it keeps the promise that an effect key
+// ([idempotencykey.Middleware]), so it keeps the promise that an effect key
 // relies on: a request that repeats an Idempotency-Key is answered with the
 // first request's charge (Idempotent-Replayed: true) and charges nothing;
 // the same key with another body is refused with 422. A request without a

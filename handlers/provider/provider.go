@@ -13,7 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/onceflow/onceflow/exactlyonce"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/migrations"
 	"github.com/onceflow/onceflow/stores/memory"
 	storepg "github.com/onceflow/onceflow/stores/postgres"
@@ -76,7 +77,7 @@ func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
 			_ = p.Close()
 		}
 	}()
-	rc := middleware.Config{TTL: cfg.TTL, Logger: p.logger}
+	rc := receiver.Config{TTL: cfg.TTL, Logger: p.logger}
 	if cfg.DB == nil {
 		store := memory.New(memory.Config{})
 		p.closers = append(p.closers, store.Close)
@@ -88,18 +89,18 @@ func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
 		}
 		rc.Store, rc.Transactor = store, exactlyonce.Transactor{DB: cfg.DB, Store: store}
 	}
-	receiver, err := middleware.NewReceiver(rc)
+	r, err := receiver.New(rc)
 	if err != nil {
 		return nil, err
 	}
-	p.handler = p.routes(receiver.HTTP(
+	p.handler = p.routes(idempotencykey.Middleware(r,
 		// Every caller is one merchant: the payments service.
-		middleware.WithAnonymous(),
+		idempotencykey.WithAnonymous(),
 		// A request without a key is charged, every time.
-		middleware.WithOptionalKey(),
+		idempotencykey.WithOptionalKey(),
 		// Its one caller is trusted; a quota would only slow it.
-		middleware.WithClientQuota(0, 0),
-		middleware.WithMaxRequestBody(MaxRequestBody),
+		idempotencykey.WithClientQuota(0, 0),
+		idempotencykey.WithMaxRequestBody(MaxRequestBody),
 	))
 	return p, nil
 }

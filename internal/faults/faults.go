@@ -29,7 +29,7 @@ type Config struct {
 	// Delay makes each attempt sleep this long before the handler runs.
 	Delay time.Duration `env:"CHAOS_DELAY"`
 	// NoEffectKeys takes the receiver's effect keys away from every
-	// attempt ([middleware.WithoutEffectKeys]): the handlers' effects
+	// attempt ([receiver.WithoutEffectKeys]): the handlers' effects
 	// carry no key, as they would in a service that does not hand them
 	// on, so a run measures the window the keys close.
 	NoEffectKeys bool `env:"CHAOS_NO_EFFECT_KEYS"`

@@ -12,7 +12,7 @@ import (
 
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/internal/faults"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores/memory"
 )
 
@@ -75,14 +75,14 @@ func TestMiddlewareDelay(t *testing.T) {
 func TestMiddlewareNoEffectKeys(t *testing.T) {
 	store := memory.New(memory.Config{})
 	t.Cleanup(func() { _ = store.Close() })
-	r, err := middleware.NewReceiver(middleware.Config{Store: store, Lease: time.Minute})
+	r, err := receiver.New(receiver.Config{Store: store, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, off := range []bool{false, true} {
 		var keyed bool
 		h := faults.Middleware(faults.Config{NoEffectKeys: off})(func(msg *message.Message) ([]*message.Message, error) {
-			_, keyed = middleware.EffectKey(msg.Context(), "")
+			_, keyed = receiver.EffectKey(msg.Context(), "")
 			return nil, nil
 		})
 		msg := message.NewMessage("1", nil)

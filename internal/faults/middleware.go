@@ -8,7 +8,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/receiver"
 )
 
 // Middleware is the switches of c around a handler: each attempt sleeps
@@ -23,7 +23,7 @@ func Middleware(c Config) message.HandlerMiddleware {
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			if c.NoEffectKeys {
-				msg.SetContext(middleware.WithoutEffectKeys(msg.Context()))
+				msg.SetContext(receiver.WithoutEffectKeys(msg.Context()))
 			}
 			if err := sleep(msg.Context(), c.Delay); err != nil {
 				return nil, err

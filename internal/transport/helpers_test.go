@@ -9,7 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/middleware"
+	idem "github.com/onceflow/onceflow/middleware/consume"
 )
 
 // The service's topics and key metadata, as the tests use them.
@@ -17,7 +17,7 @@ const (
 	topicRequested = "payments.requested"
 	topicCharged   = "payments.charged"
 	topicPoison    = "poison"
-	keyMetadata    = middleware.MetadataKey
+	keyMetadata    = idem.MetadataKey
 )
 
 // waitFor polls cond until it holds, failing the test after 20 seconds.

@@ -12,7 +12,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/onceflow/onceflow/middleware"
+	idem "github.com/onceflow/onceflow/middleware/consume"
 )
 
 // Kafka client timeouts. Start-up against a dead cluster fails within about
@@ -40,7 +40,7 @@ const (
 // fails start-up within about 15 s, with a one-line error.
 //
 // The publisher waits for every in-sync replica to store a message
-// (acks=all) and keys it by its metadata [middleware.MetadataKey] (the
+// (acks=all) and keys it by its metadata [idem.MetadataKey] (the
 // payment id), so one payment's events keep their order in one partition.
 // Each handler gets its own subscriber in its consumer group (see
 // [Config.ConsumerGroup] and [kafkaSubscriber]); a new group starts from
@@ -55,7 +55,7 @@ func newKafka(ctx context.Context, cfg Config, logger watermill.LoggerAdapter) (
 	if err := createKafkaTopics(ctx, cfg, topics); err != nil {
 		return Transport{}, oneLineError{err}
 	}
-	marshaler := kafkaMarshaler(middleware.MetadataKey)
+	marshaler := kafkaMarshaler(idem.MetadataKey)
 	pub, err := kafka.NewPublisher(kafka.PublisherConfig{
 		Brokers:               cfg.KafkaBrokers,
 		Marshaler:             marshaler,

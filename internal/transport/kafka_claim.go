@@ -9,7 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/onceflow/onceflow/middleware"
+	idem "github.com/onceflow/onceflow/middleware/consume"
 )
 
 // kafkaClaims is the [sarama.ConsumerGroupHandler] of one subscription: it
@@ -44,7 +44,7 @@ type kafkaClaims struct {
 // consumer group configuration sc.
 func newKafkaClaims(ctx context.Context, out chan<- *message.Message, inFlight int, sc *sarama.Config, logger watermill.LoggerAdapter) *kafkaClaims {
 	h := &kafkaClaims{
-		ctx: ctx, out: out, unmarshal: kafkaMarshaler(middleware.MetadataKey),
+		ctx: ctx, out: out, unmarshal: kafkaMarshaler(idem.MetadataKey),
 		window: max(inFlight, 1) * kafkaReadAhead,
 		drain:  sc.Consumer.Group.Rebalance.Timeout * 4 / 5,
 		resend: kafkaResendDelay,

@@ -12,7 +12,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
 
-	"github.com/onceflow/onceflow/middleware"
+	idem "github.com/onceflow/onceflow/middleware/consume"
 )
 
 // Tuning of the NATS transport; newNATS explains the choices.
@@ -146,7 +146,7 @@ func newNATSWith(ctx context.Context, cfg Config, logger watermill.LoggerAdapter
 		return Transport{}, err
 	}
 	pub, err := wmnats.NewPublisherWithNatsConn(t.conn, wmnats.PublisherPublishConfig{
-		Marshaler:         natsMarshaler{keyEntry: middleware.MetadataKey},
+		Marshaler:         natsMarshaler{keyEntry: idem.MetadataKey},
 		SubjectCalculator: wmnats.DefaultSubjectCalculator,
 		JetStream:         wmnats.JetStreamConfig{ConnectOptions: []nats.JSOpt{nats.MaxWait(natsRequestTimeout)}},
 	}, logger)

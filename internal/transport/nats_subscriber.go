@@ -11,7 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
 
-	"github.com/onceflow/onceflow/middleware"
+	idem "github.com/onceflow/onceflow/middleware/consume"
 )
 
 // subscriber returns a new subscriber consuming as handler, inFlight
@@ -154,7 +154,7 @@ func (s *natsSubscriber) handBack(sub *nats.Subscription, e *natsEnding) {
 
 // consume delivers sub's messages to out until ctx ends or sub is gone.
 func (s *natsSubscriber) consume(ctx context.Context, sub *nats.Subscription, out chan<- *message.Message, e *natsEnding) {
-	unmarshaler := natsMarshaler{keyEntry: middleware.MetadataKey}
+	unmarshaler := natsMarshaler{keyEntry: idem.MetadataKey}
 	for {
 		nm, err := sub.NextMsgWithContext(ctx)
 		switch {

@@ -18,7 +18,7 @@ type Beginner interface {
 // Unit is one unit of work: a transaction (or savepoint) with the Store
 // bound to it, so that a Claim, the caller's own writes and the Complete
 // commit or roll back together. It has the methods of the receiver's
-// middleware.Unit, so an application's Transactor can return it. A Unit is
+// receiver.Unit, so an application's Transactor can return it. A Unit is
 // used by one goroutine.
 type Unit struct {
 	ctx   context.Context

@@ -12,7 +12,7 @@ import (
 
 	"github.com/onceflow/onceflow/app/apptest/testdomain/provider"
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
 )
 
 // Option changes the domain that Domain returns.
@@ -69,11 +69,11 @@ func open(ctx context.Context, deps domain.Deps, o options) (*domain.Parts, erro
 // openCharger returns what charges at the provider at raw, its base URL,
 // or at one it starts in process when raw is empty, and what releases it.
 // Every charge is sent with the effect key of its run
-// ([middleware.EffectKeys]).
+// ([idempotencykey.EffectKeys]).
 func openCharger(ctx context.Context, raw string, logger *slog.Logger) (chargeFunc, func() error, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 64 // one per charge in flight, kept for the next
-	hc := &http.Client{Transport: middleware.EffectKeys(transport)}
+	hc := &http.Client{Transport: idempotencykey.EffectKeys(transport)}
 	release := func() error { transport.CloseIdleConnections(); return nil }
 	if raw == "" {
 		p, err := provider.Start(ctx, provider.Config{Logger: logger.With("component", "testdomain_provider")})

@@ -19,7 +19,7 @@ import (
 	"github.com/onceflow/onceflow/app/apptest/testdomain/provider"
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/receiver"
 )
 
 // The service on the test domain handles each request once in every
@@ -72,7 +72,7 @@ func TestRetryAfterTheEffectsMakesThemOnce(t *testing.T) {
 			failFirst := func(h message.HandlerFunc) message.HandlerFunc {
 				return func(msg *message.Message) ([]*message.Message, error) {
 					if !keys {
-						msg.SetContext(middleware.WithoutEffectKeys(msg.Context()))
+						msg.SetContext(receiver.WithoutEffectKeys(msg.Context()))
 					}
 					out, err := h(msg)
 					mu.Lock()

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/onceflow/onceflow/app/apptest/testdomain"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 )
 
 // A malformed event's error matches ErrMalformed, which the domain's
@@ -52,7 +52,7 @@ func TestEventMessage(t *testing.T) {
 		if err != nil || got != e {
 			t.Errorf("%+v: decoded %s to %+v, %v", e, msg.Payload, got, err)
 		}
-		if k := msg.Metadata.Get(middleware.MetadataKey); k != e.Key() || !strings.HasSuffix(k, e.ID) || (e.Client == "") != (k == e.ID) {
+		if k := msg.Metadata.Get(consume.MetadataKey); k != e.Key() || !strings.HasSuffix(k, e.ID) || (e.Client == "") != (k == e.ID) {
 			t.Errorf("%+v: idempotency key %q", e, k)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/apikey"
 	"github.com/onceflow/onceflow/problem"
 )
 
@@ -47,7 +47,7 @@ type Publisher interface {
 //
 // POST /v1/charges takes {"id": ..., "amount": ...}: it adds a [Requests]
 // row for the caller's [Event] (its client from
-// [middleware.ClientFromContext]) and publishes the event on
+// [apikey.ClientFromContext]) and publishes the event on
 // TopicRequested, then answers 202 {"id": ...} with a Location. Its
 // problems (application/problem+json): 400 naming what is wrong with the
 // body, 500 when the ledger fails, 503 with Retry-After when publishing
@@ -80,7 +80,7 @@ func (a api) create(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, err)
 		return
 	}
-	e.Client, _ = middleware.ClientFromContext(r.Context())
+	e.Client, _ = apikey.ClientFromContext(r.Context())
 	ctx := r.Context()
 	if err := a.ledger.Add(ctx, Requests, e.Key()); err != nil {
 		a.logger.ErrorContext(ctx, "recording a request", "id", e.Key(), "err", err)
@@ -133,7 +133,7 @@ func decodeRequest(body io.Reader) (Event, error) {
 // read answers the Tally of the caller's request id: 200, or 404 when the
 // ledger has no row of it.
 func (a api) read(w http.ResponseWriter, r *http.Request) {
-	client, _ := middleware.ClientFromContext(r.Context())
+	client, _ := apikey.ClientFromContext(r.Context())
 	t, err := a.ledger.TallyOf(r.Context(), Event{Client: client, ID: r.PathValue("id")}.Key())
 	switch {
 	case err != nil:

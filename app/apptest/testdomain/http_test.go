@@ -14,7 +14,8 @@ import (
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/onceflow/onceflow/app/apptest/testdomain"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/apikey"
+	"github.com/onceflow/onceflow/middleware/consume"
 	"github.com/onceflow/onceflow/problem"
 )
 
@@ -43,7 +44,7 @@ func serveAPI(t *testing.T, l testdomain.Ledger, pub testdomain.Publisher, clien
 	var h http.Handler = mux
 	if client != "" {
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mux.ServeHTTP(w, r.WithContext(middleware.ContextWithClient(r.Context(), client)))
+			mux.ServeHTTP(w, r.WithContext(apikey.ContextWithClient(r.Context(), client)))
 		})
 	}
 	s := httptest.NewServer(h)
@@ -87,7 +88,7 @@ func TestAPIAcceptsARequest(t *testing.T) {
 	if e, err := testdomain.Decode(msg.Payload); err != nil || e != (testdomain.Event{Client: "client-a", ID: "a-1", Amount: 5}) {
 		t.Errorf("published %s: %+v, %v", msg.Payload, e, err)
 	}
-	if k, c := msg.Metadata.Get(middleware.MetadataKey), wmmw.MessageCorrelationID(msg); k != "client-a/a-1" || c != "corr-1" {
+	if k, c := msg.Metadata.Get(consume.MetadataKey), wmmw.MessageCorrelationID(msg); k != "client-a/a-1" || c != "corr-1" {
 		t.Errorf("published with key %q and correlation id %q, want client-a/a-1 and corr-1", k, c)
 	}
 

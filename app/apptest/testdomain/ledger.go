@@ -3,7 +3,7 @@ package testdomain
 import (
 	"context"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/receiver"
 )
 
 // Kind is a kind of ledger row: the effect of one step of the flow.
@@ -25,10 +25,10 @@ const (
 // are its implementations, safe for concurrent use.
 //
 // A row added in a receiver's run carries the run's effect key
-// ([middleware.EffectKey] of the effect "ledger-" and the kind), and a
+// ([receiver.EffectKey] of the effect "ledger-" and the kind), and a
 // row of that key is added once: a run repeated (a retry after a
 // failure, a takeover after a crash) adds nothing. Outside a run, or in
-// one whose keys were taken away ([middleware.WithoutEffectKeys]), every
+// one whose keys were taken away ([receiver.WithoutEffectKeys]), every
 // Add adds a row: then only the receiver keeps an effect once, and the
 // rows count the runs.
 type Ledger interface {
@@ -76,5 +76,5 @@ func (t *Tally) of(kind Kind) *Counts {
 // rowKey is the effect key of the row of kind that the run ctx belongs
 // to adds; false outside a run.
 func rowKey(ctx context.Context, kind Kind) (string, bool) {
-	return middleware.EffectKey(ctx, "ledger-"+string(kind))
+	return receiver.EffectKey(ctx, "ledger-"+string(kind))
 }

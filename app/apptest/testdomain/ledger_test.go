@@ -9,7 +9,7 @@ import (
 
 	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/migrations"
 	memstore "github.com/onceflow/onceflow/stores/memory"
 )
@@ -72,7 +72,7 @@ func ledgerSuite(t *testing.T, newLedger func(*testing.T) testdomain.Ledger) {
 		must(t, r.do("other", "a-1", func(ctx context.Context) error { return l.Add(ctx, testdomain.Charges, "a-1") }))
 		must(t, r.do("charge", "a-1-again", func(ctx context.Context) error { return l.Add(ctx, testdomain.Charges, "a-1") }))
 		must(t, r.do("charge", "a-1-without-keys", func(ctx context.Context) error {
-			return l.Add(middleware.WithoutEffectKeys(ctx), testdomain.Charges, "a-1")
+			return l.Add(receiver.WithoutEffectKeys(ctx), testdomain.Charges, "a-1")
 		}))
 		assertTally(t, l, "", testdomain.Tally{Requests: once, Charges: counts(4, 1), Notices: once, Receipts: once})
 	})
@@ -119,13 +119,13 @@ func must(t *testing.T, err error) {
 // runs runs functions as a receiver runs handlers, its records in memory.
 type runs struct {
 	t *testing.T
-	r *middleware.Receiver
+	r *receiver.Receiver
 }
 
 func newRuns(t *testing.T) runs {
 	store := memstore.New(memstore.Config{})
 	t.Cleanup(func() { _ = store.Close() })
-	r, err := middleware.NewReceiver(middleware.Config{Store: store, Lease: time.Minute})
+	r, err := receiver.New(receiver.Config{Store: store, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

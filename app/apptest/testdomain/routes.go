@@ -10,7 +10,7 @@ import (
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
 	"github.com/onceflow/onceflow/problem"
 )
 
@@ -67,7 +67,7 @@ func (h handlers) chargeRequest(msg *message.Message) ([]*message.Message, error
 		return nil, err
 	}
 	// Named, so that the key does not change with the provider's URL.
-	ctx := middleware.WithEffectName(msg.Context(), "provider-charge")
+	ctx := idempotencykey.WithEffectName(msg.Context(), "provider-charge")
 	if e.Charge, err = h.charge(ctx, e.Key(), e.Amount); err != nil {
 		return nil, fmt.Errorf("charging %q: %w", e.Key(), err)
 	}

@@ -6,7 +6,8 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores"
 )
 
@@ -28,7 +29,7 @@ var errFloorHeld = errors.New("floor: key in progress")
 // policy or replay: a measurement of the receiver's unavoidable cost inside
 // a router, with the router's scheduling and caches, not a receiver to use.
 func FloorMiddleware(s stores.Store) message.HandlerMiddleware {
-	keyOf := middleware.KeyFromMetadata(middleware.MetadataKey)
+	keyOf := consume.KeyFromMetadata(consume.MetadataKey)
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			ctx := msg.Context()
@@ -36,8 +37,8 @@ func FloorMiddleware(s stores.Store) message.HandlerMiddleware {
 			if err != nil {
 				return nil, err
 			}
-			k := middleware.RecordKey(message.HandlerNameFromCtx(ctx), key)
-			c, err := s.Claim(ctx, k, middleware.PayloadFingerprint(msg), middleware.DefaultLease)
+			k := receiver.RecordKey(message.HandlerNameFromCtx(ctx), key)
+			c, err := s.Claim(ctx, k, consume.PayloadFingerprint(msg), receiver.DefaultLease)
 			if err != nil {
 				return nil, err
 			}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 	"github.com/onceflow/onceflow/stores/memory"
 )
 
@@ -26,7 +26,7 @@ func TestFloorRunsAHandlerOncePerKey(t *testing.T) {
 		return nil, nil
 	})
 	msg := message.NewMessage("uuid-1", []byte("payload"))
-	msg.Metadata.Set(middleware.MetadataKey, "key-1")
+	msg.Metadata.Set(consume.MetadataKey, "key-1")
 
 	if _, err := h(msg); !errors.Is(err, failure) {
 		t.Fatalf("first delivery: err %v, want the handler's", err)

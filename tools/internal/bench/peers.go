@@ -6,7 +6,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 )
 
 // Deduplicator returns Watermill's middleware.Deduplicator on a fresh
@@ -20,7 +20,7 @@ func Deduplicator() ([]message.HandlerMiddleware, func(), error) {
 		return nil, nil, err
 	}
 	d := &wmmw.Deduplicator{
-		KeyFactory: wmmw.NewMessageHasherFromMetadataField(middleware.MetadataKey),
+		KeyFactory: wmmw.NewMessageHasherFromMetadataField(consume.MetadataKey),
 		Repository: repo,
 		Timeout:    time.Minute,
 	}

@@ -45,7 +45,8 @@ var OwnPrefixes = []string{receiverPrefix, storePrefix}
 // CPUSplit is a process's CPU time by what spent it, from its CPU profile
 // (see [SplitCPUProfile]).
 type CPUSplit struct {
-	// Receiver is the idempotent receiver's code (package middleware).
+	// Receiver is the idempotent receiver's code: its core and faces
+	// (the packages under middleware/).
 	Receiver time.Duration
 	// Store is the record store's code and its client's: onceflow's
 	// stores and go-redis.
@@ -63,7 +64,7 @@ func (s CPUSplit) Total() time.Duration { return s.Receiver + s.Store + s.Transp
 
 // The prefixes of the function names SplitCPUProfile buckets by.
 const (
-	receiverPrefix  = "github.com/onceflow/onceflow/middleware."
+	receiverPrefix  = "github.com/onceflow/onceflow/middleware/"
 	storePrefix     = "github.com/onceflow/onceflow/stores"
 	redisPrefix     = "github.com/redis/go-redis"
 	watermillPrefix = "github.com/ThreeDotsLabs/watermill"

@@ -89,7 +89,7 @@ func cpuProfile(t *testing.T, stacks []stack) []byte {
 func TestSplitCPUProfile(t *testing.T) {
 	const ms = time.Millisecond
 	const (
-		receiver = "github.com/onceflow/onceflow/middleware.(*Receiver).handle"
+		receiver = "github.com/onceflow/onceflow/middleware/consume.(*messageHandler).handle"
 		router   = "github.com/ThreeDotsLabs/watermill/message.(*Router).run"
 		client   = "github.com/redis/go-redis/v9.(*Client).Process"
 	)

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/onceflow/onceflow/internal/redismeter"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/receiver"
 )
 
 // RoundTrips measures Redis round trips per message through the receiver
@@ -31,7 +31,7 @@ func RoundTrips(env *Env, b Backend, n int, duplicate bool) func(ctx context.Con
 		}
 		payload := []byte("payload")
 		fp := fingerprint(payload)
-		execAll := func(prefix string, count int, want middleware.Outcome) error {
+		execAll := func(prefix string, count int, want receiver.Outcome) error {
 			for i := range count {
 				key := prefix + strconv.Itoa(i)
 				res, err := r.Execute(ctx, "bench", key, fp,
@@ -45,15 +45,15 @@ func RoundTrips(env *Env, b Backend, n int, duplicate bool) func(ctx context.Con
 			}
 			return nil
 		}
-		if err := execAll(nextKeys(), 3, middleware.OutcomeProcessed); err != nil { // loads the scripts
+		if err := execAll(nextKeys(), 3, receiver.OutcomeProcessed); err != nil { // loads the scripts
 			return 0, err
 		}
-		prefix, want := nextKeys(), middleware.OutcomeProcessed
+		prefix, want := nextKeys(), receiver.OutcomeProcessed
 		if duplicate {
 			if err := execAll(prefix, n, want); err != nil {
 				return 0, err
 			}
-			want = middleware.OutcomeDuplicate
+			want = receiver.OutcomeDuplicate
 		}
 		before := counter.RoundTrips()
 		if err := execAll(prefix, n, want); err != nil {

@@ -11,7 +11,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores"
 )
 
@@ -35,8 +36,8 @@ const recordTTL = 10 * time.Minute
 
 // newReceiver is the receiver every bench measures: store s, defaults
 // otherwise.
-func newReceiver(s stores.Store) (*middleware.Receiver, error) {
-	return middleware.NewReceiver(middleware.Config{Store: s, TTL: recordTTL})
+func newReceiver(s stores.Store) (*receiver.Receiver, error) {
+	return receiver.New(receiver.Config{Store: s, TTL: recordTTL})
 }
 
 // ReceiverOn returns the onceflow receiver on a fresh store of backend b.
@@ -46,7 +47,7 @@ func ReceiverOn(env *Env, b Backend) Middleware {
 		if err != nil {
 			return nil, err
 		}
-		return r.Middleware(), nil
+		return consume.Middleware(r), nil
 	})
 }
 
@@ -171,7 +172,7 @@ func messages(n, size int) []*message.Message {
 		p := make([]byte, size)
 		copy(p, key)
 		msgs[i] = message.NewMessage(watermill.NewUUID(), p)
-		msgs[i].Metadata.Set(middleware.MetadataKey, key)
+		msgs[i].Metadata.Set(consume.MetadataKey, key)
 	}
 	return msgs
 }

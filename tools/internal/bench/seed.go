@@ -8,7 +8,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 )
 
 // errSeedInProgress is what the seed-style middleware returns for a key whose
@@ -23,7 +23,7 @@ func SeedMiddleware(client *redis.Client, prefix string, lease, ttl time.Duratio
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			ctx := msg.Context()
-			key := prefix + message.HandlerNameFromCtx(ctx) + ":" + msg.Metadata.Get(middleware.MetadataKey)
+			key := prefix + message.HandlerNameFromCtx(ctx) + ":" + msg.Metadata.Get(consume.MetadataKey)
 			switch err := client.Get(ctx, key+":result").Err(); {
 			case err == nil:
 				return nil, nil // duplicate

@@ -14,9 +14,10 @@ import (
 var update = flag.Bool("update", false, "write what the checks measure into the docs they check")
 
 // libraryImports are what a Watermill service that takes the receiver as a
-// library imports: the receiver and one store.
+// library imports: the receiver's Watermill face (and with it the core) and
+// one store.
 var libraryImports = []string{
-	"github.com/onceflow/onceflow/middleware",
+	"github.com/onceflow/onceflow/middleware/consume",
 	"github.com/onceflow/onceflow/stores/redis",
 }
 

@@ -53,13 +53,13 @@ func assertRenamed(t *testing.T, dir string) {
 	}
 	name := forkOptions.Name
 	for file, want := range map[string]string{
-		"go.mod":                     "module " + forkOptions.Module + "\n",
-		"middleware/prometheus.go":   `"` + name + `_receiver_outcomes_total"`,
-		"app/config.go":              `envDefault:"` + name + `"`,
-		"Dockerfile":                 "./cmd/" + name,
-		"docker-compose.yml":         name + "-kafka:",
-		"Makefile":                   "bin/" + name,
-		"deploy/k8s/deployment.yaml": "image: " + name + ":",
+		"go.mod":                         "module " + forkOptions.Module + "\n",
+		"middleware/metrics/observer.go": `"` + name + `_receiver_outcomes_total"`,
+		"app/config.go":                  `envDefault:"` + name + `"`,
+		"Dockerfile":                     "./cmd/" + name,
+		"docker-compose.yml":             name + "-kafka:",
+		"Makefile":                       "bin/" + name,
+		"deploy/k8s/deployment.yaml":     "image: " + name + ":",
 	} {
 		b, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {

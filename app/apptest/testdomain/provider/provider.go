@@ -31,7 +31,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/exactlyonce"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/problem"
 	"github.com/onceflow/onceflow/stores/memory"
 )
@@ -87,7 +88,7 @@ func Start(ctx context.Context, cfg Config) (_ *Provider, err error) {
 			err = errors.Join(err, p.Close())
 		}
 	}()
-	rc := middleware.Config{Logger: p.logger}
+	rc := receiver.Config{Logger: p.logger}
 	if cfg.DB == nil {
 		store := memory.New(memory.Config{})
 		p.closers = append(p.closers, store.Close)
@@ -101,15 +102,15 @@ func Start(ctx context.Context, cfg Config) (_ *Provider, err error) {
 		rc.Store, rc.Transactor = store, exactlyonce.Transactor{DB: cfg.DB, Store: store}
 		p.charges = postgresBook{cfg.DB}
 	}
-	receiver, err := middleware.NewReceiver(rc)
+	r, err := receiver.New(rc)
 	if err != nil {
 		return nil, err
 	}
-	face := receiver.HTTP(
-		middleware.WithAnonymous(),       // one merchant: the service
-		middleware.WithOptionalKey(),     // no key: a charge every time
-		middleware.WithClientQuota(0, 0), // its one caller is trusted
-		middleware.WithMaxRequestBody(4<<10),
+	face := idempotencykey.Middleware(r,
+		idempotencykey.WithAnonymous(),       // one merchant: the service
+		idempotencykey.WithOptionalKey(),     // no key: a charge every time
+		idempotencykey.WithClientQuota(0, 0), // its one caller is trusted
+		idempotencykey.WithMaxRequestBody(4<<10),
 	)
 	mux := http.NewServeMux()
 	mux.Handle("POST /charges", face(http.HandlerFunc(p.charge)))

@@ -14,7 +14,8 @@ import (
 
 	"github.com/onceflow/onceflow/handlers"
 	ledgermemory "github.com/onceflow/onceflow/handlers/memory"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/memory"
 )
@@ -139,7 +140,7 @@ func (b *HTTPBench) handler(v Variant) (http.Handler, func(), error) {
 	if store == nil {
 		api.Routes(v1)
 	} else {
-		rec, err := middleware.NewReceiver(middleware.Config{Store: store, TTL: recordTTL, Logger: b.opts.Logger})
+		rec, err := receiver.New(receiver.Config{Store: store, TTL: recordTTL, Logger: b.opts.Logger})
 		if err != nil {
 			stop()
 			return nil, nil, err
@@ -147,8 +148,8 @@ func (b *HTTPBench) handler(v Variant) (http.Handler, func(), error) {
 		// No authentication: every request of the bench is one anonymous
 		// client's, sent faster than the service's default quota allows,
 		// so the quota never refuses.
-		api.Routes(v1, rec.HTTP(middleware.WithMaxRequestBody(handlers.MaxRequestBody), middleware.WithAnonymous(),
-			middleware.WithClientQuota(math.MaxInt32, time.Second)))
+		api.Routes(v1, idempotencykey.Middleware(rec, idempotencykey.WithMaxRequestBody(handlers.MaxRequestBody), idempotencykey.WithAnonymous(),
+			idempotencykey.WithClientQuota(math.MaxInt32, time.Second)))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", v1)

@@ -16,7 +16,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/idempotencykey"
 )
 
 // Latencies are recorded in microseconds from 1 µs to a minute, to three
@@ -93,12 +93,12 @@ func postPayment(ctx context.Context, client *http.Client, url, id, key string) 
 		return 0, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(middleware.IdempotencyKeyHeader, key)
+	req.Header.Set(idempotencykey.Header, key)
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, false, err
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	err = errors.Join(err, resp.Body.Close())
-	return resp.StatusCode, resp.Header.Get(middleware.ReplayedHeader) == "true", err
+	return resp.StatusCode, resp.Header.Get(idempotencykey.ReplayedHeader) == "true", err
 }

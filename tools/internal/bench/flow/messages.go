@@ -7,7 +7,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 )
 
 // minCopyLag is the fewest originals published between a message and its
@@ -60,7 +60,7 @@ func batch(round string, unique, duplicates, lag int) ([]*message.Message, []int
 func newMessage(round string, i int) *message.Message {
 	payload := fmt.Appendf(nil, `{"payment_id":"%s-%08d","amount_cents":1000,"pad":"%s"}`, round, i, "0123456789")
 	msg := message.NewMessage(watermill.NewUUID(), payload)
-	msg.Metadata.Set(middleware.MetadataKey, round+"-"+strconv.Itoa(i))
+	msg.Metadata.Set(consume.MetadataKey, round+"-"+strconv.Itoa(i))
 	msg.Metadata.Set(indexMetadata, strconv.Itoa(i))
 	return msg
 }

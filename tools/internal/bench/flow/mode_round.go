@@ -12,7 +12,8 @@ import (
 
 	"github.com/onceflow/onceflow/exactlyonce"
 	"github.com/onceflow/onceflow/internal/transport"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
@@ -42,15 +43,15 @@ func (b *ModeBench) round(ctx context.Context, mode Mode) (_ *tally, prefix stri
 	if err := initializeTopic(b.schema.pool, cfg, outputTopic); err != nil {
 		return nil, "", err
 	}
-	rcfg := middleware.Config{Store: b.store, TTL: recordTTL, Logger: b.opts.Logger}
-	var opts []middleware.MessageOption
+	rcfg := receiver.Config{Store: b.store, TTL: recordTTL, Logger: b.opts.Logger}
+	var opts []consume.Option
 	if mode == TransactionMode {
 		rcfg.Transactor = exactlyonce.Transactor{DB: b.schema.pool, Store: b.store}
 		ob := exactlyonce.Outbox{Topics: map[string]string{benchHandler: outputTopic}, Publisher: tr.Publisher(),
 			TopicPrefix: cfg.TopicPrefix, Logger: b.opts.Logger}
-		opts = append(opts, middleware.WithOutbox(ob.Write))
+		opts = append(opts, consume.WithOutbox(ob.Write))
 	}
-	rec, err := middleware.NewReceiver(rcfg)
+	rec, err := receiver.New(rcfg)
 	if err != nil {
 		return nil, "", err
 	}
@@ -63,7 +64,7 @@ func (b *ModeBench) round(ctx context.Context, mode Mode) (_ *tally, prefix stri
 			if err != nil {
 				return err
 			}
-			r.AddMiddleware(tl.count, rec.Middleware(opts...))
+			r.AddMiddleware(tl.count, consume.Middleware(rec, opts...))
 			r.AddHandler(benchHandler, benchTopic, sub, outputTopic, tr.Publisher(), handle)
 			return nil
 		})
@@ -110,7 +111,7 @@ func effectHandler(pool *pgxpool.Pool, tl *tally) message.HandlerFunc {
 		}
 		ctx := msg.Context()
 		const insert = "INSERT INTO " + effectsTable + " (key) VALUES ($1)"
-		key := msg.Metadata.Get(middleware.MetadataKey)
+		key := msg.Metadata.Get(consume.MetadataKey)
 		var err error
 		if tx, ok := postgres.TxFromContext(ctx); ok {
 			_, err = tx.Exec(ctx, insert, key)
@@ -121,7 +122,7 @@ func effectHandler(pool *pgxpool.Pool, tl *tally) message.HandlerFunc {
 			return nil, fmt.Errorf("recording the effect of %s: %w", key, err)
 		}
 		out := message.NewMessage(watermill.NewUUID(), msg.Payload)
-		out.Metadata.Set(middleware.MetadataKey, key)
+		out.Metadata.Set(consume.MetadataKey, key)
 		return []*message.Message{out}, nil
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/kfakebroker"
 	"github.com/onceflow/onceflow/internal/transport"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/cache"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
@@ -319,9 +319,9 @@ func (b *TransportBench) Close() error {
 
 // newReceiver is the receiver of one round: on a fresh store (see
 // serviceStore), its waits and batches counted in tl; defaults otherwise.
-func (b *TransportBench) newReceiver(tl *tally) (*middleware.Receiver, error) {
+func (b *TransportBench) newReceiver(tl *tally) (*receiver.Receiver, error) {
 	store := waitingStore{Store: serviceStore(b.opts.Redis, b.keyPrefix, tl.observeBatch), waited: &tl.storeWait}
-	return middleware.NewReceiver(middleware.Config{Store: store, TTL: recordTTL, Logger: b.opts.Logger})
+	return receiver.New(receiver.Config{Store: store, TTL: recordTTL, Logger: b.opts.Logger})
 }
 
 // serviceStore is the record store as the service sets it up by default

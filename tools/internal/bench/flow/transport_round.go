@@ -9,6 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/middleware/consume"
 	"github.com/onceflow/onceflow/tools/internal/bench"
 )
 
@@ -62,7 +63,7 @@ func (b *TransportBench) round(ctx context.Context, receiver bool, inFlight int,
 		if err != nil {
 			return nil, err
 		}
-		mw = append(mw, rec.Middleware())
+		mw = append(mw, consume.Middleware(rec))
 	}
 	consume := func() (*routers, error) {
 		return startRouters(ctx, o.Consumers, o.Logger, func(r *message.Router) error {

@@ -16,7 +16,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/middleware"
+	"github.com/onceflow/onceflow/middleware/consume"
 	"github.com/onceflow/onceflow/problem"
 )
 
@@ -71,7 +71,7 @@ func open(_ context.Context, deps domain.Deps) (*domain.Parts, error) {
 		}
 		payload, _ := json.Marshal(o)
 		msg := message.NewMessage(watermill.NewUUID(), payload)
-		msg.Metadata.Set(middleware.MetadataKey, o.OrderID)
+		msg.Metadata.Set(consume.MetadataKey, o.OrderID)
 		msg.SetContext(r.Context())
 		if err := deps.Publisher.Publish(TopicOrderPlaced, msg); err != nil {
 			problem.Write(w, err)

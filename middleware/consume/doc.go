@@ -1,0 +1,19 @@
+// Package consume is the Watermill face of the idempotent receiver
+// (package receiver): a [message.HandlerMiddleware] that runs a handler at
+// most once per idempotency key and handler.
+//
+// [Middleware] scopes keys by handler name, takes the key from metadata
+// [MetadataKey] (else the message UUID; see [KeyFunc] for others) and the
+// fingerprint from the payload ([FingerprintFunc]), stores the handler's
+// produced messages and replays them to duplicates. [Install] puts it on a
+// [message.Router] with the middlewares its guarantees depend on, in their
+// order: the poison queue for errors a redelivery cannot fix ([Permanent],
+// [PermanentErrors]), a payload limit ([MaxPayload]), signature checks
+// (package signing), [KeepContext], the retries, [OutliveClose] and the
+// timeout. [Tracing] carries the W3C trace context through Watermill, in
+// message metadata ([MetadataCarrier]), so that one trace follows a message
+// from its publisher into every handler.
+//
+// Everything here is safe for concurrent use: one middleware serves every
+// message of its handlers.
+package consume

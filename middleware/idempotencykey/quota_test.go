@@ -1,0 +1,61 @@
+package idempotencykey
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/middleware/receiver"
+)
+
+// A client over its quota is told when to come back: Retry-After is the
+// wait for its next record, and each refusal is counted as rate_limited,
+// whether the face refused before claiming or after.
+func TestHTTPClientQuotaRetryAfter(t *testing.T) {
+	f := newHTTPFixture(t, receiver.Config{}, nil, nil, WithClientQuota(3, time.Minute)) // a record every 20s
+	for i := range 3 {
+		if w := f.do(post("/things/1", "k"+strconv.Itoa(i), "A")); w.Code != http.StatusCreated {
+			t.Fatalf("record %d: status %d, want 201", i, w.Code)
+		}
+	}
+	for i := range 5 {
+		w := f.do(post("/things/1", "over-"+strconv.Itoa(i), "A"))
+		if w.Code != http.StatusTooManyRequests || w.Header().Get("Content-Type") != "application/problem+json" {
+			t.Fatalf("over the quota: %d %s, want a 429 problem", w.Code, w.Body)
+		}
+		if wait, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || wait < 19 || wait > 20 {
+			t.Fatalf("Retry-After %q, want about 20 (seconds)", w.Header().Get("Retry-After"))
+		}
+	}
+	if got := f.runs.Load(); got != 3 {
+		t.Errorf("handler ran %d times, want 3", got)
+	}
+	if got := f.rec.Count(receiver.OutcomeRateLimited); got != 5 {
+		t.Errorf("rate_limited = %d, want 5", got)
+	}
+}
+
+// Without a quota option the face has the default one: a flood from one
+// client is cut at DefaultClientRecords, plus what the allowance refills
+// while the flood runs.
+func TestHTTPClientQuotaIsOnByDefault(t *testing.T) {
+	f := newHTTPFixture(t, receiver.Config{}, nil, nil)
+	const flood = DefaultClientRecords + 500
+	created := 0
+	start := time.Now()
+	for i := range flood {
+		switch w := f.do(post("/things/1", "k"+strconv.Itoa(i), "A")); w.Code {
+		case http.StatusCreated:
+			created++
+		case http.StatusTooManyRequests:
+		default:
+			t.Fatalf("request %d: status %d", i, w.Code)
+		}
+	}
+	refilled := int(time.Since(start).Seconds() * DefaultClientRecords / DefaultClientWindow.Seconds())
+	if created < DefaultClientRecords || created > DefaultClientRecords+refilled+1 {
+		t.Errorf("%d of %d requests created a record, want %d plus at most the %d refilled meanwhile",
+			created, flood, DefaultClientRecords, refilled)
+	}
+}

@@ -1,0 +1,13 @@
+package receiver_test
+
+import (
+	"fmt"
+
+	"github.com/onceflow/onceflow/middleware/receiver"
+)
+
+func ExampleRecordKey() {
+	fmt.Println(receiver.RecordKey("charge_payment", "pay-1"))
+	// Output:
+	// charge_payment:pay-1
+}
