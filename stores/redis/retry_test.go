@@ -14,9 +14,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/onceflow/onceflow/internal/redisscript"
 	"github.com/onceflow/onceflow/internal/testenv"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
+	"github.com/onceflow/onceflow/stores/redis/internal/redisscript"
 	"github.com/onceflow/onceflow/stores/storetest/linearizable"
 )
 
