@@ -7,7 +7,10 @@
 // own, one call after another; this package lets many clients race on a
 // few keys, with short leases and faults of the backend, and asks
 // porcupine (github.com/anishathalye/porcupine) whether any sequential
-// order fits what they saw.
+// order fits what they saw. Its tests run it against every store of the
+// root module (memory, Redis, PostgreSQL, the cache), with the faults of
+// internal/testenv; it lives in the tools module so that porcupine stays
+// out of the go.mod a library user's build reads.
 //
 // Run drives a store with Config.Clients concurrent clients (8) on
 // Config.Keys keys (3) for Config.Duration, each calling Claim, Complete,
