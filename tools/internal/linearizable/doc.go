@@ -94,5 +94,8 @@
 //
 // The default run (1s per store) fits `make test`. With LINEARIZABILITY=long
 // in the environment (`make linearizability`) Run records for 20s per
-// store and faults repeat; see Long.
+// store and faults repeat; see Long. A run that has not met by then what
+// it must cover goes on until it has, bounded by calls, not by time (see
+// Config.CoverCalls): on a busy machine it records longer, never checks
+// less.
 package linearizable
