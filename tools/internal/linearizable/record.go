@@ -50,7 +50,8 @@ type recorder struct {
 	h  history
 }
 
-// record runs cfg.Clients clients against s for cfg.Duration, injecting
+// record runs cfg.Clients clients against s for cfg.Duration, and past it
+// while the run lacks coverage (see recorder.overtime), injecting
 // cfg.Faults meanwhile, and returns their history.
 func record(s stores.Store, cfg Config) *history {
 	r := &recorder{store: s, cfg: cfg, epoch: time.Now().UnixNano()}
