@@ -3,9 +3,10 @@
 GO        ?= go
 PKGS      ?= ./...
 # The dev tools (the bench, the rename, the image size, the in-process
-# Kafka, the repository checks) are a module of their own under tools/, so
-# that their dependencies (plotting, profiles, go.mod parsing, YAML) stay
-# out of the go.mod a library user's build reads. Every target that runs,
+# Kafka, the stores' linearizability runs, the repository checks) are a
+# module of their own under tools/, so that their dependencies (plotting,
+# profiles, porcupine, go.mod parsing, YAML) stay out of the go.mod a
+# library user's build reads. Every target that runs,
 # tests or lints the root module does the same in tools/.
 TOOLS     = tools
 TOOLS_PKGS ?= ./...
@@ -94,14 +95,14 @@ chaos: ## the fault suite at full size against this machine's services; writes d
 	@cat $(CHAOS_REPORT)
 
 # make linearizability: the long variant of the stores' linearizability
-# check (stores/storetest/linearizable; make test runs the short one):
-# racing clients for 20s per store, with repeated faults (Redis killed and
-# restarted, PostgreSQL crashed, Cluster failovers). A violation's
-# visualisation is written under $TMPDIR/onceflow-linearizability.
+# check (tools/internal/linearizable, in the tools module; make test runs
+# the short one): racing clients for 20s per store, with repeated faults
+# (Redis killed and restarted, PostgreSQL crashed, Cluster failovers). A
+# violation's visualisation is written under $TMPDIR/onceflow-linearizability.
 .PHONY: linearizability
 linearizability: ## the stores' linearizability check, long variant: 20s per store with repeated faults, against this machine's services
-	REQUIRE_SERVICES=1 LINEARIZABILITY=long \
-		$(GO) test -count=1 -p 1 -timeout 30m -v -run 'TestLinearizable|TestBrokenStoresAreCaught' ./stores/...
+	cd $(TOOLS) && REQUIRE_SERVICES=1 LINEARIZABILITY=long \
+		$(GO) test -count=1 -timeout 30m -v -run 'TestLinearizable|TestBrokenStoresAreCaught' ./internal/linearizable/
 
 # make bench-retention: how many expired records the retention bench fills.
 RETENTION_ROWS ?= 10000000

@@ -9,18 +9,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/postgres"
+	"github.com/onceflow/onceflow/stores/storetest"
 )
 
-// inOneBatch runs calls concurrently on a batching store with one worker
-// while that worker is held by a claim waiting on a row an open transaction
-// locks, so that all of them queue and go out together in one batch (or
-// rounds of one, for duplicates) when the transaction commits.
-func inOneBatch(t *testing.T, pool *pgxpool.Pool, batched *postgres.Store, plain *postgres.Store, calls []func()) {
+// waitQueued bounds the waits of inOneBatch; reaching it is a failure.
+const waitQueued = 10 * time.Second
+
+// oneWorker returns a batching store on pool with one worker per batcher
+// and no extra one (BatchTimeout is a minute), and the sizes of its
+// batches.
+func oneWorker(t *testing.T, pool *pgxpool.Pool) (*postgres.Store, *storetest.BatchSizes) {
+	t.Helper()
+	sizes := &storetest.BatchSizes{}
+	s := mustNew(t, pool, postgres.Config{BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Minute, BatchObserver: sizes.Observe})
+	return s, sizes
+}
+
+// inOneBatch runs calls, each one call of op ("claim" or "complete") on
+// batched, a oneWorker store whose batches sizes records, concurrently and
+// checks that they went out together in one batch (in rounds of one for
+// duplicates). A first call of op takes the only worker and waits on a row
+// an open transaction holds; once the server shows it waiting and every
+// call has queued behind it, the transaction commits.
+func inOneBatch(t *testing.T, pool *pgxpool.Pool, batched, plain *postgres.Store, sizes *storetest.BatchSizes, op string, calls []func()) {
 	t.Helper()
 	ctx := batchCtx(t)
 	tx, err := pool.Begin(ctx)
@@ -28,25 +45,64 @@ func inOneBatch(t *testing.T, pool *pgxpool.Pool, batched *postgres.Store, plain
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if c, err := plain.With(tx).Claim(ctx, "blocker", nil, time.Minute); err != nil || c.Status != stores.Acquired {
-		t.Fatalf("Claim(blocker) in a transaction = %v, %v", c.Status, err)
+	var pid int32
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
 	}
-	blocked := make(chan struct{})
+	hold, queued := holdWorker(t, tx, batched, plain, op)
+	held := make(chan struct{})
 	go func() {
-		defer close(blocked)
-		_, _ = batched.Claim(ctx, "blocker", nil, time.Minute) // waits for the commit
+		defer close(held)
+		hold() // waits for the commit
 	}()
-	time.Sleep(100 * time.Millisecond) // let it take the only worker
+	testenv.WaitFor(t, waitQueued, "the first "+op+" to wait on the transaction's row", func() bool {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, pid).Scan(&n)
+		return err == nil && n > 0
+	})
 	var wg sync.WaitGroup
 	for _, call := range calls {
 		wg.Go(call)
 	}
-	time.Sleep(100 * time.Millisecond) // let every call queue
+	testenv.WaitFor(t, waitQueued, "every "+op+" to queue behind the first", func() bool { return queued() == len(calls) })
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	<-blocked
+	<-held
 	wg.Wait()
+	if batches, n := sizes.Of(op); batches != 2 || n != 1+len(calls) {
+		t.Fatalf("%d calls of %s after the first went out in %d batches of %d calls in all, want one", len(calls), op, batches-1, n-1)
+	}
+}
+
+// blocker is the key on whose row the first call of inOneBatch waits.
+const blocker = "blocker"
+
+// holdWorker makes tx hold blocker's row and returns a call of op on
+// batched that waits on it, and how many calls of op queue on batched. A
+// Claim waits on a Claim's insert, a Complete on an Extend of the lease it
+// completes.
+func holdWorker(t *testing.T, tx pgx.Tx, batched, plain *postgres.Store, op string) (hold func(), queued func() int) {
+	t.Helper()
+	ctx, in := batchCtx(t), plain.With(tx)
+	switch op {
+	case "claim":
+		if c, err := in.Claim(ctx, blocker, nil, time.Minute); err != nil || c.Status != stores.Acquired {
+			t.Fatalf("Claim(%s) in a transaction = %v, %v", blocker, c.Status, err)
+		}
+		return func() { _, _ = batched.Claim(ctx, blocker, nil, time.Minute) }, batched.QueuedClaims
+	case "complete":
+		c, err := plain.Claim(ctx, blocker, nil, time.Minute)
+		if err != nil || c.Status != stores.Acquired {
+			t.Fatalf("Claim(%s) = %v, %v", blocker, c.Status, err)
+		}
+		if _, err := in.Extend(ctx, blocker, c.Token, time.Minute); err != nil {
+			t.Fatalf("Extend(%s) in a transaction: %v", blocker, err)
+		}
+		return func() { _ = batched.Complete(ctx, blocker, c.Token, nil, time.Hour) }, batched.QueuedCompletes
+	}
+	t.Fatalf("no first call for op %q", op)
+	return nil, nil
 }
 
 // TestBatchedClaimAnswersAsUnbatched claims keys in every state in one
@@ -56,7 +112,7 @@ func TestBatchedClaimAnswersAsUnbatched(t *testing.T) {
 	t.Parallel()
 	pool := testenv.MigratedPostgres(t)
 	plain := mustNew(t, pool, unbatched)
-	batched := mustNew(t, pool, postgres.Config{BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Minute})
+	batched, sizes := oneWorker(t, pool)
 	ctx := batchCtx(t)
 
 	big := bytes.Repeat([]byte{0, 1, 2, 0xff}, 1<<18)
@@ -89,7 +145,7 @@ func TestBatchedClaimAnswersAsUnbatched(t *testing.T) {
 			}
 		}
 	}
-	inOneBatch(t, pool, batched, plain, calls)
+	inOneBatch(t, pool, batched, plain, sizes, "claim", calls)
 
 	acquired := 0
 	for i, k := range keys {
@@ -130,7 +186,7 @@ func TestBatchedCompleteStoresAsUnbatched(t *testing.T) {
 	t.Parallel()
 	pool := testenv.MigratedPostgres(t)
 	plain := mustNew(t, pool, unbatched)
-	batched := mustNew(t, pool, postgres.Config{BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Minute})
+	batched, sizes := oneWorker(t, pool)
 	ctx := batchCtx(t)
 
 	big := bytes.Repeat([]byte{9, 0, 7}, 1<<18)
@@ -156,7 +212,7 @@ func TestBatchedCompleteStoresAsUnbatched(t *testing.T) {
 		}
 		calls[i] = func() { errs[i] = batched.Complete(ctx, k, token, results[i], time.Hour) }
 	}
-	inOneBatch(t, pool, batched, plain, calls)
+	inOneBatch(t, pool, batched, plain, sizes, "complete", calls)
 
 	for i, k := range keys[:4] {
 		if errs[i] != nil {

@@ -5,17 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/pgclaim"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
-// The batched claim statement, run on its own as a tool such as pgbench
-// runs it, claims for the store: keys it claims are held, for the token it
-// offered, when the store is asked for them.
+// The batched claim statement (ClaimSQL), run on its own as a tool such as
+// pgbench runs it, claims for the store: keys it claims are held, for the
+// token it offered, when the store is asked for them.
 func TestClaimBatchStatementClaimsForTheStore(t *testing.T) {
 	s, pool := newStore(t)
-	stmt, err := pgclaim.On(pgclaim.BatchSQL, postgres.DefaultTable)
+	_, stmt, err := postgres.ClaimSQL(postgres.DefaultTable)
 	if err != nil {
 		t.Fatal(err)
 	}

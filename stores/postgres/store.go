@@ -44,9 +44,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/onceflow/onceflow/internal/pgclaim"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/internal/batch"
+	"github.com/onceflow/onceflow/stores/postgres/internal/pgclaim"
 )
 
 // DefaultTable is the records table the migrations create.

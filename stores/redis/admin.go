@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/onceflow/onceflow/internal/redisscript"
 	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/redis/internal/redisscript"
 )
 
 var _ stores.Admin = (*Store)(nil)

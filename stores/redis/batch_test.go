@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/onceflow/onceflow/internal/redismeter"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/redismeter"
 	"github.com/onceflow/onceflow/stores"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 	"github.com/onceflow/onceflow/stores/storetest"

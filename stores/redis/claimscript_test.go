@@ -5,24 +5,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/redisscript"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/stores"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
 
-// The batch claim script, run on its own as a tool such as redis-benchmark
-// runs it, claims for the store: the keys it claims are held when the store
-// is asked for them, each with its own fingerprint; the same run again (a
-// client resending it) answers as the first, and a run with other tokens
-// finds them held.
+// The batch claim script (ClaimBatchScript), run on its own as a tool such
+// as redis-benchmark runs it, claims for the store: the keys it claims are
+// held when the store is asked for them, each with its own fingerprint; the
+// same run again (a client resending it) answers as the first, and a run
+// with other tokens finds them held.
 func TestClaimBatchScriptClaimsForTheStore(t *testing.T) {
 	client := testenv.Redis(t)
 	prefix := testenv.KeyPrefix(t)
 	s := redisstore.New(client, redisstore.Config{KeyPrefix: prefix})
 	run := func(tokA, tokB string) []any {
 		t.Helper()
-		reply, err := client.Eval(t.Context(), redisscript.ClaimBatch, []string{prefix + "a", prefix + "b"},
+		reply, err := client.Eval(t.Context(), redisstore.ClaimBatchScript(), []string{prefix + "a", prefix + "b"},
 			tokA, "fp-a", 30_000_000, tokB, "fp-b", 30_000_000).Slice()
 		if err != nil {
 			t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/onceflow/onceflow/internal/redisscript"
 	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/redis/internal/redisscript"
 )
 
 // The store's scripts; package internal/redisscript holds their Lua source

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/pgclaim"
-	"github.com/onceflow/onceflow/internal/redisscript"
+	"github.com/onceflow/onceflow/stores/postgres"
+	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
 
 // The ceiling contenders: each runs a store's own claim with its server's
@@ -22,12 +22,12 @@ const (
 )
 
 // ScriptedClaims measures claims/s of `redis-benchmark -c 1` running the
-// store's batch claim script (see [redisscript.ClaimBatch]) on callers
+// store's batch claim script (see [redisstore.ClaimBatchScript]) on callers
 // random keys under the run's prefix per call: one connection, each call
 // claiming as many keys as callers can have in flight.
 func ScriptedClaims(env *Env, tools Tools, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
 	return keysPerCall(callers, redisBenchmark(env, tools, 1, window, func(ctx context.Context) ([]string, error) {
-		sha, err := env.Redis.ScriptLoad(ctx, redisscript.ClaimBatch).Result()
+		sha, err := env.Redis.ScriptLoad(ctx, redisstore.ClaimBatchScript()).Result()
 		if err != nil {
 			return nil, fmt.Errorf("loading the batch claim script: %w", err)
 		}
@@ -64,10 +64,10 @@ func keysPerCall(keys int, calls func(ctx context.Context) (float64, error)) fun
 }
 
 // PgbenchBatchScript is the pgbench script that runs the store's batched
-// claim statement (see [pgclaim.BatchSQL]) on table: keys
+// claim statement (see [postgres.ClaimSQL]) on table: keys
 // distinct keys per transaction, all with one random token.
 func PgbenchBatchScript(table string, keys int) (string, error) {
-	stmt, err := pgclaim.On(pgclaim.BatchSQL, table)
+	_, stmt, err := postgres.ClaimSQL(table)
 	if err != nil {
 		return "", err
 	}

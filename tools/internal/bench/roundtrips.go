@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/onceflow/onceflow/internal/redismeter"
+	"github.com/onceflow/onceflow/internal/testenv/redismeter"
 	"github.com/onceflow/onceflow/middleware/receiver"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/pgclaim"
+	"github.com/onceflow/onceflow/stores/postgres"
 )
 
 // Tools names the reference programs; empty fields mean the name on PATH.
@@ -93,10 +93,10 @@ func parseRedisBenchmarkCSV(out []byte) (float64, error) {
 }
 
 // PgbenchScript is the pgbench script that runs the store's own claim
-// statement (see [pgclaim.SQL]) on table, with a random key and
+// statement (see [postgres.ClaimSQL]) on table, with a random key and
 // token per transaction.
 func PgbenchScript(table string) (string, error) {
-	stmt, err := pgclaim.On(pgclaim.SQL, table)
+	stmt, _, err := postgres.ClaimSQL(table)
 	if err != nil {
 		return "", err
 	}

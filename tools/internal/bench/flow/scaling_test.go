@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/onceflow/onceflow/internal/redismeter"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/redismeter"
 )
 
 // BenchmarkTransportScaling reports receiver-on and receiver-off messages

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/app"
-	"github.com/onceflow/onceflow/internal/redismeter"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/redismeter"
 	"github.com/onceflow/onceflow/stores/cache"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 )

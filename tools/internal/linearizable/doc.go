@@ -7,7 +7,10 @@
 // own, one call after another; this package lets many clients race on a
 // few keys, with short leases and faults of the backend, and asks
 // porcupine (github.com/anishathalye/porcupine) whether any sequential
-// order fits what they saw.
+// order fits what they saw. Its tests run it against every store of the
+// root module (memory, Redis, PostgreSQL, the cache), with the faults of
+// internal/testenv; it lives in the tools module so that porcupine stays
+// out of the go.mod a library user's build reads.
 //
 // Run drives a store with Config.Clients concurrent clients (8) on
 // Config.Keys keys (3) for Config.Duration, each calling Claim, Complete,
@@ -91,5 +94,8 @@
 //
 // The default run (1s per store) fits `make test`. With LINEARIZABILITY=long
 // in the environment (`make linearizability`) Run records for 20s per
-// store and faults repeat; see Long.
+// store and faults repeat; see Long. A run that has not met by then what
+// it must cover goes on until it has, bounded by calls, not by time (see
+// Config.CoverCalls): on a busy machine it records longer, never checks
+// less.
 package linearizable

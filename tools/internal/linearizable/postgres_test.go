@@ -1,4 +1,4 @@
-package postgres_test
+package linearizable_test
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 	"github.com/onceflow/onceflow/migrations"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/postgres"
-	"github.com/onceflow/onceflow/stores/storetest/linearizable"
+	"github.com/onceflow/onceflow/tools/internal/linearizable"
 )
 
-// TestLinearizable checks that the histories of clients racing on a few
+// TestLinearizablePostgres checks that the histories of clients racing on a few
 // keys fit the store contract's model (package linearizable), in both
 // layouts, batched as the service runs the store: on the shared server
 // while the store's connections are terminated under it, and on a server
@@ -33,7 +33,7 @@ import (
 // Config.ClockBeforeEffect. The long variant (LINEARIZABILITY=long) also
 // checks, without Lookup, that the Store's own methods fit the strict
 // model, adds unbatched stores, and crashes both layouts, repeatedly.
-func TestLinearizable(t *testing.T) {
+func TestLinearizablePostgres(t *testing.T) {
 	layouts := []migrations.Layout{migrations.Rows, migrations.Partitioned}
 	for _, layout := range layouts {
 		t.Run(string(layout)+", connections terminated", func(t *testing.T) {
@@ -104,11 +104,16 @@ func linearizablePool(t *testing.T, u string, layout migrations.Layout) (*pgxpoo
 // linearizableStore is a store of layout on pool with batchSize (0: the
 // service's default, batched).
 func linearizableStore(t *testing.T, pool *pgxpool.Pool, layout migrations.Layout, batchSize int) *postgres.Store {
+	t.Helper()
 	cfg := postgres.Config{BatchSize: batchSize}
 	if layout == migrations.Partitioned {
 		cfg.Layout = postgres.LayoutPartitioned
 	}
-	return mustNew(t, pool, cfg)
+	s, err := postgres.New(pool, cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s
 }
 
 // notSent reports errors of calls whose statement never reached the

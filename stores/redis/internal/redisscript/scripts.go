@@ -1,6 +1,6 @@
 // Package redisscript holds the Lua source of the Redis store's scripts
-// (package stores/redis runs them), so that tools driving Redis themselves,
-// as the bench's redis-benchmark runs do, run exactly the store's script.
+// (package stores/redis runs them, and hands the batch claim's to tools
+// that drive Redis themselves: see its ClaimBatchScript).
 //
 // The record is a hash with these fields:
 //

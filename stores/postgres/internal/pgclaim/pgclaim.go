@@ -1,9 +1,8 @@
 // Package pgclaim holds the statements with which the PostgreSQL store
 // (package stores/postgres) claims keys in the rows layout, one at a time or
-// a batch at once, so that tools driving PostgreSQL themselves, as the
-// bench's pgbench scripts do, run exactly the store's claim. Each is a
-// format with %[1]s for the table, quoted as [QuoteTable] quotes it (see
-// [On]).
+// a batch at once; the store hands them to tools that drive PostgreSQL
+// themselves (see its ClaimSQL). Each is a format with %[1]s for the table,
+// quoted as [QuoteTable] quotes it (see [On]).
 package pgclaim
 
 import (

@@ -1,4 +1,4 @@
-package redisstore_test
+package linearizable_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/stores/storetest/linearizable"
+	"github.com/onceflow/onceflow/tools/internal/linearizable"
 )
 
 // failoverCluster is a Redis Cluster of the test's own whose three masters

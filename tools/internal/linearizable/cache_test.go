@@ -1,4 +1,4 @@
-package cache_test
+package linearizable_test
 
 import (
 	"context"
@@ -10,15 +10,15 @@ import (
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/stores/cache"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
-	"github.com/onceflow/onceflow/stores/storetest/linearizable"
+	"github.com/onceflow/onceflow/tools/internal/linearizable"
 )
 
-// TestLinearizable checks that the cache in front of Redis keeps the
+// TestLinearizableCache checks that the cache in front of Redis keeps the
 // wrapped store linearizable (package linearizable): its answers from
 // local copies of completed records must fit the same single record per
 // key as the calls that reach Redis. The long variant (LINEARIZABILITY=long)
 // also kills and restarts a Redis of the test's own under it.
-func TestLinearizable(t *testing.T) {
+func TestLinearizableCache(t *testing.T) {
 	t.Run("over redis", func(t *testing.T) {
 		next := redisstore.New(testenv.Redis(t), redisstore.Config{KeyPrefix: testenv.KeyPrefix(t)})
 		s := cache.New(next, cache.Config{})

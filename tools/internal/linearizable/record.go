@@ -23,8 +23,10 @@ type history struct {
 	// ownerLeasesEnded counts owners' calls refused because their lease
 	// had ended or been taken over.
 	ownerLeasesEnded int
-	unexpected       []string // errors the contract does not name, at most a few
-	took             time.Duration
+	// overtime counts the calls made past Config.Duration for coverage.
+	overtime   int
+	unexpected []string // errors the contract does not name, at most a few
+	took       time.Duration
 }
 
 // faultSpan is one injection of a fault.
@@ -48,7 +50,8 @@ type recorder struct {
 	h  history
 }
 
-// record runs cfg.Clients clients against s for cfg.Duration, injecting
+// record runs cfg.Clients clients against s for cfg.Duration, and past it
+// while the run lacks coverage (see recorder.overtime), injecting
 // cfg.Faults meanwhile, and returns their history.
 func record(s stores.Store, cfg Config) *history {
 	r := &recorder{store: s, cfg: cfg, epoch: time.Now().UnixNano()}
@@ -111,6 +114,31 @@ func (r *recorder) inject(f Fault, begin time.Time, stop <-chan struct{}) []faul
 			return spans
 		}
 	}
+}
+
+// overtime reports whether a client past Config.Duration calls again:
+// while the run lacks what Run checks it covered (an owner's lease that
+// ended, and Config.Covered), within Config.CoverCalls calls. It counts
+// the call.
+func (r *recorder) overtime() bool {
+	if r.ownerLeaseEnded() && (r.cfg.Covered == nil || r.cfg.Covered()) {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.h.overtime >= r.cfg.CoverCalls {
+		return false
+	}
+	r.h.overtime++
+	return true
+}
+
+// ownerLeaseEnded reports whether an owner's call has found its lease
+// ended (see client.ended).
+func (r *recorder) ownerLeaseEnded() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.h.ownerLeasesEnded > 0
 }
 
 func (r *recorder) now() int64 { return time.Now().UnixNano() - r.epoch }

@@ -3,7 +3,7 @@ package pgclaim_test
 import (
 	"testing"
 
-	"github.com/onceflow/onceflow/internal/pgclaim"
+	"github.com/onceflow/onceflow/stores/postgres/internal/pgclaim"
 )
 
 func TestOnRejectsABadTableName(t *testing.T) {

@@ -1,4 +1,4 @@
-package redisstore_test
+package linearizable_test
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 
 	"github.com/onceflow/onceflow/internal/testenv"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
-	"github.com/onceflow/onceflow/stores/storetest/linearizable"
+	"github.com/onceflow/onceflow/tools/internal/linearizable"
 )
 
-// TestLinearizable checks that the histories of clients racing on a few
+// TestLinearizableRedis checks that the histories of clients racing on a few
 // keys fit the store contract's model (package linearizable): on a node of
 // the test's own, batched as the service runs the store, while it is
 // killed and restarted on its append-only file; and on the Cluster. The
 // long variant (LINEARIZABILITY=long) adds unbatched stores and a Cluster
 // whose masters fail over to their replicas.
-func TestLinearizable(t *testing.T) {
+func TestLinearizableRedis(t *testing.T) {
 	t.Run("node restarted", func(t *testing.T) {
 		srv := testenv.RedisServer(t, "--appendonly", "yes", "--appendfsync", "always")
 		linearizable.Run(t, redisstore.New(noRetries(t, srv.Addr()), linearizableConfig(t)), linearizable.Config{

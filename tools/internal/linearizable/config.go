@@ -63,6 +63,19 @@ type Config struct {
 	// NoLookup leaves Lookup out of the mix even when the store
 	// implements stores.Admin.
 	NoLookup bool
+	// CoverCalls bounds the calls the clients make past Duration while
+	// the run lacks what Run checks it covered (an owner's lease that
+	// ended, and Covered): they keep calling until it has it, and while
+	// no owner's lease has ended, a client that holds a key outlasts its
+	// lease on purpose before its next call with the token. So a run
+	// covers what it must whatever the machine's pace, and a run that
+	// covered it by Duration is the same as without. Default 1000.
+	CoverCalls int
+	// Covered, when set, reports whether the run has covered what its
+	// test checks beyond Run (such as replies a proxy lost): clients keep
+	// calling past Duration until it does, within CoverCalls. Clients call
+	// it concurrently.
+	Covered func() bool
 	// CheckTimeout bounds the linearizability check. Default 30s, 5m under
 	// Long. A check that runs out of it fails the test: it found no
 	// violation, but did not explore every order either. Hundreds of
@@ -111,6 +124,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Keys <= 0 {
 		c.Keys = 3
+	}
+	if c.CoverCalls <= 0 {
+		c.CoverCalls = 1000
 	}
 	def(&c.Duration, time.Second, 20*time.Second)
 	def(&c.MinLease, 20*time.Millisecond, 20*time.Millisecond)
