@@ -9,9 +9,9 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 
+	"github.com/onceflow/onceflow/app/apptest/faults"
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/payments"
-	"github.com/onceflow/onceflow/internal/faults"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 

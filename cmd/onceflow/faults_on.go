@@ -3,8 +3,8 @@
 package main
 
 import (
+	"github.com/onceflow/onceflow/app/apptest/faults"
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/internal/faults"
 )
 
 // withFaults puts the handler faults that CHAOS_* in environ switch on

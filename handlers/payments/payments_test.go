@@ -14,11 +14,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/onceflow/onceflow/app/apptest"
+	"github.com/onceflow/onceflow/app/apptest/faults"
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/payments"
 	"github.com/onceflow/onceflow/handlers/provider"
-	"github.com/onceflow/onceflow/internal/faults"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/middleware/consume"
 )

@@ -10,8 +10,8 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/onceflow/onceflow/app/apptest/faults"
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/internal/faults"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores/memory"
 )
