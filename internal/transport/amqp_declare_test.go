@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // Publishing to topics new to the publisher, concurrently with publishes
@@ -19,7 +20,7 @@ import (
 // that message's frames, and RabbitMQ closes the connection for it
 // (UNEXPECTED_FRAME).
 func TestAMQPPublisherDeclaresBesidePublishes(t *testing.T) {
-	url := testenv.AMQP(t)
+	url := brokerenv.AMQP(t)
 	prefix, service := testenv.Names()
 	cfg := Config{Kind: AMQP, AMQPURL: url, AMQPConnectTimeout: 5 * time.Second, TopicPrefix: prefix, ServiceName: service}.withDefaults()
 	const topics, batch = 48, 100
@@ -27,7 +28,7 @@ func TestAMQPPublisherDeclaresBesidePublishes(t *testing.T) {
 	for i := range topics {
 		exchanges = append(exchanges, fmt.Sprintf("%sdeclared-%d", prefix, i))
 	}
-	testenv.DeleteAMQPOnCleanup(t, url, append(exchanges, prefix+"busy"), nil)
+	brokerenv.DeleteAMQPOnCleanup(t, url, append(exchanges, prefix+"busy"), nil)
 	conn, err := connectAMQP(t.Context(), cfg, watermill.NopLogger{})
 	if err != nil {
 		t.Fatal(err)

@@ -21,17 +21,18 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // The publisher keeps its channels open across publishes, and publishes
 // again once a lost connection is back: cut by the client, and closed by
 // RabbitMQ (with rabbitmqctl, when it is at hand).
 func TestAMQPPublisherReopensChannels(t *testing.T) {
-	url := testenv.AMQP(t)
+	url := brokerenv.AMQP(t)
 	prefix, service := testenv.Names()
 	cfg := Config{Kind: AMQP, AMQPURL: url, AMQPConnectTimeout: 5 * time.Second, TopicPrefix: prefix, ServiceName: service}.withDefaults()
 	exchange, queue := prefix+"published", prefix+"published_q"
-	testenv.DeleteAMQPOnCleanup(t, url, []string{exchange}, []string{queue})
+	brokerenv.DeleteAMQPOnCleanup(t, url, []string{exchange}, []string{queue})
 	conn, err := connectAMQP(t.Context(), cfg, watermill.NopLogger{})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func TestAMQPPublisherReopensChannels(t *testing.T) {
 	if err := publish(); err != nil { // declares the exchange
 		t.Fatal(err)
 	}
-	testenv.AMQPChannel(t, url, func(ch *amqp091.Channel) error {
+	brokerenv.AMQPChannel(t, url, func(ch *amqp091.Channel) error {
 		if _, err := ch.QueueDeclare(queue, true, false, false, false, nil); err != nil {
 			return err
 		}
@@ -57,7 +58,7 @@ func TestAMQPPublisherReopensChannels(t *testing.T) {
 	})
 	queued := func() int {
 		var q amqp091.Queue
-		testenv.AMQPChannel(t, url, func(ch *amqp091.Channel) (err error) {
+		brokerenv.AMQPChannel(t, url, func(ch *amqp091.Channel) (err error) {
 			q, err = ch.QueueDeclarePassive(queue, true, false, false, false, nil)
 			return err
 		})

@@ -10,16 +10,17 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // The transport on its own: fan-out to every handler's queue, work shared
 // by the replicas of one handler, redelivery of a nacked message.
 func TestAMQPTransport(t *testing.T) {
-	url := testenv.AMQP(t)
+	url := brokerenv.AMQP(t)
 	prefix, service := testenv.Names()
 	cfg := Config{Kind: AMQP, AMQPURL: url, AMQPConnectTimeout: 5 * time.Second, TopicPrefix: prefix, ServiceName: service}
 	queue := cfg.AMQPQueue
-	testenv.DeleteAMQPOnCleanup(t, url,
+	brokerenv.DeleteAMQPOnCleanup(t, url,
 		[]string{prefix + "fanout", prefix + "shared", prefix + "nack", prefix + "lanes", prefix + "handback"},
 		[]string{queue("fanout", "a"), queue("fanout", "b"), queue("shared", "r"), queue("nack", "n"),
 			queue("lanes", "lanes"), queue("handback", "handback")})
@@ -67,7 +68,7 @@ func waitConsumers(t *testing.T, url, queue string, n int) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("%d consumers on %s", n, queue), func() bool {
 		var q amqp091.Queue
-		testenv.AMQPChannel(t, url, func(ch *amqp091.Channel) (err error) {
+		brokerenv.AMQPChannel(t, url, func(ch *amqp091.Channel) (err error) {
 			q, err = ch.QueueDeclarePassive(queue, true, false, false, false, nil)
 			return err
 		})

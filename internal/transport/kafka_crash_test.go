@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // A consumer group waits for a rebalance no longer than the client waits
@@ -35,7 +36,7 @@ func TestKafkaGroupReadTimeoutCoversARebalance(t *testing.T) {
 // everything published after the crash.
 func TestKafkaGroupSurvivesACrashedMember(t *testing.T) {
 	prefix, service := testenv.Names()
-	cfg := Config{Kind: Kafka, KafkaBrokers: testenv.Kafka(t), KafkaPartitions: 4, TopicPrefix: prefix, ServiceName: service,
+	cfg := Config{Kind: Kafka, KafkaBrokers: brokerenv.Kafka(t), KafkaPartitions: 4, TopicPrefix: prefix, ServiceName: service,
 		Topics: []string{topicRequested}}
 	tr := newTestTransport(t, cfg) // creates the topics; publishes
 	topic := prefix + topicRequested
@@ -45,7 +46,7 @@ func TestKafkaGroupSurvivesACrashedMember(t *testing.T) {
 	crash := &cuttableDialer{}
 	kafkaGroupMember(t, cfg, group, topic, 0, nil, deliveries)
 	kafkaGroupMember(t, cfg, group, topic, 1, crash, deliveries)
-	testenv.WaitKafkaGroup(t, cfg.KafkaBrokers, group, 2)
+	brokerenv.WaitKafkaGroup(t, cfg.KafkaBrokers, group, 2)
 
 	const keys, perKey = 8, 2
 	before := kafkaPublish(t, tr, topicRequested, keys, perKey)

@@ -9,6 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // A member whose partitions a rebalance takes away holds the rebalance
@@ -18,7 +19,7 @@ import (
 // that are committed as the session is released.)
 func TestKafkaSubscriberRebalanceCommitsMessagesOut(t *testing.T) {
 	prefix, service := testenv.Names()
-	cfg := Config{Kind: Kafka, KafkaBrokers: testenv.Kafka(t), KafkaPartitions: 4, TopicPrefix: prefix, ServiceName: service,
+	cfg := Config{Kind: Kafka, KafkaBrokers: brokerenv.Kafka(t), KafkaPartitions: 4, TopicPrefix: prefix, ServiceName: service,
 		Topics: []string{topicRequested}}
 	tr := newTestTransport(t, cfg)
 	topic, group := prefix+topicRequested, cfg.ConsumerGroup("rebalance")
@@ -48,7 +49,7 @@ func TestKafkaSubscriberRebalanceCommitsMessagesOut(t *testing.T) {
 	for _, m := range held {
 		m.Ack()
 	}
-	testenv.WaitKafkaGroup(t, cfg.KafkaBrokers, group, 2)
+	brokerenv.WaitKafkaGroup(t, cfg.KafkaBrokers, group, 2)
 
 	client, err := sarama.NewClient(cfg.KafkaBrokers, sarama.NewConfig())
 	if err != nil {

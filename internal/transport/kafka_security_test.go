@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // The Kafka transport authenticates with each SASL mechanism, over TLS or
@@ -36,7 +37,7 @@ func TestKafkaSASLAndTLS(t *testing.T) {
 			if tc.tls {
 				serverTLS, clientTLS = certs.Server, caTLS(t, certs.CAFile)
 			}
-			brokers := testenv.KafkaSecured(t, tc.mechanism, user, password, serverTLS)
+			brokers := brokerenv.KafkaSecured(t, tc.mechanism, user, password, serverTLS)
 			prefix, service := testenv.Names()
 			cfg := Config{Kind: Kafka, KafkaBrokers: brokers, KafkaPartitions: 1, TopicPrefix: prefix, ServiceName: service,
 				Topics: []string{topicRequested}, KafkaTLS: clientTLS,

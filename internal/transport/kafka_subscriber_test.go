@@ -12,6 +12,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // The subscriber against a broker, 32 messages in flight over 4
@@ -20,7 +21,7 @@ import (
 // crashes mid-stream with messages in flight.
 func TestKafkaSubscriberKeepsKeyOrder(t *testing.T) {
 	prefix, service := testenv.Names()
-	cfg := Config{Kind: Kafka, KafkaBrokers: testenv.Kafka(t), KafkaPartitions: 4, TopicPrefix: prefix, ServiceName: service,
+	cfg := Config{Kind: Kafka, KafkaBrokers: brokerenv.Kafka(t), KafkaPartitions: 4, TopicPrefix: prefix, ServiceName: service,
 		Topics: []string{topicRequested, topicCharged}}
 	tr := newTestTransport(t, cfg)
 	const keys, perKey, inFlight = 500, 10, 32
@@ -42,7 +43,7 @@ func TestKafkaSubscriberKeepsKeyOrder(t *testing.T) {
 		h := newKeyHistory()
 		doomed := h.member(t, cfg, "crash", prefix+topicCharged, inFlight)
 		survivor := h.member(t, cfg, "crash", prefix+topicCharged, inFlight)
-		testenv.WaitKafkaGroup(t, cfg.KafkaBrokers, cfg.ConsumerGroup("crash"), 2)
+		brokerenv.WaitKafkaGroup(t, cfg.KafkaBrokers, cfg.ConsumerGroup("crash"), 2)
 		out := doomed.crashAfter(len(sent) / 10)
 		doomed.start()
 		survivor.start()
@@ -285,7 +286,7 @@ func (h *keyHistory) checkOrder(t *testing.T, perKey int, redeliveries bool) {
 // is not counted). Run it with -benchtime=5000x or more.
 func BenchmarkKafkaSubscriber(b *testing.B) {
 	prefix, service := testenv.Names()
-	cfg := Config{Kind: Kafka, KafkaBrokers: testenv.Kafka(b), KafkaPartitions: 4, TopicPrefix: prefix, ServiceName: service}
+	cfg := Config{Kind: Kafka, KafkaBrokers: brokerenv.Kafka(b), KafkaPartitions: 4, TopicPrefix: prefix, ServiceName: service}
 	for _, inFlight := range []int{1, 32} {
 		b.Run(fmt.Sprintf("inFlight=%d", inFlight), func(b *testing.B) {
 			topic := fmt.Sprintf("bench-%d-%d", inFlight, b.N)

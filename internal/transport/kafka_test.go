@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // The transport on its own, with real sarama clients over TCP: every
@@ -18,7 +19,7 @@ import (
 // partitions, and a key's messages share one partition in publish order.
 func TestKafkaTransport(t *testing.T) {
 	prefix, service := testenv.Names()
-	cfg := Config{Kind: Kafka, KafkaBrokers: testenv.Kafka(t), KafkaPartitions: 3, TopicPrefix: prefix, ServiceName: service,
+	cfg := Config{Kind: Kafka, KafkaBrokers: brokerenv.Kafka(t), KafkaPartitions: 3, TopicPrefix: prefix, ServiceName: service,
 		Topics: []string{topicRequested, topicCharged, topicPoison, "nack", "fanout"}}
 	tr := newTestTransport(t, cfg)
 	const keys, perKey = 8, 5
@@ -93,7 +94,7 @@ func TestKafkaTransport(t *testing.T) {
 		// topics there already.
 		r1 := subscribe(t, tr, "r", topicCharged)
 		r2 := subscribe(t, newTestTransport(t, cfg), "r", topicCharged)
-		testenv.WaitKafkaGroup(t, cfg.KafkaBrokers, cfg.ConsumerGroup("r"), 2)
+		brokerenv.WaitKafkaGroup(t, cfg.KafkaBrokers, cfg.ConsumerGroup("r"), 2)
 		sent := kafkaPublish(t, tr, topicCharged, keys, perKey)
 		got := kafkaReceive(t, len(sent), r1, r2)
 		checkKafkaDeliveries(t, "r", sent, got)

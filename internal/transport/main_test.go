@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // TestMain runs the tests with at least minParallel parallel tests at
@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	raiseParallel()
 	code := m.Run()
-	testenv.StopKafka()
+	brokerenv.StopKafka()
 	os.Exit(code)
 }
 

@@ -14,13 +14,14 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // The transport on its own against the shared server: what goes through
 // it comes out the same, every handler gets every message, replicas share
 // one, nacks and copies, and close.
 func TestNATSTransport(t *testing.T) {
-	cfg := natsTestConfig(t, testenv.NATS(t), "roundtrip", "fanout", "shared", "nack", "early", "dedup", "lanes", "handback")
+	cfg := natsTestConfig(t, brokerenv.NATS(t), "roundtrip", "fanout", "shared", "nack", "early", "dedup", "lanes", "handback")
 	tr := newTestTransport(t, cfg)
 
 	t.Run("a message keeps its UUID, payload and metadata", func(t *testing.T) {
@@ -81,7 +82,7 @@ func TestNATSTransport(t *testing.T) {
 			t.Errorf("got %s (%s) too, want the copy of k1 dropped", m.UUID, m.Payload)
 		case <-time.After(500 * time.Millisecond):
 		}
-		if n := testenv.NATSStreamMessages(t, cfg.NATSURL, NATSStream(cfg.TopicPrefix+"dedup")); n != 2 {
+		if n := brokerenv.NATSStreamMessages(t, cfg.NATSURL, NATSStream(cfg.TopicPrefix+"dedup")); n != 2 {
 			t.Errorf("stream holds %d messages, want 2", n)
 		}
 	})
@@ -128,7 +129,7 @@ func TestNATSNames(t *testing.T) {
 // unsubscribed would be in flight to nobody, back only after the ack wait
 // (30 s). Each round ends a subscription at another time after the nacks.
 func TestNATSEndHandsBackAtOnce(t *testing.T) {
-	cfg := natsTestConfig(t, testenv.NATS(t))
+	cfg := natsTestConfig(t, brokerenv.NATS(t))
 	tr := newTestTransport(t, cfg)
 	const inFlight = 16
 	for round := range 10 {
@@ -162,7 +163,7 @@ func TestNATSEndHandsBackAtOnce(t *testing.T) {
 // as a killed process's are — has it redelivered to the survivor once the
 // ack wait passed.
 func TestNATSCrashedConsumer(t *testing.T) {
-	cfg := natsTestConfig(t, testenv.NATS(t), topicRequested)
+	cfg := natsTestConfig(t, brokerenv.NATS(t), topicRequested)
 	cfg.AckDeadline = 2 * time.Second
 	survivor := newTestTransport(t, cfg)
 
@@ -196,7 +197,7 @@ func TestNATSCrashedConsumer(t *testing.T) {
 // subscriber reconnects by itself, and every message published before and
 // after is delivered — also to a handler that subscribes only after.
 func TestNATSServerRestart(t *testing.T) {
-	srv := testenv.NATSServer(t)
+	srv := brokerenv.NATSServer(t)
 	cfg := natsTestConfig(t, srv.URL(), topicRequested)
 	cfg.AckDeadline = 3 * time.Second
 	tr := newTestTransport(t, cfg)
@@ -257,7 +258,7 @@ func joined(a, b map[string]*message.Message) map[string]*message.Message {
 // consumers to it: a subscription binds to an existing consumer by name
 // and would otherwise keep the consumer's old ack wait.
 func TestNATSAckDeadlineChange(t *testing.T) {
-	cfg := natsTestConfig(t, testenv.NATS(t), topicRequested)
+	cfg := natsTestConfig(t, brokerenv.NATS(t), topicRequested)
 	cfg.AckDeadline = 30 * time.Second
 	first, err := New(t.Context(), cfg)
 	if err != nil {
@@ -335,7 +336,7 @@ func TestNATSStartupUnreachable(t *testing.T) {
 func natsTestConfig(t *testing.T, url string, topics ...string) Config {
 	t.Helper()
 	prefix, service := testenv.Names()
-	testenv.DeleteNATSStreamsOnCleanup(t, url, NATSStream(prefix))
+	brokerenv.DeleteNATSStreamsOnCleanup(t, url, NATSStream(prefix))
 	return Config{Kind: NATS, NATSURL: url, TopicPrefix: prefix, ServiceName: service, Topics: topics,
 		ResendInterval: 100 * time.Millisecond}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/pubsub/tests"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // The features start from those each Watermill adapter declares in its own
@@ -48,7 +49,7 @@ var suiteTransports = map[string]suiteTransport{
 	Kafka: {
 		config: func(t *testing.T) Config {
 			prefix, service := testenv.Names()
-			return Config{Kind: Kafka, KafkaBrokers: testenv.Kafka(t), TopicPrefix: prefix, ServiceName: service}
+			return Config{Kind: Kafka, KafkaBrokers: brokerenv.Kafka(t), TopicPrefix: prefix, ServiceName: service}
 		},
 		// As watermill-kafka's consumer group run. GuaranteedOrder stays
 		// false: the transport keeps the order of one Kafka key, its
@@ -62,7 +63,7 @@ var suiteTransports = map[string]suiteTransport{
 	AMQP: {
 		config: func(t *testing.T) Config {
 			prefix, service := testenv.Names()
-			return Config{Kind: AMQP, AMQPURL: testenv.AMQP(t), AMQPConnectTimeout: 5 * time.Second,
+			return Config{Kind: AMQP, AMQPURL: brokerenv.AMQP(t), AMQPConnectTimeout: 5 * time.Second,
 				TopicPrefix: prefix, ServiceName: service}
 		},
 		// As watermill-amqp's durable pub/sub run, but for order: a
@@ -104,7 +105,7 @@ var suiteTransports = map[string]suiteTransport{
 		// after the ack deadline (see newNATS): 30 s by default, past the
 		// suite's 15 s reads, so the suite's is 3 s.
 		config: func(t *testing.T) Config {
-			cfg := natsTestConfig(t, testenv.NATS(t))
+			cfg := natsTestConfig(t, brokerenv.NATS(t))
 			cfg.AckDeadline = 3 * time.Second
 			return cfg
 		},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // Readiness checks ride a connection that lasts: many checks open at most
@@ -14,7 +15,7 @@ import (
 // broker drops that connection the next check dials again and answers.
 func TestReadinessKeepsItsConnection(t *testing.T) {
 	t.Run("amqp", func(t *testing.T) {
-		u, err := url.Parse(testenv.AMQP(t))
+		u, err := url.Parse(brokerenv.AMQP(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,7 +26,7 @@ func TestReadinessKeepsItsConnection(t *testing.T) {
 		checkReadinessConnections(t, newTestTransport(t, cfg), proxy)
 	})
 	t.Run("kafka", func(t *testing.T) {
-		brokers := testenv.Kafka(t)
+		brokers := brokerenv.Kafka(t)
 		proxy := testenv.StartProxy(t, brokers[0], nil)
 		prefix, service := testenv.Names()
 		cfg := Config{Kind: Kafka, KafkaBrokers: []string{proxy.Addr()}, TopicPrefix: prefix, ServiceName: service}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/redismeter"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // BenchmarkTransportScaling reports receiver-on and receiver-off messages
@@ -35,10 +36,10 @@ func BenchmarkTransportScaling(b *testing.B) {
 				o := TransportOptions{Kind: s.kind, Redis: client, Partitions: s.partitions, Consumers: s.consumers,
 					Messages: benchSize(2000, DefaultMessages)}
 				if s.kind == "kafka" {
-					o.KafkaBrokers = testenv.Kafka(b)
+					o.KafkaBrokers = brokerenv.Kafka(b)
 					o.Messages = benchSize(5000, DefaultKafkaMessages)
 				} else {
-					o.AMQPURL = testenv.AMQP(b)
+					o.AMQPURL = brokerenv.AMQP(b)
 				}
 				benchRounds(b, func(ctx context.Context) (*TransportBench, error) { return NewTransportBench(ctx, o) },
 					func(ctx context.Context, t *TransportBench) (float64, error) {

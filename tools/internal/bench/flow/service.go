@@ -13,7 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/onceflow/onceflow/internal/kfakebroker"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv/kfakebroker"
 	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/tools/internal/bench"
 )

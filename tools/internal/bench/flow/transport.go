@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/onceflow/onceflow/internal/kfakebroker"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv/kfakebroker"
 	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores"
@@ -40,7 +40,7 @@ type TransportOptions struct {
 	// Kind is "kafka", "amqp", "sql", "nats", "redisstream" or "gochannel".
 	Kind string
 	// KafkaBrokers are the seed brokers of Kafka. When empty on kafka, the
-	// bench starts an in-process broker of its own (internal/kfakebroker)
+	// bench starts an in-process broker of its own (internal/testenv/brokerenv/kfakebroker)
 	// on a free loopback port and stops it on Close.
 	KafkaBrokers []string
 	// AMQPURL is RabbitMQ's URL. Required by amqp.

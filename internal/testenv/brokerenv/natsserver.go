@@ -1,4 +1,4 @@
-package testenv
+package brokerenv
 
 import (
 	"context"
@@ -13,11 +13,16 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // natsServerService names a nats-server started by a test in skip and
-// failure messages.
-const natsServerService = "nats-server"
+// failure messages; natsServerHow tells how to provide it.
+const (
+	natsServerService = "nats-server"
+	natsServerHow     = "install nats-server (the tests start their own)"
+)
 
 // NATSProcess is a nats-server with JetStream that a test started for
 // itself, its store on disk in a directory of the test's; see NATSServer.
@@ -69,8 +74,8 @@ func (p *NATSProcess) start() error {
 		args = append(args, "--auth", p.token)
 	}
 	cmd := exec.Command(p.server, args...)
-	cmd.SysProcAttr = dieWithParent()
-	exited, err := startWatched(cmd)
+	cmd.SysProcAttr = testenv.DieWithParent()
+	exited, err := testenv.StartWatched(cmd)
 	if err != nil {
 		return fmt.Errorf("starting nats-server on %s: %w", p.Addr(), err)
 	}
@@ -124,13 +129,13 @@ func NATSServer(t testing.TB) *NATSProcess {
 // when token is ""); URL carries it.
 func NATSServerWithToken(t testing.TB, token string) *NATSProcess {
 	t.Helper()
-	Integration(t)
+	testenv.Integration(t)
 	server, err := exec.LookPath("nats-server")
 	if err != nil {
-		Unreachable(t, natsServerService, "127.0.0.1", err)
+		testenv.UnreachableHow(t, natsServerService, "127.0.0.1", err, natsServerHow)
 	}
 	for attempt := 1; ; attempt++ {
-		ports, err := freePorts(1)
+		ports, err := testenv.FreePorts(1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package testenv
+package brokerenv
 
 import (
 	"crypto/tls"
@@ -11,15 +11,20 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/onceflow/onceflow/internal/kfakebroker"
+	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv/kfakebroker"
 )
 
 // KafkaBrokersEnv names the variable that points tests at an existing Kafka
 // cluster: comma-separated host:port bootstrap addresses.
 const KafkaBrokersEnv = "TEST_KAFKA_BROKERS"
 
-// kafkaService names Kafka in skip and failure messages.
-const kafkaService = "Kafka"
+// kafkaService names Kafka in skip and failure messages; kafkaHow tells
+// how to provide it.
+const (
+	kafkaService = "Kafka"
+	kafkaHow     = "set " + KafkaBrokersEnv + " to a running cluster (`make up` starts one)"
+)
 
 // kafka is the in-process cluster shared by the tests of this process.
 var kafka struct {
@@ -30,24 +35,24 @@ var kafka struct {
 }
 
 // Kafka returns the bootstrap addresses of a Kafka cluster. Tests must give
-// their topics and consumer groups names of their own (see NewID): the
-// cluster is shared.
+// their topics and consumer groups names of their own (see
+// [testenv.NewID]): the cluster is shared.
 //
 // With TEST_KAFKA_BROKERS set it uses that cluster, after checking that it
 // answers. Otherwise it starts one in-process Kafka-protocol broker (kfake,
-// from franz-go, through internal/kfakebroker) on a free loopback port,
-// once per test process; clients talk to it over TCP like to a real broker. The package's TestMain must
-// then call StopKafka after m.Run. If the cluster cannot be reached or
-// started, t is skipped, or failed under REQUIRE_SERVICES=1 (see
-// Unreachable). Under -short it is skipped without starting anything (see
-// Integration).
+// from franz-go, through package kfakebroker) on a free loopback port, once
+// per test process; clients talk to it over TCP like to a real broker. The
+// package's TestMain must then call StopKafka after m.Run. If the cluster
+// cannot be reached or started, t is skipped, or failed under
+// REQUIRE_SERVICES=1 (see [testenv.Unreachable]). Under -short it is
+// skipped without starting anything (see [testenv.Integration]).
 func Kafka(t testing.TB) []string {
 	t.Helper()
-	Integration(t)
-	if v := Getenv(KafkaBrokersEnv, ""); v != "" {
+	testenv.Integration(t)
+	if v := testenv.Getenv(KafkaBrokersEnv, ""); v != "" {
 		brokers := strings.Split(v, ",")
 		if err := pingKafka(brokers); err != nil {
-			Unreachable(t, kafkaService, v, err)
+			testenv.UnreachableHow(t, kafkaService, v, err, kafkaHow)
 		}
 		return brokers
 	}
@@ -58,7 +63,7 @@ func Kafka(t testing.TB) []string {
 		kafka.cluster, kafka.err = kfakebroker.NewCluster("127.0.0.1:0", "onceflow-test")
 	}
 	if kafka.err != nil {
-		Unreachable(t, kafkaService, "127.0.0.1 (kfake started by the test)", kafka.err)
+		testenv.UnreachableHow(t, kafkaService, "127.0.0.1 (kfake started by the test)", kafka.err, kafkaHow)
 	}
 	return kafka.cluster.ListenAddrs()
 }
@@ -106,7 +111,7 @@ func WaitKafkaGroup(t testing.TB, brokers []string, group string, n int) {
 // satisfies ok, failing t with what otherwise.
 func waitGroup(t testing.TB, admin sarama.ClusterAdmin, group, what string, ok func(*sarama.GroupDescription) bool) {
 	t.Helper()
-	WaitFor(t, 20*time.Second, what, func() bool {
+	testenv.WaitFor(t, 20*time.Second, what, func() bool {
 		gs, err := admin.DescribeConsumerGroups([]string{group})
 		return err == nil && len(gs) == 1 && ok(gs[0])
 	})
@@ -119,12 +124,12 @@ func waitGroup(t testing.TB, admin sarama.ClusterAdmin, group, what string, ok f
 // address. Under -short t is skipped.
 func KafkaSecured(t testing.TB, mechanism, user, password string, serverTLS *tls.Config) []string {
 	t.Helper()
-	Integration(t)
+	testenv.Integration(t)
 	opts := []kfake.Opt{kfake.EnableSASL(), kfake.Superuser(mechanism, user, password)}
 	if serverTLS != nil {
 		opts = append(opts, kfake.TLS(serverTLS))
 	}
-	c, err := kfakebroker.NewCluster("127.0.0.1:0", "onceflow-test-secured-"+NewID(), opts...)
+	c, err := kfakebroker.NewCluster("127.0.0.1:0", "onceflow-test-secured-"+testenv.NewID(), opts...)
 	if err != nil {
 		t.Fatalf("starting kfake with SASL %s: %v", mechanism, err)
 	}

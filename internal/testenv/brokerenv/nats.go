@@ -1,4 +1,4 @@
-package testenv
+package brokerenv
 
 import (
 	"strings"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/onceflow/onceflow/internal/testenv"
 )
 
 // DefaultNATSURL is the NATS server (with JetStream) tests use unless
@@ -13,7 +15,7 @@ import (
 const DefaultNATSURL = "nats://127.0.0.1:4222"
 
 // NATSURL returns TEST_NATS_URL or DefaultNATSURL.
-func NATSURL() string { return Getenv("TEST_NATS_URL", DefaultNATSURL) }
+func NATSURL() string { return testenv.Getenv("TEST_NATS_URL", DefaultNATSURL) }
 
 // NATS returns the URL of the NATS server tests use, after checking that it
 // accepts a connection and has JetStream enabled. Tests must scope their
@@ -21,7 +23,7 @@ func NATSURL() string { return Getenv("TEST_NATS_URL", DefaultNATSURL) }
 // server is shared.
 func NATS(t testing.TB) string {
 	t.Helper()
-	Integration(t)
+	testenv.Integration(t)
 	u := NATSURL()
 	nc, err := nats.Connect(u, nats.Timeout(5*time.Second), nats.NoReconnect())
 	if err == nil {
@@ -32,7 +34,7 @@ func NATS(t testing.TB) string {
 		}
 	}
 	if err != nil {
-		Unreachable(t, "NATS", redactURL(u), err)
+		testenv.Unreachable(t, "NATS", testenv.RedactURL(u), err)
 	}
 	return u
 }

@@ -8,7 +8,7 @@
 // parked in a rebalance (a SIGKILLed replica), kfake notices the closed
 // connection and, about half the time, drops the reply without re-arming
 // the timer: the dead member stays in the group for good, is given
-// partitions, and nobody consumes them (internal/testenv's
+// partitions, and nobody consumes them (package brokerenv's
 // TestKfakeKeepsMemberThatDiedInJoinGroup shows it). Kafka re-arms every
 // member's timer when a join completes, so the dead member expires one
 // session timeout later. Here kfake sees a client's connection end only

@@ -1,4 +1,4 @@
-package testenv
+package brokerenv
 
 import (
 	"errors"
@@ -11,7 +11,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/onceflow/onceflow/internal/kfakebroker"
+	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv/kfakebroker"
 )
 
 // The in-process broker (kfake) runs the classic group protocol unlike
@@ -58,7 +59,7 @@ func TestKfakeKeepsMemberThatDiedInJoinGroup(t *testing.T) {
 }
 
 // The workaround: the broker the tests and tools/cmd/devkafka start
-// (internal/kfakebroker) expires such a member one session timeout later,
+// (package kfakebroker) expires such a member one session timeout later,
 // like Kafka.
 func TestKfakebrokerExpiresMemberThatDiedInJoinGroup(t *testing.T) {
 	t.Parallel()
@@ -173,7 +174,7 @@ func TestKfakeExpiresMemberWaitingInJoinGroup(t *testing.T) {
 // a minimum session timeout of kfakeSession, and an admin client on it.
 func kfakeCluster(t *testing.T, start func(...kfake.Opt) (*kfake.Cluster, error)) (string, sarama.ClusterAdmin) {
 	t.Helper()
-	Integration(t)
+	testenv.Integration(t)
 	cluster, err := start(kfake.NumBrokers(1), kfake.SeedTopics(2, "kfake-topic"), kfake.GroupMinSessionTimeout(kfakeSession))
 	if err != nil {
 		t.Fatal(err)
