@@ -18,7 +18,7 @@ import (
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/transport/broker"
 )
 
 // e2eCell is one transport x store combination of the end-to-end suite.
@@ -117,7 +117,7 @@ func runCell(t *testing.T, cell e2eCell, payments int) time.Duration {
 	// before. Publishing starts once each group holds every replica.
 	if cell.transport == "kafka" && cell.instances > 1 {
 		cfg := instances[0].cfg
-		groups := transport.Config{TopicPrefix: cfg.TopicPrefix, ServiceName: cfg.ServiceName}
+		groups := broker.Names{TopicPrefix: cfg.TopicPrefix, ServiceName: cfg.ServiceName}
 		for _, r := range paymentRoutes() {
 			brokerenv.WaitKafkaGroup(t, cfg.KafkaBrokers, groups.ConsumerGroup(r.Name), cell.instances)
 		}
@@ -237,7 +237,7 @@ func cellEnv(t *testing.T, cell e2eCell) []string {
 		env = append(env, "AMQP_URL="+url)
 	case "nats":
 		url := brokerenv.NATS(t)
-		brokerenv.DeleteNATSStreamsOnCleanup(t, url, transport.NATSStream(ns+"."))
+		brokerenv.DeleteNATSStreamsOnCleanup(t, url, broker.NATSStream(ns+"."))
 		env = append(env, "NATS_URL="+url)
 	}
 	return env

@@ -11,7 +11,7 @@ import (
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/transport/broker"
 )
 
 // The service on NATS: a payment posted three times is charged, notified
@@ -32,7 +32,7 @@ func TestNATSAppChargesOnce(t *testing.T) {
 		t.Errorf("summary = %+v, want %+v", got, want)
 	}
 	for _, topic := range []string{handlers.TopicPaymentRequested, handlers.TopicPaymentCharged} {
-		if n := brokerenv.NATSStreamMessages(t, url, transport.NATSStream(prefix+topic)); n != 1 {
+		if n := brokerenv.NATSStreamMessages(t, url, broker.NATSStream(prefix+topic)); n != 1 {
 			t.Errorf("stream of %s holds %d messages, want 1: the server keeps one of the copies", topic, n)
 		}
 	}
@@ -112,7 +112,7 @@ func TestNATSStartupUnreachable(t *testing.T) {
 func natsAppEnv(t *testing.T) (env []string, url, prefix string) {
 	url = brokerenv.NATS(t)
 	prefix, service := testenv.Names()
-	brokerenv.DeleteNATSStreamsOnCleanup(t, url, transport.NATSStream(prefix))
+	brokerenv.DeleteNATSStreamsOnCleanup(t, url, broker.NATSStream(prefix))
 	return []string{"TRANSPORT=nats", "NATS_URL=" + url, "STORE=memory",
 		"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + service}, url, prefix
 }

@@ -22,7 +22,7 @@ const PoisonTopic = "poison"
 // routerParts is what newRouter assembles.
 type routerParts struct {
 	cfg       Config
-	transport broker
+	transport messageBroker
 	receiver  *middleware.Receiver
 	// outbox, in DEDUP_MODE=transaction, writes the handlers' produced
 	// messages inside their unit of work instead of the router publishing

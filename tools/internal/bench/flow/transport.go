@@ -12,12 +12,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/onceflow/onceflow/internal/testenv/brokerenv/kfakebroker"
-	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/middleware"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/cache"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 	"github.com/onceflow/onceflow/tools/internal/bench"
+	"github.com/onceflow/onceflow/transport"
 )
 
 // Default sizes of a transport round: Kafka needs about 20,000 messages for
@@ -25,7 +25,7 @@ import (
 const (
 	DefaultKafkaMessages = 20000
 	DefaultMessages      = 5000
-	DefaultPartitions    = transport.DefaultKafkaPartitions
+	DefaultPartitions    = 4 // the service's KAFKA_PARTITIONS
 	// DefaultInFlight is the service's default HANDLER_CONCURRENCY.
 	DefaultInFlight = 16
 )
