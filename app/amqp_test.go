@@ -17,6 +17,7 @@ import (
 
 	"github.com/onceflow/onceflow/handlers/payments"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // The service on RabbitMQ: a payment sent three times is charged and
@@ -65,7 +66,7 @@ func TestAMQPMalformedMessageIsPoisoned(t *testing.T) {
 func TestAMQPForeignHeaders(t *testing.T) {
 	env, url, prefix := amqpAppEnv(t)
 	a := startApp(t, env...)
-	testenv.AMQPChannel(t, url, func(ch *amqp091.Channel) error {
+	brokerenv.AMQPChannel(t, url, func(ch *amqp091.Channel) error {
 		return ch.PublishWithContext(t.Context(), prefix+"payments.requested", "", false, false, amqp091.Publishing{
 			Body:    []byte(`{"payment_id":"pay-foreign","customer_id":"c","amount_cents":5,"currency":"EUR","requested_at":"2025-01-02T03:04:05Z"}`),
 			Headers: amqp091.Table{"idempotency_key": "pay-foreign", "attempt": int32(2), "sent_by": []byte("billing")},
@@ -133,7 +134,7 @@ func TestAMQPFirstConnection(t *testing.T) {
 // amqpAppEnv is the environment of an App on the test RabbitMQ with its own
 // names; the App's exchanges and queues are deleted when the test ends.
 func amqpAppEnv(t *testing.T) (env []string, url, prefix string) {
-	url = testenv.AMQP(t)
+	url = brokerenv.AMQP(t)
 	prefix, service := testenv.Names()
 	deleteServiceAMQPOnCleanup(t, url, prefix, service)
 	return []string{"TRANSPORT=amqp", "AMQP_URL=" + url, "STORE=memory",
@@ -145,7 +146,7 @@ func amqpAppEnv(t *testing.T) (env []string, url, prefix string) {
 // durable and would outlive the test on the shared broker.
 func deleteServiceAMQPOnCleanup(t *testing.T, url, prefix, service string) {
 	exchanges, queues := Config{TopicPrefix: prefix, ServiceName: service}.AMQPDeclared(paymentRoutes())
-	testenv.DeleteAMQPOnCleanup(t, url, exchanges, queues)
+	brokerenv.DeleteAMQPOnCleanup(t, url, exchanges, queues)
 }
 
 func amqpHostPort(t *testing.T, raw string) string {

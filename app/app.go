@@ -29,7 +29,7 @@ type App struct {
 	ops       *http.Server // INTERNAL_ADDR's /metrics, probes and key admin; nil when unset
 	opsListen net.Listener
 	router    *message.Router
-	transport broker
+	transport messageBroker
 	store     idempotencyStore
 	pool      *pgxpool.Pool
 	sweeper   *postgres.Sweeper

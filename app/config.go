@@ -11,7 +11,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/onceflow/onceflow/admin"
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/transport"
 )
 
 // Config is the service's whole configuration, read once from the

@@ -3,7 +3,7 @@ package app
 import (
 	"strings"
 
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/transport"
 )
 
 // backendSettings maps the prefix of a variable's name to the backend its

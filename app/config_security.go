@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/middleware/signing"
+	"github.com/onceflow/onceflow/transport"
 )
 
 // validateSecurity checks the settings of the backends' TLS and

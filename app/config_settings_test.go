@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/transport"
 )
 
 // TestSettingsDeclared: every field of Config declares a setting in full

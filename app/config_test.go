@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/onceflow/onceflow/internal/transport"
 )
 
 func TestLoadConfigDefaults(t *testing.T) {
@@ -17,8 +15,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
+	// NATS_MAX_AGE's default is the nats transport's.
 	if cfg.Transport != "gochannel" || cfg.Store != "memory" || cfg.DedupLease != 30*time.Second || cfg.HTTPAddr != ":8080" ||
-		cfg.StoreBatchSize != 64 || cfg.NATSMaxAge != transport.DefaultNATSMaxAge {
+		cfg.StoreBatchSize != 64 || cfg.NATSMaxAge != 7*24*time.Hour {
 		t.Fatalf("unexpected defaults: %+v", cfg)
 	}
 }

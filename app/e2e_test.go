@@ -17,7 +17,8 @@ import (
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
+	"github.com/onceflow/onceflow/transport/broker"
 )
 
 // e2eCell is one transport x store combination of the end-to-end suite.
@@ -116,9 +117,9 @@ func runCell(t *testing.T, cell e2eCell, payments int) time.Duration {
 	// before. Publishing starts once each group holds every replica.
 	if cell.transport == "kafka" && cell.instances > 1 {
 		cfg := instances[0].cfg
-		groups := transport.Config{TopicPrefix: cfg.TopicPrefix, ServiceName: cfg.ServiceName}
+		groups := broker.Names{TopicPrefix: cfg.TopicPrefix, ServiceName: cfg.ServiceName}
 		for _, r := range paymentRoutes() {
-			testenv.WaitKafkaGroup(t, cfg.KafkaBrokers, groups.ConsumerGroup(r.Name), cell.instances)
+			brokerenv.WaitKafkaGroup(t, cfg.KafkaBrokers, groups.ConsumerGroup(r.Name), cell.instances)
 		}
 	}
 
@@ -229,14 +230,14 @@ func cellEnv(t *testing.T, cell e2eCell) []string {
 	}
 	switch cell.transport {
 	case "kafka":
-		env = append(env, "KAFKA_BROKERS="+strings.Join(testenv.Kafka(t), ","))
+		env = append(env, "KAFKA_BROKERS="+strings.Join(brokerenv.Kafka(t), ","))
 	case "amqp":
-		url := testenv.AMQP(t)
+		url := brokerenv.AMQP(t)
 		deleteServiceAMQPOnCleanup(t, url, ns+".", ns)
 		env = append(env, "AMQP_URL="+url)
 	case "nats":
-		url := testenv.NATS(t)
-		testenv.DeleteNATSStreamsOnCleanup(t, url, transport.NATSStream(ns+"."))
+		url := brokerenv.NATS(t)
+		brokerenv.DeleteNATSStreamsOnCleanup(t, url, broker.NATSStream(ns+"."))
 		env = append(env, "NATS_URL="+url)
 	}
 	return env

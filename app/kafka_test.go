@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // The service on Kafka: a payment sent three times is charged and notified
@@ -50,7 +51,7 @@ func TestKafkaPlainWatermillProducer(t *testing.T) {
 	a := startApp(t, env...)
 
 	pub, err := kafka.NewPublisher(kafka.PublisherConfig{
-		Brokers: testenv.Kafka(t),
+		Brokers: brokerenv.Kafka(t),
 		Marshaler: kafka.NewWithPartitioningMarshaler(func(_ string, m *message.Message) (string, error) {
 			return m.Metadata.Get("idempotency_key"), nil
 		}),
@@ -90,7 +91,7 @@ func TestKafkaStartupUnreachable(t *testing.T) {
 // kafkaAppEnv is the environment of an App on the test cluster with topics
 // and consumer groups of its own.
 func kafkaAppEnv(t *testing.T) (env []string, prefix string) {
-	brokers := testenv.Kafka(t)
+	brokers := brokerenv.Kafka(t)
 	prefix, service := testenv.Names()
 	return []string{"TRANSPORT=kafka", "KAFKA_BROKERS=" + strings.Join(brokers, ","), "STORE=memory",
 		"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + service}, prefix

@@ -10,7 +10,8 @@ import (
 
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
+	"github.com/onceflow/onceflow/transport/broker"
 )
 
 // The service on NATS: a payment posted three times is charged, notified
@@ -31,7 +32,7 @@ func TestNATSAppChargesOnce(t *testing.T) {
 		t.Errorf("summary = %+v, want %+v", got, want)
 	}
 	for _, topic := range []string{handlers.TopicPaymentRequested, handlers.TopicPaymentCharged} {
-		if n := testenv.NATSStreamMessages(t, url, transport.NATSStream(prefix+topic)); n != 1 {
+		if n := brokerenv.NATSStreamMessages(t, url, broker.NATSStream(prefix+topic)); n != 1 {
 			t.Errorf("stream of %s holds %d messages, want 1: the server keeps one of the copies", topic, n)
 		}
 	}
@@ -109,9 +110,9 @@ func TestNATSStartupUnreachable(t *testing.T) {
 // natsAppEnv is the environment of an App on the test NATS server with
 // streams and consumers of its own, deleted when the test ends.
 func natsAppEnv(t *testing.T) (env []string, url, prefix string) {
-	url = testenv.NATS(t)
+	url = brokerenv.NATS(t)
 	prefix, service := testenv.Names()
-	testenv.DeleteNATSStreamsOnCleanup(t, url, transport.NATSStream(prefix))
+	brokerenv.DeleteNATSStreamsOnCleanup(t, url, broker.NATSStream(prefix))
 	return []string{"TRANSPORT=nats", "NATS_URL=" + url, "STORE=memory",
 		"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + service}, url, prefix
 }

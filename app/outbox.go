@@ -10,7 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/exactlyonce"
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/transport/broker"
+	"github.com/onceflow/onceflow/transport/sqlsubscriber"
 )
 
 // Names of the transactional outbox (DEDUP_MODE=transaction with a broker
@@ -22,9 +23,10 @@ const (
 )
 
 // newRelay is the outbox relay ([exactlyonce.NewRelay]) reading the outbox
-// table with the sql transport's subscriber ([transport.NewSQLSubscriber])
-// on a consumer pool of its own (returned, for the caller to close after
-// the relay) and publishing each message to its topic on the transport. A
+// table with a subscriber as the sql transport's ([sqlsubscriber.New],
+// paced as transportConfig paces that transport) on a consumer pool of its
+// own (returned, for the caller to close after the relay) and publishing
+// each message to its topic on the transport, whatever the transport. A
 // message whose publish fails is nacked and read again (after
 // Config.retryMaxInterval), in order, so that during a broker outage
 // messages wait in the outbox and are all delivered once it is back.
@@ -33,11 +35,18 @@ func newRelay(ctx context.Context, cfg Config, pool *pgxpool.Pool, publisher mes
 	if pool == nil {
 		return nil, nil, errors.New("the outbox needs DATABASE_URL")
 	}
-	consumers, err := transport.OpenConsumerPool(ctx, pool)
+	consumers, err := sqlsubscriber.OpenConsumerPool(ctx, pool)
 	if err != nil {
 		return nil, nil, err
 	}
-	sub, err := transport.NewSQLSubscriber(consumers, cfg.transportConfig(pool, nil, logger), outboxHandler)
+	sub, err := sqlsubscriber.New(consumers, sqlsubscriber.Config{
+		ConsumerGroup:  broker.Names{TopicPrefix: cfg.TopicPrefix, ServiceName: cfg.ServiceName}.ConsumerGroup(outboxHandler),
+		PollInterval:   cfg.SQLPollInterval,
+		ResendInterval: cfg.retryMaxInterval(),
+		AckDeadline:    cfg.deliveryBudget(),
+		Beginner:       exactlyonce.ConsumerBeginner,
+		Logger:         logger,
+	})
 	if err != nil {
 		consumers.Close()
 		return nil, nil, err

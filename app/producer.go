@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/transport/broker"
 )
 
 // Producer publishes straight to the broker that TRANSPORT names, as
@@ -23,7 +23,7 @@ import (
 type Producer struct {
 	cfg  Config
 	pool *pgxpool.Pool // the sql transport's; nil for the others
-	t    *transport.Transport
+	t    *broker.Transport
 	pub  message.Publisher // t's, signing
 }
 

@@ -24,7 +24,7 @@ const PoisonTopic = "poison"
 // routerParts is what newRouter assembles.
 type routerParts struct {
 	cfg       Config
-	transport broker
+	transport messageBroker
 	receiver  *receiver.Receiver
 	// outbox, in DEDUP_MODE=transaction, writes the handlers' produced
 	// messages inside their unit of work instead of the router publishing

@@ -11,9 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores/memory"
+	"github.com/onceflow/onceflow/transport"
+	"github.com/onceflow/onceflow/transport/broker"
 )
 
 // A route may not take the name of a handler the service registers itself:
@@ -47,7 +48,7 @@ func TestCheckRoutesRefusesATimeoutTheLeaseDoesNotOutlive(t *testing.T) {
 // inFlightBroker records the in-flight count each handler's subscriber is
 // asked for.
 type inFlightBroker struct {
-	*transport.Transport
+	*broker.Transport
 	asked map[string]int
 }
 

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // secrets are the secret values one test puts in the service's settings,
@@ -57,7 +58,7 @@ func TestNoSecretLeaves(t *testing.T) {
 		},
 		"kafka with SCRAM over TLS, redis over TLS": func(t *testing.T, s secrets) []string {
 			certs := testenv.TLS(t)
-			brokers := testenv.KafkaSecured(t, "SCRAM-SHA-512", "svc", s["kafka"], certs.Server)
+			brokers := brokerenv.KafkaSecured(t, "SCRAM-SHA-512", "svc", s["kafka"], certs.Server)
 			redis := testenv.RedisSecured(t, s["redis"], &certs, false)
 			prefix, service := testenv.Names()
 			return []string{"TRANSPORT=kafka", "KAFKA_BROKERS=" + strings.Join(brokers, ","),
@@ -67,7 +68,7 @@ func TestNoSecretLeaves(t *testing.T) {
 				"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + service}
 		},
 		"nats with a token": func(t *testing.T, s secrets) []string {
-			nats := testenv.NATSServerWithToken(t, s["nats"])
+			nats := brokerenv.NATSServerWithToken(t, s["nats"])
 			prefix, service := testenv.Names()
 			return []string{"TRANSPORT=nats", "NATS_URL=" + nats.URL(), "TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + service}
 		},

@@ -12,32 +12,36 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/exactlyonce"
+	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/transport"
+	"github.com/onceflow/onceflow/transport/broker"
 )
 
-// broker is what the service needs of a transport ([transport.Transport]):
+// messageBroker is what the service needs of a transport
+// ([broker.Transport]):
 // one publisher shared by the API, the handlers and the poison queue; a
 // subscriber per handler, holding up to inFlight messages at once; the
 // check behind /readyz (nil when there is no broker to reach); and Close,
 // once the router has stopped.
-type broker interface {
+type messageBroker interface {
 	Publisher() message.Publisher
 	Subscriber(handler string, inFlight int) (message.Subscriber, error)
 	Readiness() func(context.Context) error
 	Close() error
 }
 
-var _ broker = (*transport.Transport)(nil)
+var _ messageBroker = (*broker.Transport)(nil)
 
 // openTransport connects to the broker TRANSPORT names; pool is the
 // PostgreSQL pool when DATABASE_URL is set, else nil. topics are those the
 // transport creates at start-up where a broker needs that (Kafka).
-func openTransport(ctx context.Context, cfg Config, pool *pgxpool.Pool, topics []string, logger *slog.Logger) (*transport.Transport, error) {
+func openTransport(ctx context.Context, cfg Config, pool *pgxpool.Pool, topics []string, logger *slog.Logger) (*broker.Transport, error) {
 	tc := cfg.transportConfig(pool, topics, logger)
 	if err := cfg.secureTransport(&tc); err != nil {
 		return nil, err
 	}
-	if cfg.Transport == transport.Kafka && cfg.KafkaSASLMechanism == transport.SASLPlain && !cfg.KafkaTLS {
+	if cfg.Transport == transport.Kafka && cfg.KafkaSASLMechanism == "PLAIN" && !cfg.KafkaTLS {
 		logger.Warn("KAFKA_SASL_MECHANISM=PLAIN without KAFKA_TLS=true sends the Kafka password in clear on every connection")
 	}
 	t, err := transport.New(ctx, tc)
@@ -51,7 +55,9 @@ func openTransport(ctx context.Context, cfg Config, pool *pgxpool.Pool, topics [
 // transport resends a nacked message at the pace of the router's retries
 // at their ceiling, and waits for an ack longer than the router may spend
 // on one delivery, so that a message still being retried is never handed
-// out twice.
+// out twice. Kafka and NATS key messages by the receiver's idempotency
+// key, and the sql transport's consumer transactions are transaction
+// mode's.
 func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slog.Logger) transport.Config {
 	_, streamURL := c.redisStream()
 	return transport.Config{
@@ -59,6 +65,7 @@ func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slo
 		ServiceName:        c.ServiceName,
 		TopicPrefix:        c.TopicPrefix,
 		Topics:             topics,
+		KeyMetadata:        consume.MetadataKey,
 		KafkaBrokers:       c.KafkaBrokers,
 		KafkaPartitions:    c.KafkaPartitions,
 		AMQPURL:            c.AMQPURL,
@@ -69,6 +76,7 @@ func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slo
 		RedisStreamMaxLen:  c.RedisStreamMaxLen,
 		Pool:               pool,
 		SQLPollInterval:    c.SQLPollInterval,
+		SQLBeginner:        exactlyonce.ConsumerBeginner,
 		ResendInterval:     c.retryMaxInterval(),
 		AckDeadline:        c.deliveryBudget(),
 		Logger:             logger,
@@ -88,8 +96,8 @@ func (c Config) redisStream() (name, url string) {
 // that failed to start, with the URLs' passwords masked.
 func (c Config) transportError(ctx context.Context, err error) error {
 	var (
-		urlErr  *transport.URLError
-		connErr *transport.ConnectError
+		urlErr  *broker.URLError
+		connErr *broker.ConnectError
 	)
 	switch {
 	case c.Transport == transport.Kafka:
@@ -115,13 +123,13 @@ func (c Config) transportError(ctx context.Context, err error) error {
 // poison log: an exchange per topic and a queue per handler. They outlive
 // the service; a test, or an environment taken down, deletes them.
 func (c Config) AMQPDeclared(routes domain.Routes) (exchanges, queues []string) {
-	t := transport.Config{TopicPrefix: c.TopicPrefix, ServiceName: c.ServiceName}
+	names := broker.Names{TopicPrefix: c.TopicPrefix, ServiceName: c.ServiceName}
 	all := append(slices.Clip(routes), domain.Route{Name: poisonLogHandler, Consumes: PoisonTopic})
 	for _, topic := range all.Topics() {
 		exchanges = append(exchanges, c.TopicPrefix+topic)
 	}
 	for _, r := range all {
-		queues = append(queues, t.AMQPQueue(r.Consumes, r.Name))
+		queues = append(queues, names.AMQPQueue(r.Consumes, r.Name))
 	}
 	return exchanges, queues
 }

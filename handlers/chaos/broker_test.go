@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // Scenario 3, broker outage, in lease mode on the shared Redis: the Kafka
@@ -74,7 +75,7 @@ func brokerFault(t *testing.T, svc Services, transport string) (own Services, do
 		return own, link.Cut, link.Restore,
 			"RabbitMQ cut off from the instances 10 s (a Toxiproxy link in front of the node taken down)"
 	case "nats":
-		server := testenv.NATSServer(t)
+		server := brokerenv.NATSServer(t)
 		own.NATSURL = server.URL()
 		return own, func() error { server.Stop(); return nil }, server.Start,
 			"NATS server killed (SIGKILL) and started again 10 s later on its JetStream store"

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // scale sizes the runs: CHAOS_SCALE=full for `make chaos`, small by
@@ -89,8 +90,8 @@ func setUp(t *testing.T) Services {
 		if services.Kafka, err = StartKafka(); err != nil {
 			t.Fatal(err)
 		}
-		services.AMQPURL = testenv.AMQP(t)
-		services.NATSURL = testenv.NATS(t)
+		services.AMQPURL = brokerenv.AMQP(t)
+		services.NATSURL = brokerenv.NATS(t)
 		services.RedisURL = "redis://" + testenv.RedisAddr() + "/0"
 		services.StreamURL = services.RedisURL
 	}

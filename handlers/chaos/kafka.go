@@ -7,11 +7,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/onceflow/onceflow/internal/kfakebroker"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv/kfakebroker"
 )
 
 // Kafka is an in-process Kafka-protocol broker (kfake, started as
-// internal/kfakebroker starts it) that the instances,
+// internal/testenv/brokerenv/kfakebroker starts it) that the instances,
 // separate processes, reach over TCP, behind a PausableListener: kfake
 // keeps no data on disk, so a broker restart is played by cutting every
 // connection and refusing new ones for the outage while the broker keeps

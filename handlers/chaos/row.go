@@ -21,7 +21,8 @@ import (
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
+	"github.com/onceflow/onceflow/transport/broker"
 )
 
 // Services are what the rows of a test run share: the built binary and
@@ -118,7 +119,7 @@ func NewRow(t testing.TB, svc Services, setup Setup) *Row {
 		t.Cleanup(func() { deleteAMQP(svc.AMQPURL, r.Prefix, "onceflow_"+id) })
 	case "nats":
 		r.env = append(r.env, "NATS_URL="+svc.NATSURL)
-		testenv.DeleteNATSStreamsOnCleanup(t, svc.NATSURL, transport.NATSStream(r.Prefix))
+		brokerenv.DeleteNATSStreamsOnCleanup(t, svc.NATSURL, broker.NATSStream(r.Prefix))
 	case "redisstream":
 		r.env = append(r.env, "REDIS_STREAM_URL="+svc.StreamURL)
 		deleteStreamsOnCleanup(t, svc.StreamURL, r.Prefix)

@@ -12,6 +12,7 @@ import (
 	"github.com/onceflow/onceflow/handlers/memory"
 	"github.com/onceflow/onceflow/handlers/payments"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // service is the payments domain running in a service.
@@ -60,11 +61,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // RabbitMQ, under a TOPIC_PREFIX and SERVICE_NAME of its own whose durable
 // exchanges and queues are deleted when t ends.
 func amqpAppEnv(t *testing.T) (env []string, url, prefix string) {
-	url = testenv.AMQP(t)
+	url = brokerenv.AMQP(t)
 	prefix, name := testenv.Names()
 	exchanges, queues := app.Config{TopicPrefix: prefix, ServiceName: name}.AMQPDeclared(
 		handlers.NewMessageHandlers(memory.NewLedger(), nil, nil).Routes())
-	testenv.DeleteAMQPOnCleanup(t, url, exchanges, queues)
+	brokerenv.DeleteAMQPOnCleanup(t, url, exchanges, queues)
 	return []string{"TRANSPORT=amqp", "AMQP_URL=" + url, "STORE=memory",
 		"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + name}, url, prefix
 }

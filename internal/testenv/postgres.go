@@ -32,7 +32,7 @@ func PostgresSchema(t testing.TB) string {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
-		Unreachable(t, "PostgreSQL", redactURL(base), err)
+		Unreachable(t, "PostgreSQL", RedactURL(base), err)
 	}
 	defer conn.Close(ctx)
 
@@ -99,8 +99,8 @@ func withSearchPath(t testing.TB, raw, schema string) string {
 	return u.String()
 }
 
-// redactURL hides the password of a connection URL for messages.
-func redactURL(raw string) string {
+// RedactURL hides the password of a connection URL for messages.
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(unparsable URL)"

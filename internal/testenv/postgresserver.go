@@ -76,7 +76,7 @@ func (p *PostgresProcess) Start() error {
 	cmd := p.command("postgres", "-D", p.dataDir(), "-p", strconv.Itoa(p.port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+p.dir, "-c", "max_connections=200")
 	cmd.Stdout, cmd.Stderr = logs, logs
-	exited, err := startWatched(cmd)
+	exited, err := StartWatched(cmd)
 	if err != nil {
 		return fmt.Errorf("starting postgres on %s: %w", p.Addr(), err)
 	}
@@ -163,7 +163,7 @@ func (p *PostgresProcess) dataDir() string { return filepath.Join(p.dir, "data")
 func (p *PostgresProcess) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(p.bin, name), args...)
 	cmd.Dir = p.dir
-	cmd.SysProcAttr = dieWithParent()
+	cmd.SysProcAttr = DieWithParent()
 	if p.cred != nil {
 		if cmd.SysProcAttr == nil {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -214,7 +214,7 @@ func PostgresServer(t testing.TB) *PostgresProcess {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
 	for attempt := 1; ; attempt++ {
-		ports, err := freePorts(1)
+		ports, err := FreePorts(1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,8 +2,8 @@ package testenv
 
 import "syscall"
 
-// dieWithParent makes the kernel kill a child process when the test process
+// DieWithParent makes the kernel kill a child process when the test process
 // dies without cleaning up (a panic, or go test's -timeout).
-func dieWithParent() *syscall.SysProcAttr {
+func DieWithParent() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

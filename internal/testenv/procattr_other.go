@@ -4,6 +4,6 @@ package testenv
 
 import "syscall"
 
-// dieWithParent has no portable equivalent outside Linux: there a child
+// DieWithParent has no portable equivalent outside Linux: there a child
 // outlives a crashed test process.
-func dieWithParent() *syscall.SysProcAttr { return nil }
+func DieWithParent() *syscall.SysProcAttr { return nil }

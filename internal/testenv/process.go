@@ -2,9 +2,9 @@ package testenv
 
 import "os/exec"
 
-// startWatched starts cmd and returns a channel closed once it has exited
+// StartWatched starts cmd and returns a channel closed once it has exited
 // and been waited for: the exit a server of a test's own is watched by.
-func startWatched(cmd *exec.Cmd) (exited chan struct{}, err error) {
+func StartWatched(cmd *exec.Cmd) (exited chan struct{}, err error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

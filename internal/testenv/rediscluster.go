@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,7 +144,7 @@ func tryStartLocalCluster(server, cli string) (_ *localCluster, err error) {
 	// Three client ports and three cluster bus ports. The bus port is set
 	// explicitly because the default (port+10000) may not exist for a port
 	// the kernel picked.
-	ports, err := freePorts(6)
+	ports, err := FreePorts(6)
 	if err != nil {
 		return nil, err
 	}
@@ -251,18 +250,4 @@ func (lc *localCluster) stop() {
 		n.stop()
 	}
 	_ = os.RemoveAll(lc.dir)
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

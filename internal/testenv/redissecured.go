@@ -58,7 +58,7 @@ func RedisSecured(t testing.TB, password string, certs *TLSFiles, cluster bool) 
 		Unreachable(t, redisServerService, "127.0.0.1", err)
 	}
 	dir := t.TempDir()
-	ports, err := freePorts(2)
+	ports, err := FreePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}

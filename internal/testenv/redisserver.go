@@ -47,7 +47,7 @@ func startRedisServer(server, dir string, port int, args ...string) (*node, erro
 		"--logfile", n.log,
 	}
 	n.cmd = exec.Command(server, append(base, args...)...)
-	n.cmd.SysProcAttr = dieWithParent()
+	n.cmd.SysProcAttr = DieWithParent()
 	if err := n.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func RedisServer(t testing.TB, args ...string) *RedisProcess {
 // ago; a server that lost its port to another process exits, which the
 // caller retries.
 func tryStartRedisServer(server, dir string, args []string) (*node, error) {
-	ports, err := freePorts(1)
+	ports, err := FreePorts(1)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 // Package testenv gives integration tests the real services they run
-// against: PostgreSQL, Redis, a Redis Cluster, RabbitMQ, NATS and Kafka (an
-// in-process kfake broker unless TEST_KAFKA_BROKERS names a real one).
+// against (PostgreSQL, Redis, a Redis Cluster) and what every test needs
+// beside them: waits, unique names, free addresses, processes of a test's
+// own, HTTP and metrics helpers, TLS files. It imports no broker client:
+// the brokers' helpers are in package brokerenv below it.
 //
 // Addresses come from TEST_* environment variables with loopback defaults
 // (the ports docker-compose.yml publishes). When a service cannot be reached
@@ -23,22 +25,26 @@ func Required() bool { return os.Getenv("REQUIRE_SERVICES") == "1" }
 // tests start themselves, the binary to install.
 func Unreachable(t testing.TB, service, addr string, err error) {
 	t.Helper()
+	UnreachableHow(t, service, addr, err, howToStart(service))
+}
+
+// UnreachableHow is Unreachable with the skip line's hint on how to
+// provide service given by the caller: the binary to install, say, for a
+// server the tests start themselves.
+func UnreachableHow(t testing.TB, service, addr string, err error, how string) {
+	t.Helper()
 	if Required() {
 		t.Fatalf("%s unreachable at %s: %v (REQUIRE_SERVICES=1)", service, addr, err)
 	}
-	t.Skipf("%s unreachable at %s: %v; %s, or set REQUIRE_SERVICES=1 to fail instead", service, addr, err, howToStart(service))
+	t.Skipf("%s unreachable at %s: %v; %s, or set REQUIRE_SERVICES=1 to fail instead", service, addr, err, how)
 }
 
 func howToStart(service string) string {
 	switch service {
 	case redisClusterService:
 		return "install redis-server and redis-cli (the tests start the cluster) or set " + RedisClusterAddrsEnv
-	case natsServerService:
-		return "install nats-server (the tests start their own)"
 	case postgresServerService:
 		return "install PostgreSQL's server (the tests start their own)"
-	case kafkaService:
-		return "set " + KafkaBrokersEnv + " to a running cluster (`make up` starts one)"
 	}
 	return "start it with `make up`"
 }

@@ -4,7 +4,7 @@
 //	cd tools && go run ./cmd/devkafka    # listens on 127.0.0.1:9092
 //	TRANSPORT=kafka KAFKA_BROKERS=127.0.0.1:9092 make run   # at the root
 //
-// The broker is kfake, from franz-go (see internal/kfakebroker): one broker,
+// The broker is kfake, from franz-go (see internal/testenv/brokerenv/kfakebroker): one broker,
 // topics created on demand, consumer groups, everything in memory and gone
 // when the command exits (SIGINT or SIGTERM). It is for development only, never a production
 // broker, and the service never imports it.
@@ -20,7 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/onceflow/onceflow/internal/kfakebroker"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv/kfakebroker"
 )
 
 func main() {

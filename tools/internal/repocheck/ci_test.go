@@ -28,8 +28,9 @@ type workflow struct {
 // TestWorkflow checks .github/workflows/ci.yml: it runs on pushes and pull
 // requests; its jobs end in make targets that exist; the test job runs
 // make test, also on a renamed tree, with REQUIRE_SERVICES=1 and every
-// service variable internal/testenv reads pointing at its service
-// containers, which use docker-compose.yml's images; govulncheck runs there.
+// service variable internal/testenv and its brokerenv read pointing at
+// its service containers, which use docker-compose.yml's images;
+// govulncheck runs there.
 func TestWorkflow(t *testing.T) {
 	t.Parallel()
 	var wf workflow
@@ -87,7 +88,7 @@ func TestWorkflow(t *testing.T) {
 	for _, v := range serviceVariables(t) {
 		val, ok := job.Env[v]
 		if !ok {
-			t.Errorf("the test job does not set %s, which internal/testenv reads", v)
+			t.Errorf("the test job does not set %s, which internal/testenv or brokerenv reads", v)
 			continue
 		}
 		host := val
@@ -101,13 +102,18 @@ func TestWorkflow(t *testing.T) {
 	}
 }
 
-// serviceVariables lists the TEST_* variables internal/testenv reads, but
-// those for which the tests start a service of their own when unset.
+// serviceVariables lists the TEST_* variables internal/testenv and its
+// brokerenv read, but those for which the tests start a service of their
+// own when unset.
 func serviceVariables(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root, "internal", "testenv", "*.go"))
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, dir := range []string{"testenv", filepath.Join("testenv", "brokerenv")} {
+		matched, err := filepath.Glob(filepath.Join(root, "internal", dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, matched...)
 	}
 	ownWhenUnset := []string{"TEST_KAFKA_BROKERS", "TEST_REDIS_CLUSTER_ADDRS"}
 	quoted := regexp.MustCompile(`"(TEST_[A-Z_]+)"`)
@@ -124,7 +130,7 @@ func serviceVariables(t *testing.T) []string {
 		}
 	}
 	if len(vars) == 0 {
-		t.Fatal("found no TEST_ variables in internal/testenv")
+		t.Fatal("found no TEST_ variables in internal/testenv and brokerenv")
 	}
 	return vars
 }

@@ -4,13 +4,13 @@ import (
 	"os"
 	"testing"
 
-	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // TestMain stops the Kafka broker the tests started in process once every
 // test has run.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	testenv.StopKafka()
+	brokerenv.StopKafka()
 	os.Exit(code)
 }

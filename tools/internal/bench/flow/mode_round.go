@@ -11,10 +11,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/exactlyonce"
-	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/middleware/consume"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores/postgres"
+	"github.com/onceflow/onceflow/transport"
+	"github.com/onceflow/onceflow/transport/sqlsubscriber"
 )
 
 // outputTopic receives the message each handled message produces.
@@ -32,6 +33,7 @@ func (b *ModeBench) round(ctx context.Context, mode Mode) (_ *tally, prefix stri
 		ServiceName: "bench",
 		TopicPrefix: "bm" + id + ".",
 		Pool:        b.schema.pool,
+		SQLBeginner: exactlyonce.ConsumerBeginner,
 		Logger:      b.opts.Logger,
 	}
 	tr, err := transport.New(ctx, cfg)
@@ -129,13 +131,9 @@ func effectHandler(pool *pgxpool.Pool, tl *tally) message.HandlerFunc {
 
 // initializeTopic creates topic's tables on the sql transport of cfg.
 func initializeTopic(pool *pgxpool.Pool, cfg transport.Config, topic string) error {
-	sub, err := transport.NewSQLSubscriber(pool, cfg, "init")
+	sub, err := sqlsubscriber.New(pool, sqlsubscriber.Config{ConsumerGroup: cfg.Names().ConsumerGroup("init"), Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
-	init, ok := sub.(message.SubscribeInitializer)
-	if !ok {
-		return errors.Join(errors.New("the SQL subscriber cannot initialize topics"), sub.Close())
-	}
-	return errors.Join(init.SubscribeInitialize(cfg.TopicPrefix+topic), sub.Close())
+	return errors.Join(sub.SubscribeInitialize(cfg.TopicPrefix+topic), sub.Close())
 }

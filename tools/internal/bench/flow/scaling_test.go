@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 	"github.com/onceflow/onceflow/internal/testenv/redismeter"
 )
 
@@ -35,10 +36,10 @@ func BenchmarkTransportScaling(b *testing.B) {
 				o := TransportOptions{Kind: s.kind, Redis: client, Partitions: s.partitions, Consumers: s.consumers,
 					Messages: benchSize(2000, DefaultMessages)}
 				if s.kind == "kafka" {
-					o.KafkaBrokers = testenv.Kafka(b)
+					o.KafkaBrokers = brokerenv.Kafka(b)
 					o.Messages = benchSize(5000, DefaultKafkaMessages)
 				} else {
-					o.AMQPURL = testenv.AMQP(b)
+					o.AMQPURL = brokerenv.AMQP(b)
 				}
 				benchRounds(b, func(ctx context.Context) (*TransportBench, error) { return NewTransportBench(ctx, o) },
 					func(ctx context.Context, t *TransportBench) (float64, error) {

@@ -13,9 +13,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/onceflow/onceflow/internal/kfakebroker"
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv/kfakebroker"
 	"github.com/onceflow/onceflow/tools/internal/bench"
+	"github.com/onceflow/onceflow/transport"
 )
 
 // DefaultPayments is the number of payments a service round publishes by

@@ -16,7 +16,7 @@ import (
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/handlers/payments"
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/transport"
 )
 
 // readyTimeout bounds an instance's start: its migrations, its broker's

@@ -9,8 +9,11 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/onceflow/onceflow/exactlyonce"
 	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/transport"
+	"github.com/onceflow/onceflow/transport/broker"
 )
 
 // plainHandler names the plain consumer's handler, and so its consumer
@@ -23,7 +26,7 @@ const plainHandler = "plain"
 // into the round current holds.
 type plainConsumer struct {
 	cfg     transport.Config
-	tr      *transport.Transport
+	tr      *broker.Transport
 	routers *routers
 	current atomic.Pointer[tally]
 }
@@ -38,7 +41,9 @@ func startPlain(ctx context.Context, o ServiceOptions, s *schema) (_ *plainConsu
 		TopicPrefix:     ns + ".",
 		Topics:          []string{handlers.TopicPaymentRequested},
 		KafkaBrokers:    o.KafkaBrokers,
-		KafkaPartitions: transport.DefaultKafkaPartitions,
+		KafkaPartitions: DefaultPartitions,
+		KeyMetadata:     consume.MetadataKey,
+		SQLBeginner:     exactlyonce.ConsumerBeginner,
 		AMQPURL:         o.AMQPURL,
 		NATSURL:         o.NATSURL,
 		RedisStreamURL:  o.RedisStreamURL,
@@ -123,6 +128,6 @@ func (p *plainConsumer) stop(o ServiceOptions) error {
 		errs = append(errs, p.tr.Close())
 	}
 	exchange := p.cfg.TopicPrefix + handlers.TopicPaymentRequested
-	queue := p.cfg.AMQPQueue(handlers.TopicPaymentRequested, plainHandler)
+	queue := p.cfg.Names().AMQPQueue(handlers.TopicPaymentRequested, plainHandler)
 	return errors.Join(append(errs, removeBrokerState(o, p.cfg.TopicPrefix, []string{exchange}, []string{queue}))...)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 )
 
 // serviceOptions are small rounds of the service on kind, on the services
@@ -18,11 +19,11 @@ func serviceOptions(t testing.TB, kind string) ServiceOptions {
 	o := ServiceOptions{Kind: kind, PostgresURL: testenv.PostgresURL(), RedisAddr: testenv.RedisAddr(), Payments: 100}
 	switch kind {
 	case "kafka":
-		o.KafkaBrokers = testenv.Kafka(t)
+		o.KafkaBrokers = brokerenv.Kafka(t)
 	case "amqp":
-		o.AMQPURL = testenv.AMQP(t)
+		o.AMQPURL = brokerenv.AMQP(t)
 	case "nats":
-		o.NATSURL = testenv.NATS(t)
+		o.NATSURL = brokerenv.NATS(t)
 	case "redisstream":
 		o.RedisStreamURL = "redis://" + testenv.RedisAddr() + "/0"
 	}

@@ -9,8 +9,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/onceflow/onceflow/internal/transport"
 	"github.com/onceflow/onceflow/tools/internal/bench"
+	"github.com/onceflow/onceflow/transport"
+	"github.com/onceflow/onceflow/transport/broker"
 )
 
 // removeStreams deletes what a round or an instance left on a broker of
@@ -22,7 +23,7 @@ func removeStreams(kind, natsURL, redisStreamURL, prefix string) error {
 	defer cancel()
 	switch kind {
 	case transport.NATS:
-		return removeNATSStreams(ctx, natsURL, transport.NATSStream(prefix))
+		return removeNATSStreams(ctx, natsURL, broker.NATSStream(prefix))
 	case transport.RedisStream:
 		return removeRedisKeys(ctx, redisStreamURL, prefix)
 	}

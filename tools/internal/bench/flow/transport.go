@@ -11,13 +11,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/onceflow/onceflow/internal/kfakebroker"
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv/kfakebroker"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/cache"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 	"github.com/onceflow/onceflow/tools/internal/bench"
+	"github.com/onceflow/onceflow/transport"
 )
 
 // Default sizes of a transport round: Kafka needs about 20,000 messages for
@@ -25,7 +25,7 @@ import (
 const (
 	DefaultKafkaMessages = 20000
 	DefaultMessages      = 5000
-	DefaultPartitions    = transport.DefaultKafkaPartitions
+	DefaultPartitions    = 4 // the service's KAFKA_PARTITIONS
 	// DefaultInFlight is the service's default HANDLER_CONCURRENCY.
 	DefaultInFlight = 16
 )
@@ -40,7 +40,7 @@ type TransportOptions struct {
 	// Kind is "kafka", "amqp", "sql", "nats", "redisstream" or "gochannel".
 	Kind string
 	// KafkaBrokers are the seed brokers of Kafka. When empty on kafka, the
-	// bench starts an in-process broker of its own (internal/kfakebroker)
+	// bench starts an in-process broker of its own (internal/testenv/brokerenv/kfakebroker)
 	// on a free loopback port and stops it on Close.
 	KafkaBrokers []string
 	// AMQPURL is RabbitMQ's URL. Required by amqp.

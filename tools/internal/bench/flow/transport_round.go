@@ -8,9 +8,11 @@ import (
 	wmnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/onceflow/onceflow/internal/transport"
+	"github.com/onceflow/onceflow/exactlyonce"
 	"github.com/onceflow/onceflow/middleware/consume"
 	"github.com/onceflow/onceflow/tools/internal/bench"
+	"github.com/onceflow/onceflow/transport"
+	"github.com/onceflow/onceflow/transport/broker"
 )
 
 // The handler and topic of every round, under the round's topic prefix.
@@ -30,6 +32,8 @@ func (b *TransportBench) round(ctx context.Context, receiver bool, inFlight int,
 		ServiceName:     "bench",
 		TopicPrefix:     "bf" + id + ".",
 		Topics:          []string{benchTopic},
+		KeyMetadata:     consume.MetadataKey,
+		SQLBeginner:     exactlyonce.ConsumerBeginner,
 		KafkaBrokers:    o.KafkaBrokers,
 		KafkaPartitions: o.Partitions,
 		AMQPURL:         o.AMQPURL,
@@ -41,7 +45,7 @@ func (b *TransportBench) round(ctx context.Context, receiver bool, inFlight int,
 		cfg.Pool = b.schema.pool
 	}
 	if o.Kind == transport.AMQP {
-		topo := amqpTopology{url: o.AMQPURL, exchange: cfg.TopicPrefix + benchTopic, queue: cfg.AMQPQueue(benchTopic, benchHandler)}
+		topo := amqpTopology{url: o.AMQPURL, exchange: cfg.TopicPrefix + benchTopic, queue: cfg.Names().AMQPQueue(benchTopic, benchHandler)}
 		if err := topo.declare(); err != nil {
 			return nil, err
 		}
@@ -91,7 +95,7 @@ func (b *TransportBench) round(ctx context.Context, receiver bool, inFlight int,
 // it (prefix + benchTopic): the transport's publisher makes a message's
 // key its NATS message id, so the stream would drop the copies before any
 // receiver saw them.
-func roundPublisher(o TransportOptions, tr *transport.Transport, prefix string) (message.Publisher, string, func() error, error) {
+func roundPublisher(o TransportOptions, tr *broker.Transport, prefix string) (message.Publisher, string, func() error, error) {
 	var (
 		pub message.Publisher
 		err error

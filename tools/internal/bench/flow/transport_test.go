@@ -7,6 +7,7 @@ import (
 
 	"github.com/onceflow/onceflow/app"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 	"github.com/onceflow/onceflow/internal/testenv/redismeter"
 	"github.com/onceflow/onceflow/stores/cache"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
@@ -18,14 +19,14 @@ func transportOptions(t testing.TB, kind string) TransportOptions {
 	o := TransportOptions{Kind: kind, Redis: testenv.Redis(t), Messages: 300, Duplicates: 60, Partitions: 4, Consumers: 1}
 	switch kind {
 	case "kafka":
-		o.KafkaBrokers = testenv.Kafka(t)
+		o.KafkaBrokers = brokerenv.Kafka(t)
 	case "amqp":
-		o.AMQPURL = testenv.AMQP(t)
+		o.AMQPURL = brokerenv.AMQP(t)
 	case "sql":
 		o.PostgresURL = testenv.PostgresURL()
 		testenv.Postgres(t) // skips when PostgreSQL is unreachable
 	case "nats":
-		o.NATSURL = testenv.NATS(t)
+		o.NATSURL = brokerenv.NATS(t)
 	case "redisstream":
 		testenv.Redis(t)
 		o.RedisStreamURL = "redis://" + testenv.RedisAddr() + "/0"
