@@ -2,15 +2,12 @@ package app
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
@@ -100,23 +97,7 @@ func anonymousUnlessKeys(environ []string, defaults ...string) []string {
 // call is a new request to the API.
 func (r *running) Post(t testing.TB, path, body string, header ...string) int {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, r.base+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", uuid.NewString())
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Errorf("POST %s: %v", path, err)
-		return 0
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
+	return testenv.PostNew(t, r.base+path, body, header...)
 }
 
 // Get fetches path, decoding a JSON body into v when v is not nil.

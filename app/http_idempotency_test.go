@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
+	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/middleware/idempotencykey"
 	"github.com/onceflow/onceflow/problem"
 )
@@ -30,25 +30,8 @@ func (r response) replayed() bool { return r.header.Get(idempotencykey.ReplayedH
 // client and reads the whole answer.
 func (r *running) send(t *testing.T, client *http.Client, method, path, body string, header ...string) response {
 	t.Helper()
-	req, err := http.NewRequest(method, r.base+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Errorf("%s %s: %v", method, path, err)
-		return response{}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Errorf("%s %s: reading: %v", method, path, err)
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	got := testenv.Send(t, client, method, r.base+path, body, header...)
+	return response{status: got.Status, header: got.Header, body: got.Body}
 }
 
 // 500 identical POSTs at once with one Idempotency-Key make one request and

@@ -7,15 +7,12 @@ package apptest
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/onceflow/onceflow/app"
 	"github.com/onceflow/onceflow/domain"
@@ -124,23 +121,7 @@ func (s *Service) Get(t testing.TB, path string, v any) int {
 // comes.
 func (s *Service) Post(t testing.TB, path, body string, header ...string) int {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, s.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", uuid.NewString())
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Errorf("POST %s: %v", path, err)
-		return 0
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
+	return testenv.PostNew(t, s.URL+path, body, header...)
 }
 
 // Producer is a producer on the service's broker, publishing as another

@@ -3,9 +3,7 @@ package payments_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -90,22 +88,6 @@ func paymentsBelongToTheirClients(t *testing.T, s *apptest.Service) {
 // (name, value pairs) and returns the status and the whole body.
 func call(t *testing.T, s *apptest.Service, method, path, body string, header ...string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, s.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading: %v", method, path, err)
-	}
-	return resp.StatusCode, b
+	r := testenv.Send(t, nil, method, s.URL+path, body, header...)
+	return r.Status, r.Body
 }

@@ -18,9 +18,8 @@ import (
 // once the broker is back, the relay delivers every accumulated event, and
 // each request is charged and noticed once.
 func TestOutboxDeliversAfterBrokerOutage(t *testing.T) {
-	env := serviceEnv(t)
-	proxy := startSwitchProxy(t, rabbitMQAddr(t, env))
-	env = append(viaProxy(t, env, proxy.Proxy), "STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t), "DEDUP_MODE=transaction")
+	env, proxy := behindSwitch(t)
+	env = append(env, "STORE=postgres", "DATABASE_URL="+testenv.PostgresSchema(t), "DEDUP_MODE=transaction")
 	s := apptest.Start(t, testdomain.Domain(), env...)
 
 	flowtest.PostOK(t, s, "before-outage")

@@ -23,9 +23,8 @@ import (
 // /readyz reports the broker: not ready while RabbitMQ cannot be reached,
 // ready again once it can, without a restart.
 func TestReadinessFollowsTheBroker(t *testing.T) {
-	env := serviceEnv(t)
-	proxy := startSwitchProxy(t, rabbitMQAddr(t, env))
-	s := apptest.Start(t, testdomain.Domain(), viaProxy(t, env, proxy.Proxy)...)
+	env, proxy := behindSwitch(t)
+	s := apptest.Start(t, testdomain.Domain(), env...)
 
 	var body struct{ Checks map[string]string }
 	if code := s.Get(t, "/readyz", &body); code != http.StatusOK || body.Checks["broker"] != "ok" {
@@ -48,9 +47,8 @@ const readinessInterval = time.Second
 // A storm of probes costs the broker no connections: /readyz checks at
 // most once a second, on a connection it keeps.
 func TestReadinessProbeStormOpensNoConnections(t *testing.T) {
-	env := serviceEnv(t)
-	proxy := startSwitchProxy(t, rabbitMQAddr(t, env))
-	s := apptest.Start(t, testdomain.Domain(), viaProxy(t, env, proxy.Proxy)...)
+	env, proxy := behindSwitch(t)
+	s := apptest.Start(t, testdomain.Domain(), env...)
 
 	before := proxy.Accepted()
 	probes := 0

@@ -77,6 +77,15 @@ func startSwitchProxy(t *testing.T, target string) *switchProxy {
 	return p
 }
 
+// behindSwitch is serviceEnv with AMQP_URL at a switchProxy to RabbitMQ,
+// and the proxy: cutting it is a broker outage.
+func behindSwitch(t *testing.T) ([]string, *switchProxy) {
+	t.Helper()
+	env := serviceEnv(t)
+	proxy := startSwitchProxy(t, rabbitMQAddr(t, env))
+	return viaProxy(t, env, proxy.Proxy), proxy
+}
+
 // cutFirst closes the first connection made through the proxy (the
 // service dials its publishing connection first) and refuses new ones.
 func (p *switchProxy) cutFirst() {
