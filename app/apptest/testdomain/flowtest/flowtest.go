@@ -6,8 +6,9 @@
 // brokers' service tests in transport/<kind>), so the package imports no
 // package of the service's composition (app).
 //
-// Its functions fail the test they are given. They wait with
-// [testenv.WaitFor], polling /metrics and GET /v1/summary; none sleeps.
+// Its functions fail the test they are given. They wait by polling
+// /metrics and GET /v1/summary (testenv.WaitFor), up to [Wait]; none
+// sleeps to order what it checks.
 package flowtest
 
 import (
