@@ -22,12 +22,6 @@ func builtInEnv(environ []string) bool {
 	return kind == "" || builtIn(kind)
 }
 
-// networked are the kinds of [transport.Kinds] whose broker is shared
-// between processes: all but the in-process one.
-func networked() []string {
-	return slices.DeleteFunc(slices.Clone(transport.Kinds), func(k string) bool { return k == transport.GoChannel })
-}
-
 // serviceEnv is [brokerenv.ServiceEnv] for a service of the test domain on
 // the broker kind.
 func serviceEnv(t testing.TB, kind string) []string {
