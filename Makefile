@@ -10,7 +10,11 @@ PKGS      ?= ./...
 # tests or lints the root module does the same in tools/.
 TOOLS     = tools
 TOOLS_PKGS ?= ./...
-COMPOSE   ?= docker compose
+# The compose files: docker-compose.yml, which names no domain, and the
+# domain's overlay, handlers/compose.yml (its own services, its settings
+# for the service's), while it exists.
+COMPOSE_FILES = docker-compose.yml $(wildcard handlers/compose.yml)
+COMPOSE   ?= docker compose $(addprefix -f ,$(COMPOSE_FILES))
 TEST_TIMEOUT ?= 9m
 # make test runs this many packages' tests at once. Most of its time the
 # longest (the service's end-to-end tests, the fault suite) wait on
