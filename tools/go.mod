@@ -5,8 +5,13 @@ go 1.26.0
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/IBM/sarama v1.50.1
+	github.com/Shopify/toxiproxy/v2 v2.12.0
 	github.com/ThreeDotsLabs/watermill v1.5.3
+	github.com/ThreeDotsLabs/watermill-amqp/v3 v3.1.0
+	github.com/ThreeDotsLabs/watermill-kafka/v3 v3.1.4
 	github.com/ThreeDotsLabs/watermill-nats/v2 v2.1.3
+	github.com/ThreeDotsLabs/watermill-redisstream v1.4.5
+	github.com/ThreeDotsLabs/watermill-sql/v4 v4.1.5
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
 	github.com/google/uuid v1.6.0
@@ -28,10 +33,6 @@ require (
 	codeberg.org/go-pdf/fpdf v0.10.0 // indirect
 	git.sr.ht/~sbinet/gg v0.6.0 // indirect
 	github.com/Rican7/retry v0.3.1 // indirect
-	github.com/ThreeDotsLabs/watermill-amqp/v3 v3.1.0 // indirect
-	github.com/ThreeDotsLabs/watermill-kafka/v3 v3.1.4 // indirect
-	github.com/ThreeDotsLabs/watermill-redisstream v1.4.5 // indirect
-	github.com/ThreeDotsLabs/watermill-sql/v4 v4.1.5 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/caarlos0/env/v11 v11.4.2 // indirect

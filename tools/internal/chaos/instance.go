@@ -16,9 +16,9 @@ import (
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
-// Instance is one onceflow process (`onceflow serve`) that can be killed,
-// stopped and started again on the same HTTP address, with its logs
-// appended to one file across restarts.
+// Instance is one process of the suite's service binary (`faultservice
+// serve`, see Build) that can be killed, stopped and started again on the
+// same HTTP address, with its logs appended to one file across restarts.
 type Instance struct {
 	Name    string
 	Addr    string // HTTP_ADDR, 127.0.0.1:port
