@@ -4,7 +4,7 @@ GO        ?= go
 PKGS      ?= ./...
 # The dev tools (the bench, the fault suite, the rename, the image size,
 # the in-process Kafka, the stores' linearizability runs, the repository
-# checks) are a module of their own under tools/, so that their dependencies (plotting,
+# checks) are a module of their own under tools/, so that their dependencies (plotting, Toxiproxy,
 # profiles, porcupine, go.mod parsing, YAML) stay out of the go.mod a
 # library user's build reads. Every target that runs,
 # tests or lints the root module does the same in tools/.
