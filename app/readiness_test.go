@@ -5,7 +5,7 @@
 // lock (ThreeDotsLabs/watermill#693), and -race reports it inside that
 // library whenever the reconnected transport is used or closed. Under
 // `make test` (-race) the same readiness is asserted against the built
-// binary by handlers/chaos's broker_outage/amqp row.
+// binary by the fault suite's broker_outage/amqp row (tools/internal/chaos).
 
 package app
 
@@ -35,7 +35,8 @@ func TestReadinessFollowsTheBroker(t *testing.T) {
 	proxy.restore()
 	waitFor(t, "/readyz ready after the outage", func() bool { return a.get(t, "/readyz", nil) == http.StatusOK })
 	// That the service then works again without a restart is shown by the
-	// broker-outage rows of handlers/chaos, against the built binary.
+	// broker-outage rows of the fault suite (tools/internal/chaos), against
+	// its built binary.
 }
 
 // A storm of probes costs the broker no connections: /readyz checks at

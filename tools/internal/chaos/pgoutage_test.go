@@ -42,6 +42,7 @@ func TestChaosPostgresRestart(t *testing.T) {
 		}
 		name := map[string]string{"store outage": "store_outage", "broker outage": "broker_outage"}[c.scenario]
 		t.Run(name+"/"+c.transport+"/"+c.mode+"-postgres-restart", func(t *testing.T) {
+			needBroker(t, c.transport)
 			sc.parallel(t)
 			pgRestart(t, svc, sc, c.scenario, Setup{Transport: c.transport, Store: "postgres", Mode: c.mode})
 		})
@@ -49,7 +50,7 @@ func TestChaosPostgresRestart(t *testing.T) {
 }
 
 // pgRestart runs one row of setup against a PostgreSQL of its own that is
-// restarted once a tenth of the payments are charged.
+// restarted once a tenth of the requests are charged.
 func pgRestart(t *testing.T, svc Services, sc scale, scenario string, setup Setup) {
 	pg := testenv.PostgresServer(t)
 	t.Cleanup(func() {
@@ -65,7 +66,7 @@ func pgRestart(t *testing.T, svc Services, sc scale, scenario string, setup Setu
 	}
 	row := NewRow(t, svc, setup)
 	row.DatabaseURL = pg.URL()
-	ids := row.IDs(sc.payments)
+	ids := row.IDs(sc.requests)
 
 	// The ledger is on the restarted server, so it cannot be read during
 	// the outage: the charges to beat are read as soon as it is back.
@@ -83,13 +84,10 @@ func pgRestart(t *testing.T, svc Services, sc scale, scenario string, setup Setu
 		return nil
 	}
 	o, err := row.RunOutage(ids, copies, outageHold, pg.Stop, up)
-	var f Figures
 	if err == nil {
 		o.Resumed = <-resumed
-		f, _, err = row.WaitFinished(len(ids), 6*time.Second, sc.bound)
-	} else {
-		f, _ = row.Ledger()
 	}
+	f, err := row.Settle(len(ids), err, sc.bound)
 	mode := setup.modeLabel()
 	if scenario == "store outage" {
 		mode += ", fail-closed"
@@ -126,13 +124,13 @@ func pgRestart(t *testing.T, svc Services, sc scale, scenario string, setup Setu
 
 // chargesResume waits, at most a minute, until the row's charges exceed
 // before's and returns how long that took since back; 0 when every
-// payment was already charged.
+// request was already charged.
 func chargesResume(row *Row, before Figures, unique int, back time.Time) time.Duration {
-	if before.Charged >= unique {
+	if before.Charges.IDs >= int64(unique) {
 		return 0
 	}
 	for time.Since(back) < time.Minute {
-		if f, err := row.Ledger(); err == nil && f.Charges > before.Charges {
+		if f, err := row.Ledger(); err == nil && f.Charges.Rows > before.Charges.Rows {
 			return time.Since(back)
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
 )
 
 // httpLease is DEDUP_LEASE of the HTTP rows (RowDefaults): how long a claim
@@ -20,13 +22,15 @@ import (
 const httpLease = 4 * time.Second
 
 // Scenario 7, HTTP, on amqp with the Redis store in lease mode, two
-// instances: concurrent POST /v1/payments with one Idempotency-Key and body
-// spread over both make one payment and one charge, and every answer is the
-// original, its replay, or 409 with Retry-After. Then clients that go away
-// while their request runs — a cancelled request, or a TCP connection
-// closed right after the request was written — leave no key blocked beyond
-// its lease: a retry after DEDUP_LEASE gets the payment's 2xx.
+// instances: concurrent POST /v1/charges (the test domain's CreatePattern)
+// with one Idempotency-Key and body spread over both make one request and
+// one charge, and every answer is the original, its replay, or 409 with
+// Retry-After. Then clients that go away while their request runs — a
+// cancelled request, or a TCP connection closed right after the request
+// was written — leave no key blocked beyond its lease: a retry after
+// DEDUP_LEASE gets the request's 2xx.
 func TestChaosHTTP(t *testing.T) {
+	needBroker(t, "amqp")
 	svc := setUp(t)
 	sc := chaosScale()
 	concurrent, gone := 200, 20
@@ -43,7 +47,7 @@ func TestChaosHTTP(t *testing.T) {
 
 		// Same key, same body, all at once.
 		id := row.Prefix + "http-same"
-		body := paymentBody(id)
+		body := requestBody(id)
 		type answer struct {
 			status   int
 			replayed bool
@@ -113,26 +117,26 @@ func TestChaosHTTP(t *testing.T) {
 				if n%2 == 0 {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(1+rand.IntN(30))*time.Millisecond)
 					defer cancel()
-					if resp, err := post(ctx, client, addr, gid, paymentBody(gid)); err == nil {
+					if resp, err := post(ctx, client, addr, gid, requestBody(gid)); err == nil {
 						_ = resp.Body.Close()
 					}
 					return
 				}
-				if err := postAndHangUp(addr, gid, paymentBody(gid)); err != nil {
+				if err := postAndHangUp(addr, gid, requestBody(gid)); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
 
-		// After the lease every key answers the payment's 2xx.
+		// After the lease every key answers the request's 2xx.
 		time.Sleep(httpLease)
 		var recovered int
 		var recovery time.Duration
 		for _, gid := range ids {
 			deadline := time.Now().Add(httpLease + 10*time.Second)
 			for {
-				resp, err := post(context.Background(), client, row.Instances[rand.IntN(2)].Addr, gid, paymentBody(gid))
+				resp, err := post(context.Background(), client, row.Instances[rand.IntN(2)].Addr, gid, requestBody(gid))
 				status := 0
 				if err == nil {
 					status = resp.StatusCode
@@ -165,8 +169,8 @@ func TestChaosHTTP(t *testing.T) {
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
-		if f.Charges != unique || f.Notifications != unique {
-			problems = append(problems, fmt.Sprintf("%d charges and %d notifications of %d payments, want exactly one each", f.Charges, f.Notifications, unique))
+		if f.Charges.Rows != int64(unique) || f.Notices.Rows != int64(unique) {
+			problems = append(problems, fmt.Sprintf("%d charges and %d notices of %d requests, want exactly one each", f.Charges.Rows, f.Notices.Rows, unique))
 		}
 		problems = append(problems, instanceProblems(row)...)
 		problems = dedupe(problems)
@@ -184,13 +188,17 @@ func TestChaosHTTP(t *testing.T) {
 	})
 }
 
-func paymentBody(id string) string {
-	return fmt.Sprintf(`{"payment_id":%q,"customer_id":"cust-chaos","amount_cents":1234,"currency":"EUR"}`, id)
+// requestBody is the body of the test domain's CreatePattern for id.
+func requestBody(id string) string {
+	return fmt.Sprintf(`{"id":%q,"amount":1234}`, id)
 }
 
-// post sends POST /v1/payments with body and Idempotency-Key key to addr.
+// createPath is the path of the test domain's CreatePattern, /v1/charges.
+var createPath = strings.TrimPrefix(testdomain.CreatePattern, http.MethodPost+" ")
+
+// post sends POST /v1/charges with body and Idempotency-Key key to addr.
 func post(ctx context.Context, client *http.Client, addr, key, body string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/payments", strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+createPath, strings.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +207,7 @@ func post(ctx context.Context, client *http.Client, addr, key, body string) (*ht
 	return client.Do(req)
 }
 
-// postAndHangUp writes a whole POST /v1/payments on a new TCP connection
+// postAndHangUp writes a whole POST /v1/charges on a new TCP connection
 // and closes it at once, without reading the answer: the server sees the
 // client gone while its handler runs.
 func postAndHangUp(addr, key, body string) error {
@@ -208,8 +216,8 @@ func postAndHangUp(addr, key, body string) error {
 		return err
 	}
 	var req bytes.Buffer
-	fmt.Fprintf(&req, "POST /v1/payments HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nIdempotency-Key: %s\r\nContent-Length: %d\r\n\r\n%s",
-		addr, key, len(body), body)
+	fmt.Fprintf(&req, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nIdempotency-Key: %s\r\nContent-Length: %d\r\n\r\n%s",
+		createPath, addr, key, len(body), body)
 	_, err = conn.Write(req.Bytes())
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0) // a reset, not a graceful close

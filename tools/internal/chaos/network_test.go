@@ -17,7 +17,7 @@ const latencyHold = 20 * time.Second
 // instance cut from its store (a partition: nothing passes, nothing
 // closes) or frozen (SIGSTOP) for twice the lease while its handlers run,
 // a store link whose answers stop coming back while its requests still
-// arrive (half-open), the link to the payment provider half-open (a charge
+// arrive (half-open), the link to the provider half-open (a charge
 // made whose answer is lost), and every store link slowed by 50 ms and by
 // 500 ms.
 // The lease rows run with the receiver's effect keys and without them:
@@ -68,7 +68,7 @@ func networkFaults(t *testing.T, svc Services, sc scale) {
 		{name: "half-open", one: true, hold: leaseHold, down: silence(Downstream), risk: riskHalfOpen,
 			text: "one instance's store link half-open for 2 x DEDUP_LEASE: requests reach the store, answers never come back, nothing closes"},
 		{name: "provider-half-open", hold: leaseHold, risk: riskLostAnswer, provider: true, transaction: true,
-			text: "the link to the payment provider half-open for 2 x DEDUP_LEASE: charges are requested and made, their answers never come back",
+			text: "the link to the provider half-open for 2 x DEDUP_LEASE: charges are requested and made, their answers never come back",
 			down: func(r *Row) (func() error, error) { return r.ProviderLink.Silence(Downstream) }},
 		{name: "latency-50ms", hold: latencyHold, down: latency(50),
 			text: "every store link slowed by 50 ms ± 10 ms for 20 s"},
@@ -93,21 +93,17 @@ func networkFaults(t *testing.T, svc Services, sc scale) {
 				continue
 			}
 			t.Run(transport+"/"+f.name+"/"+name, func(t *testing.T) {
+				needBroker(t, transport)
 				sc.parallel(t)
 				row := NewRow(t, svc, setup)
 				if f.one {
 					row.Victim = 1
 				}
-				ids := row.IDs(sc.payments)
+				ids := row.IDs(sc.requests)
 				var up func() error
 				down := func() (err error) { up, err = f.down(row); return err }
 				o, err := row.RunOutage(ids, copies, f.hold, down, func() error { return up() })
-				var fig Figures
-				if err == nil {
-					fig, _, err = row.WaitFinished(len(ids), 6*time.Second, sc.bound)
-				} else {
-					fig, _ = row.Ledger()
-				}
+				fig, err := row.Settle(len(ids), err, sc.bound)
 				res := Result{Run: t.Name(), Scenario: "network and process faults", Transport: transport, Mode: setup.modeLabel(),
 					Fault: f.text, Sent: o.Sent, Unique: len(ids), Figures: fig, Recovery: o.Resumed, PeakRSS: row.PeakRSS()}
 				res.Verdict = verdict(t, setup, len(ids), fig, err)

@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,9 +17,9 @@ import (
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
-// Instance is one onceflow process (`onceflow serve`) that can be killed,
-// stopped and started again on the same HTTP address, with its logs
-// appended to one file across restarts.
+// Instance is one process of the suite's service binary (`faultservice
+// serve`, see Build) that can be killed, stopped and started again on the
+// same HTTP address, with its logs appended to one file across restarts.
 type Instance struct {
 	Name    string
 	Addr    string // HTTP_ADDR, 127.0.0.1:port
@@ -26,6 +27,9 @@ type Instance struct {
 
 	bin string
 	env []string
+	// started is set once a start succeeded: from then on the instance
+	// keeps its address.
+	started bool
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -46,9 +50,40 @@ func NewInstance(name, bin, logPath string, env []string) (*Instance, error) {
 	return &Instance{Name: name, Addr: addr, LogPath: logPath, bin: bin, env: env}, nil
 }
 
+// addrInUse is what the service says when its HTTP_ADDR is taken.
+const addrInUse = "address already in use"
+
 // Start runs the process and waits until /readyz answers 200, at most
-// within. A start while it runs is an error.
+// within. A start while it runs is an error. Until a start has succeeded,
+// an instance whose port another process took meanwhile (the race
+// testenv.FreeAddr warns of) moves to another free port and tries again,
+// twice at most; later starts keep the address.
 func (i *Instance) Start(within time.Duration) error {
+	for attempt := 1; ; attempt++ {
+		err := i.start(within)
+		if err == nil {
+			i.started = true
+			return nil
+		}
+		if i.started || attempt == 3 || !strings.Contains(tail(i.LogPath, 2), addrInUse) {
+			return err
+		}
+		addr, ferr := testenv.FreeAddr()
+		if ferr != nil {
+			return errors.Join(err, ferr)
+		}
+		i.Addr = addr
+		for n, kv := range i.env {
+			if strings.HasPrefix(kv, "HTTP_ADDR=") {
+				i.env[n] = "HTTP_ADDR=" + addr
+			}
+		}
+	}
+}
+
+// start runs the process once and waits until it is ready; a process
+// that exits first is no longer running.
+func (i *Instance) start(within time.Duration) error {
 	i.mu.Lock()
 	if i.cmd != nil {
 		i.mu.Unlock()
@@ -79,7 +114,18 @@ func (i *Instance) Start(within time.Duration) error {
 		_ = logs.Close()
 		close(exited)
 	}()
-	return i.WaitReady(within)
+	if err = i.WaitReady(within); err != nil {
+		select {
+		case <-exited:
+			i.mu.Lock()
+			if i.exited == exited {
+				i.cmd, i.exited = nil, nil
+			}
+			i.mu.Unlock()
+		default:
+		}
+	}
+	return err
 }
 
 // WaitReady waits until /readyz answers 200, at most within.

@@ -8,12 +8,14 @@ import (
 )
 
 // Scenario 4, handler faults, on the sql transport: the handlers fail with
-// probability 0.3 before, or after, their ledger write. Failing before is
+// probability 0.3 before, or after, their effects (the charge at the
+// provider, the ledger row). Failing before is
 // harmless in both modes; failing after is rolled back in transaction mode
 // and doubles in lease mode (counted, not failed).
 func handlerFaults(t *testing.T, svc Services, sc scale) {
 	const transport = "sql"
 	t.Run(transport, func(t *testing.T) {
+		needBroker(t, transport)
 		sc.parallel(t)
 		for _, c := range []struct {
 			name, env   string
@@ -34,7 +36,7 @@ func handlerFaults(t *testing.T, svc Services, sc scale) {
 				setup := Setup{Transport: transport, Store: c.store, Mode: c.mode, Env: []string{c.env}, NoEffectKeys: c.noKeys}
 				row := NewRow(t, svc, setup)
 				row.Start(2)
-				ids := row.IDs(sc.faultPayments)
+				ids := row.IDs(sc.faultRequests)
 				sent, err := row.Publish(context.Background(), ids, copies)
 				if err != nil {
 					t.Fatal(err)
@@ -63,7 +65,7 @@ func handlerFaults(t *testing.T, svc Services, sc scale) {
 func gracefulShutdown(t *testing.T, svc Services, sc scale) {
 	const shutdownTimeout = 10 * time.Second // RowDefaults' SHUTDOWN_TIMEOUT
 	const name = "lease-redis"
-	for _, transport := range []string{"kafka", "amqp", "sql"} {
+	for _, transport := range brokersAmong("kafka", "amqp", "sql") {
 		if !sc.full && !shortRow("graceful_shutdown", transport, name) {
 			continue
 		}
@@ -74,7 +76,7 @@ func gracefulShutdown(t *testing.T, svc Services, sc scale) {
 				setup := Setup{Transport: transport, Store: "redis", Mode: "lease"}
 				row := NewRow(t, svc, setup)
 				row.Start(2)
-				ids := row.IDs(sc.payments)
+				ids := row.IDs(sc.requests)
 				published := make(chan error, 1)
 				var sent int
 				go func() {
@@ -82,9 +84,9 @@ func gracefulShutdown(t *testing.T, svc Services, sc scale) {
 					sent, err = row.Publish(context.Background(), ids, copies)
 					published <- err
 				}()
-				// Mid-run: once some payments are charged and while more arrive.
+				// Mid-run: once some requests are charged and while more arrive.
 				deadline := time.Now().Add(sc.bound)
-				for f, _ := row.Ledger(); f.Charged < len(ids)/10 && time.Now().Before(deadline); f, _ = row.Ledger() {
+				for f, _ := row.Ledger(); f.Charges.IDs < int64(len(ids)/10) && time.Now().Before(deadline); f, _ = row.Ledger() {
 					time.Sleep(50 * time.Millisecond)
 				}
 				took, err := row.Instances[1].Term(shutdownTimeout + 5*time.Second)

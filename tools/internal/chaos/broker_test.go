@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/url"
 	"testing"
-	"time"
 
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
@@ -19,7 +18,7 @@ import (
 // later. Nothing may be lost or doubled, the instances must reconnect by
 // themselves, and /readyz must say so.
 func brokerOutage(t *testing.T, svc Services, sc scale) {
-	for _, transport := range []string{"kafka", "amqp", "nats", "redisstream"} {
+	for _, transport := range brokersAmong("kafka", "amqp", "nats", "redisstream") {
 		if !sc.full && !shortRow("broker_outage", transport, "lease-redis") {
 			continue
 		}
@@ -32,14 +31,9 @@ func brokerOutage(t *testing.T, svc Services, sc scale) {
 			// connection; watermill-amqp's publisher also races with
 			// itself while it reconnects, which -race would report.
 			row.ProducerAMQPURL = svc.AMQPURL
-			ids := row.IDs(sc.payments)
+			ids := row.IDs(sc.requests)
 			o, err := row.RunOutage(ids, copies, outageHold, down, up)
-			var f Figures
-			if err == nil {
-				f, _, err = row.WaitFinished(len(ids), 6*time.Second, sc.bound)
-			} else {
-				f, _ = row.Ledger()
-			}
+			f, err := row.Settle(len(ids), err, sc.bound)
 			res := Result{Run: t.Name(), Scenario: "broker outage", Transport: transport, Mode: setup.modeLabel(),
 				Fault: fault, Sent: o.Sent, Unique: len(ids), Figures: f, Recovery: o.Resumed, PeakRSS: row.PeakRSS()}
 			res.Verdict = verdict(t, setup, len(ids), f, err)

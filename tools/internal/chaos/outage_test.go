@@ -49,13 +49,14 @@ func storeOutage(t *testing.T, svc Services, sc scale) {
 			continue
 		}
 		t.Run(transport+"/"+c.name, func(t *testing.T) {
+			needBroker(t, transport)
 			sc.parallel(t)
 			redis := testenv.RedisServer(t, redisArgs(c.durable)...)
 			own := svc
 			own.RedisURL = "redis://" + redis.Addr() + "/0"
 			setup := Setup{Transport: transport, Store: "redis", Mode: "lease", NoEffectKeys: c.noKeys, Env: []string{"DEDUP_ON_STORE_ERROR=" + c.policy}}
 			row := NewRow(t, own, setup)
-			ids := row.IDs(sc.payments)
+			ids := row.IDs(sc.requests)
 			down, up, fault := func() error { redis.Shutdown(); return nil }, redis.Restart, "Redis (append-only file) restarted, 10 s down"
 			if c.pause {
 				pause := func() error {
@@ -66,12 +67,7 @@ func storeOutage(t *testing.T, svc Services, sc scale) {
 				fault = "Redis without persistence restarted, 10 s down"
 			}
 			o, err := row.RunOutage(ids, copies, outageHold, down, up)
-			var f Figures
-			if err == nil {
-				f, _, err = row.WaitFinished(len(ids), 6*time.Second, sc.bound)
-			} else {
-				f, _ = row.Ledger()
-			}
+			f, err := row.Settle(len(ids), err, sc.bound)
 			res := Result{Run: t.Name(), Scenario: "store outage", Transport: transport, Mode: setup.modeLabel() + ", " + c.policy,
 				Fault: fault, Sent: o.Sent, Unique: len(ids), Figures: f, Recovery: o.Resumed, PeakRSS: row.PeakRSS()}
 			res.Verdict = verdict(t, setup, len(ids), f, err)

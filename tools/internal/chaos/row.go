@@ -18,8 +18,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/app"
-	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/handlers/memory"
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
+	"github.com/onceflow/onceflow/app/apptest/testdomain/provider"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 	"github.com/onceflow/onceflow/transport/broker"
@@ -51,8 +51,8 @@ type Setup struct {
 	// StoreLinks puts a Link of its own between each instance and the
 	// record store (Row.StoreLink), for faults on one instance's path.
 	StoreLinks bool
-	// ProviderLink puts a Link between the instances and the payment
-	// provider (Row.ProviderLink).
+	// ProviderLink puts a Link between the instances and the provider
+	// (Row.ProviderLink).
 	ProviderLink bool
 }
 
@@ -65,7 +65,7 @@ var RowDefaults = []string{"HANDLER_TIMEOUT=2s", "DEDUP_LEASE=4s", "RETRY_INTERV
 
 // Row is one scenario x transport x mode: its own topic prefix, service
 // name and PostgreSQL schema (the ledger, the postgres store and the sql
-// transport live there), its instances and its producer. Everything it
+// transport live there), its provider, its instances and its producer. Everything it
 // starts is stopped when the test ends; when the test fails the tail of
 // every instance's log is printed.
 type Row struct {
@@ -85,12 +85,13 @@ type Row struct {
 
 	t   testing.TB
 	svc Services
+	// provider is the row's provider, its charges in a schema of its own.
+	provider *provider.Provider
 	// ledgerDB reads the ledger at DatabaseURL, opened at the first read
 	// (a row may point DatabaseURL at a server of its own first) and kept:
-	// rows poll their figures many times a second. providerDB is the
-	// provider's own pool.
-	mu                   sync.Mutex
-	ledgerDB, providerDB *pgxpool.Pool
+	// rows poll their figures many times a second.
+	mu       sync.Mutex
+	ledgerDB *pgxpool.Pool
 
 	env        []string
 	storeLinks []*Link // by instance, with StoreLinks
@@ -103,13 +104,13 @@ func NewRow(t testing.TB, svc Services, setup Setup) *Row {
 	id := strings.ToLower(testenv.NewID()[:8])
 	r := &Row{Setup: setup, DatabaseURL: testenv.PostgresSchema(t), Prefix: "chaos_" + id + "_", t: t, svc: svc, dir: t.TempDir()}
 	r.ProducerAMQPURL = svc.AMQPURL
-	providerURL, providerDB := startProvider(t, filepath.Join(r.dir, "provider.log"))
-	r.providerDB = providerDB
+	r.provider = startProvider(t, filepath.Join(r.dir, "provider.log"))
+	providerURL := r.provider.URL
 	if setup.ProviderLink {
 		r.ProviderLink = NewLink(t, "provider", strings.TrimPrefix(providerURL, "http://"))
 		providerURL = "http://" + r.ProviderLink.Addr
 	}
-	r.env = append([]string{"PAYMENT_PROVIDER_URL=" + providerURL, "TRANSPORT=" + setup.Transport, "STORE=" + setup.Store, "DEDUP_MODE=" + setup.Mode,
+	r.env = append([]string{testdomain.ProviderSetting + "=" + providerURL, "TRANSPORT=" + setup.Transport, "STORE=" + setup.Store, "DEDUP_MODE=" + setup.Mode,
 		"DATABASE_URL=" + r.DatabaseURL, "TOPIC_PREFIX=" + r.Prefix, "SERVICE_NAME=onceflow_" + id}, RowDefaults...)
 	switch setup.Transport {
 	case "kafka":
@@ -192,24 +193,31 @@ func (r *Row) linkStore(name string) []string {
 // store; the row's Setup has StoreLinks.
 func (r *Row) StoreLink(i int) *Link { return r.storeLinks[i] }
 
-// IDs returns n payment ids of this row's own.
+// IDs returns n request ids of this row's own.
 func (r *Row) IDs(n int) []string {
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("pay-%s%d", r.Prefix, i)
+		ids[i] = fmt.Sprintf("req-%s%d", r.Prefix, i)
 	}
 	return ids
 }
 
-// Publish sends copies of each id with the plain-Watermill producer of the
-// row's transport, from 8 goroutines, and returns how many it sent.
+// Publish sends copies of each request id to the row's TopicRequested with
+// the plain-Watermill producer of its transport, from 8 goroutines, and
+// returns how many it sent.
 func (r *Row) Publish(ctx context.Context, ids []string, copies int) (int, error) {
 	pub, err := r.publisher()
 	if err != nil {
 		return 0, err
 	}
 	defer pub.Close()
-	return Publish(ctx, pub, r.Prefix+"payments.requested", ids, copies, 8)
+	return Publish(ctx, pub, r.requested(), ids, copies, 8)
+}
+
+// requested is the row's TopicRequested on the broker, its prefix
+// included.
+func (r *Row) requested() string {
+	return r.Prefix + testdomain.TopicRequested
 }
 
 // publisher is the plain-Watermill producer of the row's transport, on
@@ -242,7 +250,7 @@ func (r *Row) Ledger() (Figures, error) {
 	if err != nil {
 		return f, err
 	}
-	f.ProviderCharges, f.ProviderCharged, err = ReadProvider(ctx, r.providerDB)
+	f.Provider, err = r.provider.Counts(ctx)
 	return f, err
 }
 
@@ -268,15 +276,15 @@ func (r *Row) ledger() (*pgxpool.Pool, error) {
 // progress or did not finish within its bound.
 var ErrStalled = fmt.Errorf("stalled")
 
-// StallAfter is how long the ledger may stay unchanged, with payments
+// StallAfter is how long the ledger may stay unchanged, with requests
 // still missing, before WaitFinished calls the row stalled.
 const StallAfter = time.Minute
 
-// WaitFinished waits until unique payments are all charged and notified
+// WaitFinished waits until unique requests are all charged and notified
 // and the ledger's counts have not changed for stable. It gives up with
 // ErrStalled and the last figures when the counts have not moved for
-// StallAfter while payments are missing, or after within in all. It also
-// returns when every payment was first seen charged and notified.
+// StallAfter while requests are missing, or after within in all. It also
+// returns when every request was first seen charged and notified.
 func (r *Row) WaitFinished(unique int, stable, within time.Duration) (Figures, time.Time, error) {
 	deadline := time.Now().Add(within)
 	var (
@@ -291,7 +299,7 @@ func (r *Row) WaitFinished(unique int, stable, within time.Duration) (Figures, t
 			if f != last {
 				last, lastMove = f, now
 			}
-			if f.Charged >= unique && f.Notified >= unique {
+			if f.Done(unique) {
 				if completed.IsZero() {
 					completed = now
 				}
@@ -301,8 +309,8 @@ func (r *Row) WaitFinished(unique int, stable, within time.Duration) (Figures, t
 			}
 		}
 		if idle := now.Sub(lastMove); idle >= StallAfter || now.After(deadline) {
-			return last, completed, fmt.Errorf("%w: %d of %d payments charged, %d notified; no change for %v (%v at most)",
-				ErrStalled, last.Charged, unique, last.Notified, idle.Round(time.Second), within)
+			return last, completed, fmt.Errorf("%w: %d of %d requests charged, %d notified; no change for %v (%v at most)",
+				ErrStalled, last.Charges.IDs, unique, last.Notices.IDs, idle.Round(time.Second), within)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -345,8 +353,7 @@ func deleteStreamsOnCleanup(t testing.TB, url, prefix string) {
 // deleteAMQP deletes the durable exchanges and queues a service with this
 // prefix and service name declares on the shared broker.
 func deleteAMQP(url, prefix, service string) {
-	exchanges, queues := app.Config{TopicPrefix: prefix, ServiceName: service}.AMQPDeclared(
-		handlers.NewMessageHandlers(memory.NewLedger(), nil, nil).Routes())
+	exchanges, queues := app.Config{TopicPrefix: prefix, ServiceName: service}.AMQPDeclared(testdomain.Routes())
 	withAMQPChannel(url, func(ch *amqp091.Channel) {
 		for _, q := range queues {
 			_, _ = ch.QueueDelete(q, false, false, false)

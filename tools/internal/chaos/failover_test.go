@@ -49,7 +49,7 @@ const replicationLag = 20 // ms, ± a quarter
 // Scenario 9, Redis failover, on RabbitMQ in lease mode: the record store
 // is a Redis master of the row's own (append-only file) with one replica
 // that replicates through a link 20 ms slow, as across zones; the
-// instances reach the master through another link. While the payments are
+// instances reach the master through another link. While the requests are
 // handled the master is killed (SIGKILL); 2 s later the replica is
 // promoted (REPLICAOF NO ONE) and the link moved to it, as Sentinel and a
 // virtual IP would do; 5 s later the old master is started again as a
@@ -68,6 +68,7 @@ func redisFailover(t *testing.T, svc Services, sc scale) {
 			continue // make chaos only: two Redis servers and a failover per row
 		}
 		t.Run(transport+"/"+c.name(), func(t *testing.T) {
+			needBroker(t, transport)
 			sc.parallel(t)
 			failoverRow(t, svc, sc, transport, c)
 		})
@@ -90,7 +91,7 @@ func failoverRow(t *testing.T, svc Services, sc scale, transport string, c failo
 	setup := Setup{Transport: transport, Store: "redis", Mode: "lease", NoEffectKeys: c.noEffectKeys,
 		Env: []string{fmt.Sprintf("REDIS_WAIT_REPLICAS=%d", c.wait)}}
 	row := NewRow(t, own, setup)
-	ids := row.IDs(sc.payments)
+	ids := row.IDs(sc.requests)
 
 	row.Start(2)
 	var sent int
@@ -104,12 +105,7 @@ func failoverRow(t *testing.T, svc Services, sc scale, transport string, c failo
 	if perr := <-published; err == nil {
 		err = perr
 	}
-	var f Figures
-	if err == nil {
-		f, _, err = row.WaitFinished(len(ids), 6*time.Second, sc.bound)
-	} else {
-		f, _ = row.Ledger()
-	}
+	f, err := row.Settle(len(ids), err, sc.bound)
 
 	mode := setup.modeLabel() + ", " + fmt.Sprintf("REDIS_WAIT_REPLICAS=%d", c.wait)
 	res := Result{Run: t.Name(), Scenario: "Redis failover", Transport: transport, Mode: mode,
@@ -132,15 +128,15 @@ type failoverTimes struct {
 	rejoined time.Duration // from the link moving until the old master was an online replica again
 }
 
-// failover waits until a third of unique payments are charged, then kills
+// failover waits until a third of unique requests are charged, then kills
 // master, promotes replica, moves link to it and, rejoinAfter later,
 // starts master again as replica's replica and waits until it is online.
 func failover(row *Row, unique int, master, replica *testenv.RedisProcess, link *Link) (failoverTimes, error) {
 	var ft failoverTimes
 	deadline := time.Now().Add(2 * time.Minute)
-	for f, _ := row.Ledger(); f.Charged < unique/3; f, _ = row.Ledger() {
+	for f, _ := row.Ledger(); f.Charges.IDs < int64(unique/3); f, _ = row.Ledger() {
 		if time.Now().After(deadline) {
-			return ft, fmt.Errorf("%w: %d of %d payments charged before the failover", ErrStalled, f.Charged, unique)
+			return ft, fmt.Errorf("%w: %d of %d requests charged before the failover", ErrStalled, f.Charges.IDs, unique)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -166,11 +162,11 @@ func failover(row *Row, unique int, master, replica *testenv.RedisProcess, link 
 	}()
 	for time.Since(moved) < time.Minute {
 		f, err := row.Ledger()
-		if err == nil && f.Charges > before.Charges {
+		if err == nil && f.Charges.Rows > before.Charges.Rows {
 			ft.resumed = time.Since(moved)
 			break
 		}
-		if err == nil && f.Charged >= unique {
+		if err == nil && f.Charges.IDs >= int64(unique) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -17,6 +17,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
 )
 
 // NewPublisher returns a producer that knows nothing of onceflow but the
@@ -70,20 +72,11 @@ type closeBoth struct {
 
 func (c closeBoth) Close() error { _ = c.Publisher.Close(); return c.db.Close() }
 
-// PaymentMessage is one copy of payment id as another team's producer
-// sends it: a new UUID, the payment's JSON payload (the same for every
-// copy) and metadata idempotency_key = the payment id.
-func PaymentMessage(id string, amountCents int) *message.Message {
-	payload := fmt.Sprintf(`{"payment_id":%q,"customer_id":"cust-chaos","amount_cents":%d,"currency":"EUR","requested_at":"2030-01-02T03:04:05Z"}`,
-		id, amountCents)
-	msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
-	msg.Metadata.Set("idempotency_key", id)
-	return msg
-}
-
-// Publish sends copies of each payment id to topic, all copies shuffled
-// together, from concurrency goroutines. Like a producer that must not
-// drop payments, it retries a failed publish (a broker outage) every
+// Publish sends copies of each request id to topic, all copies shuffled
+// together, from concurrency goroutines: each copy a
+// [testdomain.Event.Message] of the id, with an amount of its own that
+// every copy shares. Like a producer that must not drop requests, it
+// retries a failed publish (a broker outage) every
 // 200 ms for up to publishRetryFor; it stops at an error that outlasts
 // that, or when ctx ends, and returns how many messages it sent.
 func Publish(ctx context.Context, pub message.Publisher, topic string, ids []string, copies, concurrency int) (int, error) {
@@ -105,10 +98,11 @@ func Publish(ctx context.Context, pub message.Publisher, topic string, ids []str
 	for range concurrency {
 		wg.Go(func() {
 			for it := range work {
-				err := publishRetrying(ctx, pub, topic, PaymentMessage(ids[it.id], 100+it.id))
+				msg := testdomain.Event{ID: ids[it.id], Amount: int64(100 + it.id)}.Message()
+				err := publishRetrying(ctx, pub, topic, msg)
 				mu.Lock()
 				if err != nil && firstErr == nil {
-					firstErr = fmt.Errorf("publishing payment %s: %w", ids[it.id], err)
+					firstErr = fmt.Errorf("publishing request %s: %w", ids[it.id], err)
 				} else if err == nil {
 					sent++
 				}

@@ -110,7 +110,7 @@ func (l *Link) Silence(directions ...string) (func() error, error) {
 }
 
 // toxiproxyModule is the Toxiproxy whose client the links use and whose
-// server toxiproxyServer runs, at the version go.mod requires.
+// server toxiproxyServer runs, at the version tools/go.mod requires.
 const toxiproxyModule = "github.com/Shopify/toxiproxy/v2"
 
 // toxi is the Toxiproxy server of this test process.
@@ -123,10 +123,10 @@ var toxi struct {
 }
 
 // toxiproxyServer starts, once per test process, Toxiproxy's server on a
-// free loopback port — installed with go install at the version go.mod
-// requires of its client, so that only the client's module, which needs
-// the standard library alone, is in the module graph of whoever imports
-// onceflow — and returns its client. StopToxiproxy stops it.
+// free loopback port — installed with go install at the version
+// tools/go.mod requires of its client, so that only the client's module,
+// which needs the standard library alone, is in the tools' module graph —
+// and returns its client. StopToxiproxy stops it.
 func toxiproxyServer() (*toxiclient.Client, error) {
 	tp := &toxi
 	tp.once.Do(func() {

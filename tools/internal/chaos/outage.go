@@ -31,9 +31,9 @@ func (r *Row) RunOutage(ids []string, copies int, hold time.Duration, down, up f
 		published <- err
 	}()
 	deadline := time.Now().Add(2 * time.Minute)
-	for f, _ := r.Ledger(); f.Charged < len(ids)/10; f, _ = r.Ledger() {
+	for f, _ := r.Ledger(); f.Charges.IDs < int64(len(ids)/10); f, _ = r.Ledger() {
 		if time.Now().After(deadline) {
-			return o, fmt.Errorf("%w: %d of %d payments charged before the outage", ErrStalled, f.Charged, len(ids))
+			return o, fmt.Errorf("%w: %d of %d requests charged before the outage", ErrStalled, f.Charges.IDs, len(ids))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -50,17 +50,30 @@ func (r *Row) RunOutage(ids []string, copies int, hold time.Duration, down, up f
 	back := time.Now()
 	for time.Since(back) < time.Minute {
 		f, err := r.Ledger()
-		if err == nil && f.Charges > before.Charges {
+		if err == nil && f.Charges.Rows > before.Charges.Rows {
 			o.Resumed = time.Since(back)
 			break
 		}
-		if err == nil && f.Charged >= len(ids) {
+		if err == nil && f.Charges.IDs >= int64(len(ids)) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	o.ReadyAfter = r.Instances[r.Victim].WaitReady(30*time.Second) == nil
 	return o, <-published
+}
+
+// Settle returns the row's figures once it has finished after a fault
+// that went as planned (err nil): WaitFinished with the counts stable for
+// 6 s, at most within. After a fault that failed (err) it returns the
+// figures as they are, and err.
+func (r *Row) Settle(unique int, err error, within time.Duration) (Figures, error) {
+	if err != nil {
+		f, _ := r.Ledger()
+		return f, err
+	}
+	f, _, err := r.WaitFinished(unique, 6*time.Second, within)
+	return f, err
 }
 
 // readinessProblems is what the outage's /readyz answers got wrong: ready

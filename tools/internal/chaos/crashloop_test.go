@@ -7,16 +7,16 @@ import (
 	"time"
 )
 
-// Scenario 1, crash loop: two instances share the work while one of them
-// is killed with SIGKILL at random moments and restarted at once. The
-// payments are published in kills+1 batches, one before each kill, so that
-// every kill hits work in flight.
+// Scenario 1, crash loop, on every broker of the picker: two instances
+// share the work while one of them is killed with SIGKILL at random
+// moments and restarted at once. The requests are published in kills+1
+// batches, one before each kill, so that every kill hits work in flight.
 func TestChaos(t *testing.T) {
 	svc := setUp(t)
 	sc := chaosScale()
 	t.Run("crash_loop", func(t *testing.T) {
 		sc.parallel(t)
-		for _, transport := range []string{"kafka", "amqp", "sql", "nats", "redisstream"} {
+		for _, transport := range brokers() {
 			t.Run(transport, func(t *testing.T) {
 				sc.parallel(t)
 				for _, m := range modes {
@@ -73,7 +73,7 @@ func shortRow(parts ...string) bool {
 func crashLoop(t *testing.T, svc Services, sc scale, setup Setup) {
 	row := NewRow(t, svc, setup)
 	row.Start(2)
-	ids := row.IDs(sc.payments)
+	ids := row.IDs(sc.requests)
 	victim := row.Instances[1]
 	batches := sc.kills + 1
 	sent := 0

@@ -11,7 +11,8 @@ import (
 )
 
 // Result is one row of the fault table: what was sent, what the ledger
-// holds, how long recovery took, and the command that reproduces it.
+// and the provider hold, how long recovery took, and the command that
+// reproduces it.
 type Result struct {
 	Run       string // the test's name, e.g. TestChaos/crash_loop/kafka/lease-redis: the sort key
 	Scenario  string
@@ -19,7 +20,7 @@ type Result struct {
 	Mode      string // mode and store, e.g. "lease, redis"
 	Fault     string // what was done, e.g. "20 x SIGKILL"
 	Sent      int    // messages published
-	Unique    int    // distinct payments among them
+	Unique    int    // distinct requests among them
 	Figures
 	Recovery time.Duration // see the scenario's definition in the header; 0: not measured
 	PeakRSS  int64         // bytes, the largest of the row's instances
@@ -70,7 +71,7 @@ func (rep *Report) Write(path string, header []string, command string, took time
 	}
 	fmt.Fprintf(&b, "Machine: %s/%s, %d CPUs, %s memory. Run: %s, %s.\n\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), memTotal(), time.Now().UTC().Format("2006-01-02 15:04 MST"), took.Round(time.Second))
-	b.WriteString("| scenario | transport | mode, store | fault | sent | unique | charges | missing | doubles | provider charges | provider doubles | notifications | recovery | peak RSS | verdict | reproduce |\n")
+	b.WriteString("| scenario | transport | mode, store | fault | sent | unique | charges | missing | doubles | provider charges | provider doubles | notices | recovery | peak RSS | verdict | reproduce |\n")
 	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for _, r := range rows {
 		recovery := "—"
@@ -78,8 +79,8 @@ func (rep *Report) Write(path string, header []string, command string, took time
 			recovery = r.Recovery.Round(100 * time.Millisecond).String()
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %s | %d MiB | %s | `make chaos CHAOS_RUN='^%s$'` |\n",
-			r.Scenario, r.Transport, r.Mode, r.Fault, r.Sent, r.Unique, r.Charges, r.Missing(r.Unique), r.Doubles(),
-			r.ProviderCharges, r.ProviderDoubles(), r.Notifications, recovery, r.PeakRSS>>20, r.Verdict, runPattern(r.Run))
+			r.Scenario, r.Transport, r.Mode, r.Fault, r.Sent, r.Unique, r.Charges.Rows, r.Missing(r.Unique), r.Doubles(),
+			r.Provider.Charges, r.ProviderDoubles(), r.Notices.Rows, recovery, r.PeakRSS>>20, r.Verdict, runPattern(r.Run))
 	}
 	writeRisks(&b, rows)
 	return os.WriteFile(path, []byte(b.String()), 0o644)
@@ -103,7 +104,7 @@ func writeRisks(b *strings.Builder, rows []Result) {
 		return
 	}
 	b.WriteString("\n## What can still charge twice\n\n")
-	b.WriteString("Each way to a second charge that the rows above measure, with the doubles they counted, of the unique payments sent: in the ledger (charge rows beyond one per payment: the handler ran its effect again) and at the provider (charges beyond one per payment: the customer paid twice). Rows marked \"no effect keys\" ran with the receiver's effect keys taken away; beside them, the same fault with the keys.\n\n")
+	b.WriteString("Each way to a second charge that the rows above measure, with the doubles they counted, of the unique requests sent: in the ledger (charge rows beyond one per request: the handler ran its effect again) and at the provider (charges beyond one per request: the provider charged twice). Rows marked \"no effect keys\" ran with the receiver's effect keys taken away; beside them, the same fault with the keys.\n\n")
 	for _, risk := range risks {
 		fmt.Fprintf(b, "- **%s**:", risk)
 		for i, r := range byRisk[risk] {
