@@ -1,6 +1,7 @@
 package repocheck
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -151,6 +152,10 @@ func sampleDomain(c *docsChecker) {
 	}
 }
 
+// docPages lists README.md, docs/*.md and the domain's own pages: the
+// README.md files below handlers/. (Their links and commands hold in the
+// tree that has them; a fork's domain brings its own.)
+//
 // docPages lists README.md and docs/*.md, relative to the root.
 func docPages(t *testing.T) []string {
 	t.Helper()
@@ -162,6 +167,11 @@ func docPages(t *testing.T) []string {
 	for _, d := range docs {
 		pages = append(pages, "docs/"+filepath.Base(d))
 	}
+	walkFiles(t, "handlers", func(rel string) {
+		if path.Base(rel) == "README.md" {
+			pages = append(pages, rel)
+		}
+	})
 	return pages
 }
 
@@ -248,11 +258,15 @@ var (
 	getenvCall = regexp.MustCompile(`(?:Getenv|LookupEnv)\("([A-Z][A-Z0-9_]*)"`)
 )
 
-// walkGo calls fn with every .go file of the module under dir (relative to
-// the root), but bin/ and testdata.
-func walkGo(t *testing.T, dir string, fn func(rel, src string)) {
+// walkFiles calls fn with the path, relative to the root, of every file
+// under dir (relative to the root) but those in .git, bin/, testdata and
+// node_modules. A dir that does not exist has none.
+func walkFiles(t *testing.T, dir string, fn func(rel string)) {
 	t.Helper()
 	err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == filepath.Join(root, dir) {
+			return filepath.SkipDir
+		}
 		if err != nil {
 			return err
 		}
@@ -263,23 +277,27 @@ func walkGo(t *testing.T, dir string, fn func(rel, src string)) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
 		rel, err := filepath.Rel(root, p)
 		if err != nil {
 			return err
 		}
-		fn(filepath.ToSlash(rel), string(b))
+		fn(filepath.ToSlash(rel))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// walkGo calls fn with every .go file of the module under dir (relative to
+// the root), as walkFiles finds them, and its source.
+func walkGo(t *testing.T, dir string, fn func(rel, src string)) {
+	t.Helper()
+	walkFiles(t, dir, func(rel string) {
+		if strings.HasSuffix(rel, ".go") {
+			fn(rel, readFile(t, rel))
+		}
+	})
 }
 
 // binaryDirs lists the directories, relative to the root, of the
