@@ -2,15 +2,19 @@
 
 GO        ?= go
 PKGS      ?= ./...
-# The dev tools (the bench, the rename, the image size, the in-process
-# Kafka, the stores' linearizability runs, the repository checks) are a
-# module of their own under tools/, so that their dependencies (plotting,
+# The dev tools (the bench, the fault suite, the rename, the image size,
+# the in-process Kafka, the stores' linearizability runs, the repository
+# checks) are a module of their own under tools/, so that their dependencies (plotting, Toxiproxy,
 # profiles, porcupine, go.mod parsing, YAML) stay out of the go.mod a
 # library user's build reads. Every target that runs,
 # tests or lints the root module does the same in tools/.
 TOOLS     = tools
 TOOLS_PKGS ?= ./...
-COMPOSE   ?= docker compose
+# The compose files: docker-compose.yml, which names no domain, and the
+# domain's overlay, handlers/compose.yml (its own services, its settings
+# for the service's), while it exists.
+COMPOSE_FILES = docker-compose.yml $(wildcard handlers/compose.yml)
+COMPOSE   ?= docker compose $(addprefix -f ,$(COMPOSE_FILES))
 TEST_TIMEOUT ?= 9m
 # make test runs this many packages' tests at once. Most of its time the
 # longest (the service's end-to-end tests, the fault suite) wait on
@@ -88,10 +92,13 @@ fuzz: ## run every fuzz target for FUZZTIME (60s) in turn; fails on the first fi
 CHAOS_RUN ?=
 CHAOS_REPORT ?= $(if $(CHAOS_RUN),$(CURDIR)/chaos-report.md,$(CURDIR)/docs/RELIABILITY.md)
 
+# make chaos: the fault suite (tools/internal/chaos, in the tools module;
+# make test runs its short variant), on the template's test domain, built
+# as the suite's own service binary.
 chaos: ## the fault suite at full size against this machine's services; writes docs/RELIABILITY.md (one row: CHAOS_RUN='<pattern>', written to chaos-report.md)
 	@mkdir -p docs
-	REQUIRE_SERVICES=1 CHAOS_SCALE=full CHAOS_REPORT=$(CHAOS_REPORT) \
-		$(GO) test -count=1 -timeout 120m -v -run '$(or $(CHAOS_RUN),TestChaos)' ./handlers/chaos/
+	cd $(TOOLS) && REQUIRE_SERVICES=1 CHAOS_SCALE=full CHAOS_REPORT=$(CHAOS_REPORT) \
+		$(GO) test -count=1 -timeout 120m -v -run '$(or $(value CHAOS_RUN),TestChaos)' ./internal/chaos/
 	@cat $(CHAOS_REPORT)
 
 # make linearizability: the long variant of the stores' linearizability

@@ -6,8 +6,7 @@
 // handlers/memory. A payment is charged at a payment provider through a
 // [Charger]: handlers/provider is that provider, a small service of its
 // own, and its client. handlers/payments hands the domain to the service,
-// handlers/traffic adds its publish and load commands, and handlers/chaos
-// is its fault suite.
+// and handlers/traffic adds its publish and load commands.
 //
 // The flow, each step with its side effect:
 //

@@ -26,9 +26,10 @@ func command(t *testing.T, args, environ []string, stdout, stderr *bytes.Buffer)
 	return c.Run(context.Background(), app.CommandEnv(args[1:], environ, stdout, stderr))
 }
 
-// The README's tour, run as a user would: the service as make run starts
-// it (ALLOW_ANONYMOUS=true), publish three payments with one duplicate
-// each, and read one charge per payment; then a load with its ledger check.
+// The example's tour (handlers/README.md), run as a user would: the
+// service as make run starts it (ALLOW_ANONYMOUS=true), publish three
+// payments with one duplicate each, and read one charge per payment; then
+// a load with its ledger check.
 func TestTour(t *testing.T) {
 	s := apptest.Start(t, payments.Domain(), "ALLOW_ANONYMOUS=true")
 	environ := []string{"HTTP_ADDR=" + s.Addr(), "LOG_LEVEL=warn", "ALLOW_ANONYMOUS=true"}

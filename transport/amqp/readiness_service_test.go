@@ -5,7 +5,7 @@
 // lock (ThreeDotsLabs/watermill#693), and -race reports it inside that
 // library whenever the reconnected transport is used or closed. Under
 // `make test` (-race) the same readiness is asserted against the built
-// binary by the fault suite's broker_outage/amqp row.
+// binary by the fault suite's broker_outage/amqp row (tools/internal/chaos).
 
 package amqp_test
 
@@ -37,7 +37,8 @@ func TestReadinessFollowsTheBroker(t *testing.T) {
 	proxy.restore()
 	testenv.WaitFor(t, flowtest.Wait, "/readyz ready after the outage", func() bool { return s.Get(t, "/readyz", nil) == http.StatusOK })
 	// That the service then works again without a restart is shown by the
-	// fault suite's broker-outage rows, against the built binary.
+	// fault suite's broker-outage rows (tools/internal/chaos), against its
+	// built binary.
 }
 
 // readinessInterval is how often /readyz checks the store and the broker

@@ -69,7 +69,7 @@ func concurrencyLine(v bench.Verdict, highs, lows, plains []flow.RoundTimes) str
 	}
 	what, unit := "the receiver-on rounds pass", "msg/s"
 	if plains != nil || strings.HasPrefix(v.Name, serviceConcurrencyTargetPrefix) {
-		what, unit = "the service passes", "payments/s"
+		what, unit = "the service passes", serviceUnit
 	}
 	lanes := highs[0].Lanes
 	var b strings.Builder
@@ -186,7 +186,7 @@ func (r roundTimes) fillNote(_ context.Context, rep *bench.Report) ([]string, er
 		"STORE_BATCH_SIZE %d, behind the local cache) carried on average, median over the rounds, with the receiver on: %s",
 		flow.DefaultInFlight, bench.ServiceBatchSize, strings.Join(transports, ", "))
 	if len(services) > 0 {
-		line += "; through the whole service, its three handlers each holding as many: " + strings.Join(services, ", ")
+		line += "; through the whole service, its three routes each holding as many: " + strings.Join(services, ", ")
 	}
 	return []string{line + ". A claim answered by the cache, as a copy's is, sends none."}, nil
 }

@@ -106,7 +106,7 @@ func TestConcurrencyBoundOfTheService(t *testing.T) {
 	if err != nil || len(lines) != 1 {
 		t.Fatalf("got %q, %v: want one line", lines, err)
 	}
-	for _, w := range []string{"the service passes 1500 payments/s, with one 1000",
+	for _, w := range []string{"the service passes 1500 requests/s, with one 1000",
 		"receives 3.00 x the service's rate with one in flight", "Verdict: out of reach of the producer and the broker"} {
 		if !strings.Contains(lines[0], w) {
 			t.Errorf("bound %q lacks %q", lines[0], w)

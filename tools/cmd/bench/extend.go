@@ -12,8 +12,8 @@ import (
 	"github.com/onceflow/onceflow/tools/internal/bench/retention"
 )
 
-// flowSizes are the messages (or requests, or payments) per round of each
-// flow bench, and the rounds of each comparison.
+// flowSizes are the messages (or requests) per round of each flow bench,
+// and the rounds of each comparison.
 type flowSizes struct {
 	// rounds is how many interleaved rounds each transport and mode
 	// comparison runs: five at the short and full sizes, as a round of
@@ -33,9 +33,9 @@ type flowSizes struct {
 	// axis.
 	sweepKafka, sweepBroker, sweepGochannel int
 	sweepInFlight                           []int
-	// payments is the payments of a service round; serviceRounds the
-	// rounds of a service comparison.
-	payments, serviceRounds int
+	// serviceRequests is the requests of a service round; serviceRounds
+	// the rounds of a service comparison.
+	serviceRequests, serviceRounds int
 	// retention is the retention bench at this size: a backlog of
 	// expired records far smaller than make bench-retention's.
 	retention retention.Options
@@ -49,17 +49,17 @@ func sizesFor(z bench.Size) flowSizes {
 		// milliseconds on a machine busy with the race detector's tests.
 		return flowSizes{rounds: 2, httpRounds: 2, kafka: 200, broker: 100, gochannel: 200, mode: 30, requests: 200,
 			sweepKafka: 100, sweepBroker: 50, sweepGochannel: 100, sweepInFlight: []int{1, 16},
-			payments: 40, serviceRounds: 2,
+			serviceRequests: 40, serviceRounds: 2,
 			retention: retention.Options{Rows: 2_000, Window: 500 * time.Millisecond, Windows: 2}}
 	case bench.Full:
 		return flowSizes{rounds: 5, httpRounds: 9, kafka: 10_000, broker: 2_000, gochannel: 5_000, mode: 300, requests: 4_000,
 			sweepKafka: 4_000, sweepBroker: 1_000, sweepGochannel: 2_000, sweepInFlight: []int{1, 4, 16, 64, 256},
-			payments: 800, serviceRounds: 5,
+			serviceRequests: 800, serviceRounds: 5,
 			retention: retention.Options{Rows: 300_000}}
 	default:
 		return flowSizes{rounds: 5, httpRounds: 9, kafka: 4_000, broker: 1_000, gochannel: 2_000, mode: 150, requests: 2_000,
 			sweepKafka: 2_000, sweepBroker: 500, sweepGochannel: 1_000, sweepInFlight: []int{1, 16, 256},
-			payments: 500, serviceRounds: 3,
+			serviceRequests: 500, serviceRounds: 3,
 			retention: retention.Options{Rows: 50_000, Window: time.Second}}
 	}
 }

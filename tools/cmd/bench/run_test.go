@@ -82,7 +82,7 @@ func TestTinyRunWritesReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"## Targets", "### payload: msg/s by payload bytes", "### concurrency: msg/s by callers",
-		"### " + TransportSweep + ": msg/s by messages in flight", "### service-kafka (payments/s", "## Findings", "Batch fill: ",
+		"### " + TransportSweep + ": msg/s by messages in flight", "### service-kafka (" + serviceUnit, "## Findings", "Batch fill: ",
 		"go run ./cmd/bench -size tiny", "](" + bench.PlotFile(bench.CallersSweep) + ")", "](" + bench.PlotFile(TransportSweep) + ")",
 		"cpu profile: receiver and store code"} {
 		if !strings.Contains(string(report), want) {

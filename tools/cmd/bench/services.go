@@ -24,6 +24,10 @@ const (
 	serviceConcurrencyTargetPrefix = "service-concurrency-"
 )
 
+// serviceUnit is the figure of a service round: requests, each charged,
+// noticed and given a receipt, per second.
+const serviceUnit = "requests/s"
+
 // addServices adds a comparison per broker of the whole service (see
 // flow.ServiceBench), its rounds' times kept in times. The instances run
 // only while their comparison does. It returns the benches, for the
@@ -32,16 +36,16 @@ func addServices(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls br
 	env := deps.Env
 	var benches []*flow.ServiceBench
 	for _, kind := range flow.ServiceKinds {
-		payments := z.payments
+		requests := z.serviceRequests
 		if kind == "sql" {
 			// One message in flight per handler passes a few hundred
-			// payments a second: a quarter as many keep its rounds as
+			// requests a second: a quarter as many keep its rounds as
 			// short as the others'.
-			payments = max(1, payments/4)
+			requests = max(1, requests/4)
 		}
 		sb, err := flow.NewServiceBench(ctx, flow.ServiceOptions{
 			Kind: kind, AMQPURL: urls.amqp, NATSURL: urls.nats, RedisStreamURL: urls.redisStream,
-			PostgresURL: env.BaseURL(), RedisAddr: env.RedisAddr, Payments: payments,
+			PostgresURL: env.BaseURL(), RedisAddr: env.RedisAddr, Requests: requests,
 		})
 		if err != nil {
 			return benches, fmt.Errorf("service on %s: %w", kind, err)
@@ -61,7 +65,7 @@ func addServices(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls br
 			targets = append(targets, bench.Target{Name: serviceConcurrencyTargetPrefix + kind, Of: serviceDef, Over: serviceOne,
 				Op: bench.AtLeast, Goal: concurrencyGoal})
 		}
-		plan.Add(bench.Comparison{Name: name, Unit: "payments/s", Rounds: z.serviceRounds, Contenders: contenders, Done: sb.Stop}, targets...)
+		plan.Add(bench.Comparison{Name: name, Unit: serviceUnit, Rounds: z.serviceRounds, Contenders: contenders, Done: sb.Stop}, targets...)
 		if kind == "kafka" {
 			// Where the CPU goes when the service's concurrency target
 			// finds the cores busy; the run closes the instance.

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,4 +86,87 @@ func compareMirror(t *testing.T, cmFile string, data map[string]string, envFile 
 		t.Errorf("%s data %v\ndiffers from %s %v", cmFile, data, envFile, env)
 	}
 	return secrets
+}
+
+// TestDomainConfigMapMirrorsComposeOverlay: the domain's settings in
+// Kubernetes, its ConfigMap ([domainConfigMap]), have the same keys and
+// values as the domain's compose overlay ([composeOverlay]) sets for the
+// service, in each compose service that runs it, but for credentials;
+// each is a variable the binary's packages read. A domain without an
+// overlay, or whose overlay sets nothing for the service, ships an empty
+// ConfigMap.
+func TestDomainConfigMapMirrorsComposeOverlay(t *testing.T) {
+	t.Parallel()
+	name := domainConfigMap(filepath.Base(readDockerfile(t).Entrypoint[0]))
+	var (
+		cm   configMap
+		file string
+	)
+	for _, m := range manifests(t, domainManifestDirs(t)...) {
+		if m.Kind == "ConfigMap" && m.Name == name {
+			m.decode(t, &cm)
+			file = m.File
+		}
+	}
+	if file == "" {
+		t.Fatalf("no manifest of %v defines ConfigMap %q, the domain's settings", domainManifestDirs(t), name)
+	}
+
+	var base, overlay composeServices
+	readYAML(t, "docker-compose.yml", &base)
+	if files := composeFiles(t); len(files) > 1 {
+		readYAML(t, files[1], &overlay)
+	}
+	reads := envReads(t, binaryDirs(t))
+	runs := 0
+	for _, svc := range slices.Sorted(maps.Keys(base.Services)) {
+		if !runsTheService(base.Services[svc].EnvFile) {
+			continue
+		}
+		runs++
+		// As Compose merges them: the overlay's env files after the base
+		// file's, its environment entries over both, by key.
+		set := overlay.Services[svc].settings(t)
+		for k := range set {
+			if !reads[k] {
+				t.Errorf("%s sets %s for %s, which the binary's packages do not read", composeOverlay, k, svc)
+			}
+		}
+		compareMirror(t, file, cm.Data, composeOverlay+" service "+svc, set)
+	}
+	if runs == 0 {
+		t.Fatal("docker-compose.yml has no service that runs the service (env_file deploy/<transport>.env)")
+	}
+}
+
+// composeServices is the part of a compose file these checks read.
+type composeServices struct {
+	Services map[string]composeService `yaml:"services"`
+}
+
+// composeService is one service of a compose file.
+type composeService struct {
+	EnvFile     []string          `yaml:"env_file"`
+	Environment map[string]string `yaml:"environment"`
+}
+
+// settings are the variables s sets: those of its env files (relative to
+// the root, the compose project's directory), then its environment
+// entries, interpolated as an environment that sets none would.
+func (s composeService) settings(t *testing.T) map[string]string {
+	t.Helper()
+	vars := map[string]string{}
+	for _, f := range s.EnvFile {
+		maps.Copy(vars, readEnvFile(t, filepath.Join(root, f)))
+	}
+	for k, v := range s.Environment {
+		vars[k] = interpolate(v)
+	}
+	return vars
+}
+
+// runsTheService reports whether a compose service whose env files are
+// envFile runs the service: its first is a deploy/<transport>.env.
+func runsTheService(envFile []string) bool {
+	return len(envFile) > 0 && strings.HasPrefix(envFile[0], "deploy/")
 }

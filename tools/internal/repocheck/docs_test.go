@@ -1,6 +1,7 @@
 package repocheck
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -151,6 +152,10 @@ func sampleDomain(c *docsChecker) {
 	}
 }
 
+// docPages lists README.md, docs/*.md and the domain's own pages: the
+// README.md files below handlers/. (Their links and commands hold in the
+// tree that has them; a fork's domain brings its own.)
+//
 // docPages lists README.md and docs/*.md, relative to the root.
 func docPages(t *testing.T) []string {
 	t.Helper()
@@ -162,6 +167,11 @@ func docPages(t *testing.T) []string {
 	for _, d := range docs {
 		pages = append(pages, "docs/"+filepath.Base(d))
 	}
+	walkFiles(t, "handlers", func(rel string) {
+		if path.Base(rel) == "README.md" {
+			pages = append(pages, rel)
+		}
+	})
 	return pages
 }
 
@@ -173,7 +183,7 @@ type docsChecker struct {
 	testVars map[string]bool            // variables the tests read
 	commands map[string]map[string]bool // onceflow command -> its flags
 	routes   *http.ServeMux             // every route the service serves, each answering 200
-	profiles map[string]bool            // docker-compose.yml's profiles
+	profiles map[string]bool            // the compose files' profiles (composeFiles)
 	services map[string]bool            // and services
 	anchors  map[string]map[string]bool // page -> its heading anchors, as read
 
@@ -196,16 +206,14 @@ func newDocsChecker(t *testing.T) *docsChecker {
 		c.makeVars[m[1]+m[2]] = true
 	}
 
-	tag := regexp.MustCompile(`env:"([A-Z][A-Z0-9_]*)`)
-	getenv := regexp.MustCompile(`(?:Getenv|LookupEnv)\("([A-Z][A-Z0-9_]*)"`)
 	quoted := regexp.MustCompile(`"([A-Z][A-Z0-9_]*)"`)
 	walkGo(t, ".", func(rel, src string) {
 		if strings.HasPrefix(rel, "app/") && !strings.HasSuffix(rel, "_test.go") {
-			for _, m := range tag.FindAllStringSubmatch(src, -1) {
+			for _, m := range envTag.FindAllStringSubmatch(src, -1) {
 				c.settings[m[1]] = true
 			}
 		}
-		for _, m := range getenv.FindAllStringSubmatch(src, -1) {
+		for _, m := range getenvCall.FindAllStringSubmatch(src, -1) {
 			c.testVars[m[1]] = true
 		}
 		if strings.HasPrefix(rel, "internal/testenv/") {
@@ -222,16 +230,18 @@ func newDocsChecker(t *testing.T) *docsChecker {
 	c.commands = onceflowCommands(t, dirs)
 	c.routes = serviceRoutes(t, dirs)
 
-	var compose struct {
-		Services map[string]struct {
-			Profiles []string `yaml:"profiles"`
-		} `yaml:"services"`
-	}
-	readYAML(t, "docker-compose.yml", &compose)
-	for name, svc := range compose.Services {
-		c.services[name] = true
-		for _, p := range svc.Profiles {
-			c.profiles[p] = true
+	for _, file := range composeFiles(t) {
+		var compose struct {
+			Services map[string]struct {
+				Profiles []string `yaml:"profiles"`
+			} `yaml:"services"`
+		}
+		readYAML(t, file, &compose)
+		for name, svc := range compose.Services {
+			c.services[name] = true
+			for _, p := range svc.Profiles {
+				c.profiles[p] = true
+			}
 		}
 	}
 
@@ -241,11 +251,22 @@ func newDocsChecker(t *testing.T) *docsChecker {
 	return c
 }
 
-// walkGo calls fn with every .go file of the module under dir (relative to
-// the root), but bin/ and testdata.
-func walkGo(t *testing.T, dir string, fn func(rel, src string)) {
+// envTag is a setting's env:"…" tag; getenvCall reads a variable by a
+// quoted name (os.Getenv, a domain's Getenv, os.LookupEnv).
+var (
+	envTag     = regexp.MustCompile(`env:"([A-Z][A-Z0-9_]*)`)
+	getenvCall = regexp.MustCompile(`(?:Getenv|LookupEnv)\("([A-Z][A-Z0-9_]*)"`)
+)
+
+// walkFiles calls fn with the path, relative to the root, of every file
+// under dir (relative to the root) but those in .git, bin/, testdata and
+// node_modules. A dir that does not exist has none.
+func walkFiles(t *testing.T, dir string, fn func(rel string)) {
 	t.Helper()
 	err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == filepath.Join(root, dir) {
+			return filepath.SkipDir
+		}
 		if err != nil {
 			return err
 		}
@@ -256,23 +277,27 @@ func walkGo(t *testing.T, dir string, fn func(rel, src string)) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
 		rel, err := filepath.Rel(root, p)
 		if err != nil {
 			return err
 		}
-		fn(filepath.ToSlash(rel), string(b))
+		fn(filepath.ToSlash(rel))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// walkGo calls fn with every .go file of the module under dir (relative to
+// the root), as walkFiles finds them, and its source.
+func walkGo(t *testing.T, dir string, fn func(rel, src string)) {
+	t.Helper()
+	walkFiles(t, dir, func(rel string) {
+		if strings.HasSuffix(rel, ".go") {
+			fn(rel, readFile(t, rel))
+		}
+	})
 }
 
 // binaryDirs lists the directories, relative to the root, of the
@@ -317,7 +342,8 @@ func mustRel(t *testing.T, path string) string {
 
 // onceflowCommands reads the source of the binary's packages
 // (binaryDirs): the commands its main's run switches on and the domain's
-// command map names, and the flags each command's flag set defines. A
+// command map names (its literal's keys, and the entries a function
+// returning one sets), and the flags each command's flag set defines. A
 // command without a flag set of its own (serve, migrate, healthcheck)
 // takes none.
 func onceflowCommands(t *testing.T, dirs []string) map[string]map[string]bool {
@@ -372,6 +398,20 @@ func readCommands(t *testing.T, fset *token.FileSet, dir string, commands, flags
 				}
 				return false
 			})
+			if res := fn.Type.Results; res != nil && len(res.List) == 1 && isCommandMap(res.List[0].Type) {
+				// A function that returns the command map: every entry it
+				// sets, m["name"] = ….
+				ast.Inspect(fn.Body, func(n ast.Node) bool {
+					if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == 1 {
+						if ix, ok := as.Lhs[0].(*ast.IndexExpr); ok {
+							if s, ok := stringLit(ix.Index); ok {
+								commands[s] = nil
+							}
+						}
+					}
+					return true
+				})
+			}
 			if fn.Name.Name == "run" {
 				ast.Inspect(fn.Body, func(n ast.Node) bool {
 					sw, ok := n.(*ast.SwitchStmt)
@@ -474,6 +514,23 @@ func leadingString(e ast.Expr) (string, bool) {
 	}
 }
 
+// eachSource calls fn with the text of every Go file, tests aside, of the
+// packages in dirs (relative to the root; not their subdirectories).
+func eachSource(t *testing.T, dirs []string, fn func(src string)) {
+	t.Helper()
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".go") && !strings.HasSuffix(e.Name(), "_test.go") {
+				fn(readFile(t, path.Join(dir, e.Name())))
+			}
+		}
+	}
+}
+
 // serviceRoutes reads the routes the service serves from the source of
 // the binary's packages (binaryDirs): every "METHOD /path" pattern, and
 // every pattern given to Handle or HandleFunc but the subtrees ("/v1/")
@@ -483,26 +540,16 @@ func serviceRoutes(t *testing.T, dirs []string) *http.ServeMux {
 	withMethod := regexp.MustCompile(`"((?:GET|HEAD|POST|PUT|PATCH|DELETE) /[^"\s]*)"`)
 	handled := regexp.MustCompile(`\.Handle(?:Func)?\("(/[^"\s]*)"`)
 	patterns := map[string]bool{}
-	for _, dir := range dirs {
-		entries, err := os.ReadDir(filepath.Join(root, dir))
-		if err != nil {
-			t.Fatal(err)
+	eachSource(t, dirs, func(src string) {
+		for _, m := range withMethod.FindAllStringSubmatch(src, -1) {
+			patterns[m[1]] = true
 		}
-		for _, e := range entries {
-			if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-				continue
-			}
-			src := readFile(t, path.Join(dir, e.Name()))
-			for _, m := range withMethod.FindAllStringSubmatch(src, -1) {
+		for _, m := range handled.FindAllStringSubmatch(src, -1) {
+			if !strings.HasSuffix(m[1], "/") {
 				patterns[m[1]] = true
 			}
-			for _, m := range handled.FindAllStringSubmatch(src, -1) {
-				if !strings.HasSuffix(m[1], "/") {
-					patterns[m[1]] = true
-				}
-			}
 		}
-	}
+	})
 	if len(patterns) == 0 {
 		t.Fatal("found no routes in the binary's packages")
 	}
@@ -910,7 +957,7 @@ func (c *docsChecker) checkCompose(args []string) []string {
 		switch {
 		case a == "--profile":
 			if i+1 < len(args) && !c.profiles[args[i+1]] {
-				problems = append(problems, fmt.Sprintf("docker compose --profile %s: docker-compose.yml has no such profile", args[i+1]))
+				problems = append(problems, fmt.Sprintf("docker compose --profile %s: no compose file (docker-compose.yml, the domain's overlay) has such a profile", args[i+1]))
 			}
 			i++
 		case a == "-f" || a == "--file" || a == "-p" || a == "--project-name" || a == "--env-file":
@@ -923,7 +970,7 @@ func (c *docsChecker) checkCompose(args []string) []string {
 			}
 		default:
 			if !c.services[a] {
-				problems = append(problems, fmt.Sprintf("docker compose up %s: docker-compose.yml has no such service", a))
+				problems = append(problems, fmt.Sprintf("docker compose up %s: no compose file (docker-compose.yml, the domain's overlay) has such a service", a))
 			}
 		}
 	}

@@ -83,18 +83,26 @@ func forkSteps(t *testing.T) []string {
 	return steps
 }
 
-// pickDomain changes the one line of the renamed tree's domain.go from the
-// payments example to the shop.
+// The renamed tree's domain.go: the import of the domain's package below
+// handlers/, and the line that returns its Domain.
+var (
+	domainImport = regexp.MustCompile(`(/handlers)(/[A-Za-z0-9_/]+)?"`)
+	domainLine   = regexp.MustCompile(`return [A-Za-z0-9_]+\.Domain\(\)`)
+)
+
+// pickDomain changes the one line of the renamed tree's domain.go (and
+// the import it names) from the domain it picks, below handlers/, to the
+// shop.
 func pickDomain(t *testing.T, wiring string) {
 	t.Helper()
 	b, err := os.ReadFile(wiring)
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed := strings.NewReplacer("handlers/payments", "handlers/shop", "payments.Domain()", "shop.Domain()").Replace(string(b))
-	if changed == string(b) {
-		t.Fatalf("%s does not pick the payments domain as this test expects:\n%s", wiring, b)
+	if !domainImport.Match(b) || !domainLine.Match(b) {
+		t.Fatalf("%s does not import a domain below handlers/ and return its Domain() as this test expects:\n%s", wiring, b)
 	}
+	changed := domainLine.ReplaceAllString(domainImport.ReplaceAllString(string(b), `${1}/shop"`), "return shop.Domain()")
 	if err := os.WriteFile(wiring, []byte(changed), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/onceflow/onceflow/app"
-	"github.com/onceflow/onceflow/handlers/payments"
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -112,11 +112,12 @@ type (
 		Metadata metadata `yaml:"metadata"`
 		Spec     struct {
 			Selector map[string]string `yaml:"selector"`
-			Ports    []struct {
-				Port       int    `yaml:"port"`
-				TargetPort string `yaml:"targetPort"`
-			} `yaml:"ports"`
+			Ports    []servicePort     `yaml:"ports"`
 		} `yaml:"spec"`
+	}
+	servicePort struct {
+		Port       int    `yaml:"port"`
+		TargetPort string `yaml:"targetPort"`
 	}
 	networkPolicy struct {
 		Kind string `yaml:"kind"`
@@ -341,7 +342,7 @@ func checkEnvFrom(t *testing.T, c container, objects map[string]string) {
 		switch {
 		case from.ConfigMapRef != nil:
 			if objects["ConfigMap/"+from.ConfigMapRef.Name] == "" {
-				t.Errorf("envFrom reads ConfigMap %q, which no manifest under deploy/k8s defines", from.ConfigMapRef.Name)
+				t.Errorf("envFrom reads ConfigMap %q, which no manifest under %s defines", from.ConfigMapRef.Name, strings.Join(k8sDirs(t), " or "))
 			}
 			if from.ConfigMapRef.Optional {
 				t.Errorf("envFrom: ConfigMap %q is optional: a pod started before it exists would run without it", from.ConfigMapRef.Name)
@@ -353,44 +354,77 @@ func checkEnvFrom(t *testing.T, c container, objects map[string]string) {
 	}
 }
 
-// k8sObjects maps "Kind/name" to the file under deploy/k8s (relative to
-// the root, in any directory) that defines the object, for every document
-// of every manifest there: what `kubectl apply -R -f deploy/k8s/` applies.
+// k8sObjects maps "Kind/name" to the file (relative to the root) that
+// defines the object, for every document of every manifest kubectl
+// applies ([k8sDirs]): the service's under deploy/k8s and the domain's.
 func k8sObjects(t *testing.T) map[string]string {
 	t.Helper()
 	objects := map[string]string{}
-	err := filepath.WalkDir(filepath.Join(root, "deploy", "k8s"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
-			return err
+	for _, m := range manifests(t, k8sDirs(t)...) {
+		key := m.Kind + "/" + m.Name
+		if prev, ok := objects[key]; ok {
+			t.Errorf("%s defines %s, as %s does", m.File, key, prev)
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		rel, _ := filepath.Rel(root, p)
-		dec := yaml.NewDecoder(f)
-		for {
-			var obj struct {
-				Kind     string   `yaml:"kind"`
-				Metadata metadata `yaml:"metadata"`
-			}
-			if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
-				return nil
-			} else if err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
-			}
-			key := obj.Kind + "/" + obj.Metadata.Name
-			if prev, ok := objects[key]; ok {
-				t.Errorf("%s defines %s, as %s does", rel, key, prev)
-			}
-			objects[key] = filepath.ToSlash(rel)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
+		objects[key] = m.File
 	}
 	return objects
+}
+
+// manifest is one document of a Kubernetes manifest.
+type manifest struct {
+	File       string // relative to the root
+	Kind, Name string
+	doc        yaml.Node
+}
+
+// decode decodes the document into v.
+func (m manifest) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := m.doc.Decode(v); err != nil {
+		t.Fatalf("%s: %s %q: %v", m.File, m.Kind, m.Name, err)
+	}
+}
+
+// manifests reads every document of every .yaml file under dirs (relative
+// to the root, in any directory below them), as `kubectl apply -R` does.
+func manifests(t *testing.T, dirs ...string) []manifest {
+	t.Helper()
+	var all []manifest
+	for _, dir := range dirs {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
+				return err
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			rel := filepath.ToSlash(mustRel(t, p))
+			dec := yaml.NewDecoder(f)
+			for {
+				m := manifest{File: rel}
+				if err := dec.Decode(&m.doc); errors.Is(err, io.EOF) {
+					return nil
+				} else if err != nil {
+					return fmt.Errorf("%s: %w", rel, err)
+				}
+				var obj struct {
+					Kind     string   `yaml:"kind"`
+					Metadata metadata `yaml:"metadata"`
+				}
+				if err := m.doc.Decode(&obj); err != nil {
+					return fmt.Errorf("%s: %w", rel, err)
+				}
+				m.Kind, m.Name = obj.Kind, obj.Metadata.Name
+				all = append(all, m)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return all
 }
 
 // port is the port of the listening address addr.
@@ -404,9 +438,10 @@ func port(t *testing.T, addr string) string {
 }
 
 // probesAnswer runs the service as `make run` does (in-process transport,
-// memory store, ALLOW_ANONYMOUS=true) with an internal listener, as the
-// Deployment does, both on loopback ports, and requires 200 from each path
-// on the internal one and 404 on the public one.
+// memory store, ALLOW_ANONYMOUS=true), on the template's own test domain,
+// with an internal listener, as the Deployment does, both on loopback
+// ports, and requires 200 from each path on the internal one and 404 on
+// the public one.
 func probesAnswer(t *testing.T, paths ...string) {
 	t.Helper()
 	cfg, err := app.LoadConfig([]string{"HTTP_ADDR=127.0.0.1:0", "INTERNAL_ADDR=127.0.0.1:0", "ALLOW_ANONYMOUS=true"})
@@ -414,7 +449,7 @@ func probesAnswer(t *testing.T, paths ...string) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, payments.Domain(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := app.New(ctx, cfg, testdomain.Domain(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

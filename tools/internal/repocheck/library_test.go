@@ -1,12 +1,16 @@
 package repocheck
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,9 +18,9 @@ import (
 var update = flag.Bool("update", false, "write what the checks measure into the docs they check")
 
 // libraryImports are what a Watermill service that takes the receiver as a
-// library imports: the receiver's Watermill face (and with it the core) and
-// one store.
+// library imports: the receiver's core, its Watermill face and one store.
 var libraryImports = []string{
+	"github.com/onceflow/onceflow/middleware/receiver",
 	"github.com/onceflow/onceflow/middleware/consume",
 	"github.com/onceflow/onceflow/stores/redis",
 }
@@ -24,12 +28,94 @@ var libraryImports = []string{
 // libraryFigure is the marked figure of docs/library.md.
 var libraryFigure = regexp.MustCompile(`<!-- library-modules -->(.*?)<!-- /library-modules -->`)
 
-// TestLibraryModuleGraph builds a module of its own that imports only the
-// receiver and the Redis store, as a library user's would, and checks that
-// docs/library.md states its module graph as measured (go test
-// ./internal/repocheck -run LibraryModuleGraph -update writes it).
-// TestLibraryCompilesNoBrokerClient checks what such a module compiles.
+// TestLibraryModuleGraph builds a library user's module (see
+// newLibraryModule) and checks that docs/library.md states its module
+// graph and its go.sum as measured (go test ./internal/repocheck -run
+// LibraryModuleGraph -update writes it).
 func TestLibraryModuleGraph(t *testing.T) {
+	m := newLibraryModule(t)
+	modules := len(strings.Fields(m.goCmd("list", "-m", "-f", "{{.Path}}", "all")))
+	edges := strings.Count(m.goCmd("mod", "graph"), "\n")
+	figure := fmt.Sprintf("%d modules in `go list -m all`, %d lines of `go mod graph`, a go.sum of %d lines, %d of them module zips (%d fetched by `go mod download` to build it)",
+		modules, edges, m.sumLines, len(m.zips), len(m.downloads()))
+	t.Log(figure)
+	page := filepath.Join(root, "docs", "library.md")
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := libraryFigure.FindSubmatch(b)
+	if sub == nil {
+		t.Fatalf("docs/library.md has no <!-- library-modules --> figure")
+	}
+	if string(sub[1]) == figure {
+		return
+	}
+	if !*update {
+		t.Fatalf("docs/library.md says %q, measured %q: write it with go test ./internal/repocheck -run LibraryModuleGraph -update (in tools/)", sub[1], figure)
+	}
+	b = libraryFigure.ReplaceAll(b, []byte("<!-- library-modules -->"+figure+"<!-- /library-modules -->"))
+	if err := os.WriteFile(page, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A library user's module holds no broker client: its package compiles
+// none, the zips its build fetches hold none, and its go.sum, which go mod
+// tidy fills for the tests of the packages it imports too, has no zip of
+// one (a go.mod line of one is the module graph only).
+func TestLibraryModuleHoldsNoBrokerClient(t *testing.T) {
+	m := newLibraryModule(t)
+	downloads := m.downloads()
+	const store = "github.com/redis/go-redis/v9" // what every list must hold: proof that it was read
+	for what, list := range map[string][]string{
+		"go list -deps":   strings.Fields(m.goCmd("list", "-deps", ".")),
+		"go mod download": downloads,
+		"go.sum's zips":   m.zips,
+	} {
+		if !slices.ContainsFunc(list, func(p string) bool { return strings.HasPrefix(p, store) }) {
+			t.Errorf("%s lacks %s: %q", what, store, list)
+		}
+		for _, p := range list {
+			if client, ok := brokerClient(p); ok {
+				t.Errorf("%s of the library user's module holds %s (%s)", what, p, client)
+			}
+		}
+	}
+	for _, p := range downloads {
+		if !slices.Contains(m.zips, p) {
+			t.Errorf("go mod download fetched %s, whose zip go.sum does not hold", p)
+		}
+	}
+}
+
+// brokerClient reports the broker client that the package or module path
+// p is, or is part of.
+func brokerClient(p string) (string, bool) {
+	for _, client := range brokerClients {
+		if p == client || strings.HasPrefix(p, client+"/") {
+			return client, true
+		}
+	}
+	return "", false
+}
+
+// libraryModule is a module of a test's own that imports libraryImports
+// alone, as a library user's would, the root module replacing its
+// requirement, tidied.
+type libraryModule struct {
+	t   *testing.T
+	dir string
+	// sumLines and zips are what go mod tidy wrote to its go.sum: the
+	// number of lines, and the modules whose zips they hold (the lines
+	// not of a go.mod). Commands that read the whole graph add go.mod
+	// lines after it.
+	sumLines int
+	zips     []string
+}
+
+func newLibraryModule(t *testing.T) libraryModule {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("resolves a module graph with the go command")
 	}
@@ -37,51 +123,73 @@ func TestLibraryModuleGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	write := func(name, text string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("go.mod", "module example.com/library\n\ngo 1.26.0\n\nrequire github.com/onceflow/onceflow v0.0.0\n\nreplace github.com/onceflow/onceflow => "+abs+"\n")
+	m := libraryModule{t: t, dir: t.TempDir()}
+	m.write("go.mod", "module example.com/library\n\ngo 1.26.0\n\nrequire github.com/onceflow/onceflow v0.0.0\n\nreplace github.com/onceflow/onceflow => "+abs+"\n")
 	var imports strings.Builder
 	for _, p := range libraryImports {
 		fmt.Fprintf(&imports, "\t_ %q\n", p)
 	}
-	write("main.go", "package main\n\nimport (\n"+imports.String()+")\n\nfunc main() {}\n")
-	gocmd := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("go", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
+	m.write("main.go", "package main\n\nimport (\n"+imports.String()+")\n\nfunc main() {}\n")
+	m.goCmd("mod", "tidy")
+	m.sumLines, m.zips = m.sum()
+	return m
+}
+
+func (m libraryModule) write(name, text string) {
+	m.t.Helper()
+	if err := os.WriteFile(filepath.Join(m.dir, name), []byte(text), 0o644); err != nil {
+		m.t.Fatal(err)
 	}
-	gocmd("mod", "tidy")
-	modules := len(strings.Fields(gocmd("list", "-m", "-f", "{{.Path}}", "all")))
-	edges := strings.Count(gocmd("mod", "graph"), "\n")
-	figure := fmt.Sprintf("%d modules in `go list -m all`, %d lines of `go mod graph`", modules, edges)
-	t.Log(figure)
-	page := filepath.Join(root, "docs", "library.md")
-	b, err := os.ReadFile(page)
+}
+
+// goCmd runs the go command in the module and returns its standard output.
+func (m libraryModule) goCmd(args ...string) string {
+	m.t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = m.dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatal(err)
+		m.t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	m := libraryFigure.FindSubmatch(b)
-	if m == nil {
-		t.Fatalf("docs/library.md has no <!-- library-modules --> figure")
+	return string(out)
+}
+
+// sum returns the number of lines of the module's go.sum and the modules
+// whose zips it holds, its lines of a module that are not of a go.mod.
+func (m libraryModule) sum() (lines int, zips []string) {
+	m.t.Helper()
+	b, err := os.ReadFile(filepath.Join(m.dir, "go.sum"))
+	if err != nil {
+		m.t.Fatal(err)
 	}
-	if string(m[1]) == figure {
-		return
+	for line := range strings.Lines(string(b)) {
+		lines++
+		if f := strings.Fields(line); len(f) == 3 && !strings.HasSuffix(f[1], "/go.mod") {
+			zips = append(zips, f[0])
+		}
 	}
-	if !*update {
-		t.Fatalf("docs/library.md says %q, measured %q: write it with go test ./internal/repocheck -run LibraryModuleGraph -update (in tools/)", m[1], figure)
-	}
-	b = libraryFigure.ReplaceAll(b, []byte("<!-- library-modules -->"+figure+"<!-- /library-modules -->"))
-	if err := os.WriteFile(page, b, 0o644); err != nil {
-		t.Fatal(err)
+	return lines, zips
+}
+
+// downloads returns the modules whose zips go mod download fetches for
+// the module: those its build needs.
+func (m libraryModule) downloads() []string {
+	m.t.Helper()
+	dec := json.NewDecoder(strings.NewReader(m.goCmd("mod", "download", "-json")))
+	var paths []string
+	for {
+		var mod struct{ Path, Error string }
+		err := dec.Decode(&mod)
+		if errors.Is(err, io.EOF) {
+			return paths
+		}
+		if err != nil {
+			m.t.Fatalf("reading go mod download -json: %v", err)
+		}
+		if mod.Error != "" {
+			m.t.Fatalf("go mod download %s: %s", mod.Path, mod.Error)
+		}
+		paths = append(paths, mod.Path)
 	}
 }

@@ -52,31 +52,22 @@ func TestDeploySettingsDeclared(t *testing.T) {
 		}
 		sources["deploy/k8s/deployment.yaml container "+c.Name] = vars
 	}
-	var compose struct {
-		Services map[string]struct {
-			EnvFile     []string          `yaml:"env_file"`
-			Environment map[string]string `yaml:"environment"`
-		}
-	}
+	var compose composeServices
 	readYAML(t, "docker-compose.yml", &compose)
 	composed := 0
 	for _, name := range slices.Sorted(maps.Keys(compose.Services)) {
 		svc := compose.Services[name]
-		if len(svc.EnvFile) == 0 || !strings.HasPrefix(svc.EnvFile[0], "deploy/") {
+		if !runsTheService(svc.EnvFile) {
 			continue // a backend, not the service
 		}
 		composed++
 		src := "docker-compose.yml service " + name
-		environ := map[string]string{}
-		for _, f := range svc.EnvFile {
-			maps.Copy(environ, readEnvFile(t, filepath.Join(root, f)))
-		}
+		environ := svc.settings(t)
 		vars := map[string]string{}
 		for k, v := range svc.Environment {
 			vars[k] = interpolate(v)
 		}
 		sources[src] = vars
-		maps.Copy(environ, vars)
 		var list []string
 		for k, v := range environ {
 			list = append(list, k+"="+v)

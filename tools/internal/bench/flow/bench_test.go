@@ -69,7 +69,7 @@ func BenchmarkMode(b *testing.B) {
 	}
 }
 
-// BenchmarkHTTP reports p50 and p99 of POST /v1/payments per variant.
+// BenchmarkHTTP reports p50 and p99 of POST /v1/charges per variant.
 func BenchmarkHTTP(b *testing.B) {
 	for _, v := range []Variant{NoMiddleware, MemoryStore, RedisStore} {
 		b.Run(string(v), func(b *testing.B) {

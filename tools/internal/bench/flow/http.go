@@ -12,19 +12,19 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/onceflow/onceflow/handlers"
-	ledgermemory "github.com/onceflow/onceflow/handlers/memory"
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/middleware/idempotencykey"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/memory"
 )
 
-// Variant is what stands in front of the payments handler in an HTTP round.
+// Variant is what stands in front of the handler of
+// testdomain.CreatePattern in an HTTP round.
 type Variant string
 
 const (
-	// NoMiddleware serves POST /v1/payments with no Idempotency-Key
+	// NoMiddleware serves POST /v1/charges with no Idempotency-Key
 	// middleware.
 	NoMiddleware Variant = "none"
 	// MemoryStore puts the middleware in front, on the memory store.
@@ -55,12 +55,12 @@ type HTTPOptions struct {
 	Logger *slog.Logger
 }
 
-// HTTPBench measures the latency of POST /v1/payments served by the
-// service's payments handler over a loopback connection, with and without
-// the Idempotency-Key middleware. The ledger is the in-memory one and
-// publishing is discarded, so that the figure is the handler's and the
-// middleware's cost, not the broker's. Every request carries a fresh key
-// and payment id.
+// HTTPBench measures the latency of POST /v1/charges
+// (testdomain.CreatePattern) served by the test domain's API over a
+// loopback connection, with and without the Idempotency-Key middleware.
+// The ledger is the in-memory one and publishing is discarded, so that the
+// figure is the handler's and the middleware's cost, not the broker's.
+// Every request carries a fresh key and request id.
 type HTTPBench struct {
 	opts      HTTPOptions
 	keyPrefix string
@@ -116,11 +116,11 @@ func (b *HTTPBench) RoundPercentiles(ctx context.Context, v Variant, percentiles
 // (recordTTL). It is there so that every bench closes alike.
 func (b *HTTPBench) Close() error { return nil }
 
-// handler is the service's /v1 API as app builds it, with variant v in
-// front of POST /v1/payments, on a fresh ledger and store; stop releases
+// handler is the domain's /v1 API as app serves it, with variant v in
+// front of POST /v1/charges, on a fresh ledger and store; stop releases
 // them.
 func (b *HTTPBench) handler(v Variant) (http.Handler, func(), error) {
-	api := handlers.NewHTTP(ledgermemory.NewLedger(), discardPublisher{}, b.opts.Logger)
+	api := testdomain.API(testdomain.NewMemoryLedger(), discardPublisher{}, b.opts.Logger)
 	v1 := http.NewServeMux()
 	var store stores.Store
 	stop := func() {}
@@ -138,7 +138,7 @@ func (b *HTTPBench) handler(v Variant) (http.Handler, func(), error) {
 		return nil, nil, fmt.Errorf("unknown variant %q: use %s, %s or %s", v, NoMiddleware, MemoryStore, RedisStore)
 	}
 	if store == nil {
-		api.Routes(v1)
+		api.Register(v1, func(h http.Handler) http.Handler { return h })
 	} else {
 		rec, err := receiver.New(receiver.Config{Store: store, TTL: recordTTL, Logger: b.opts.Logger})
 		if err != nil {
@@ -148,7 +148,7 @@ func (b *HTTPBench) handler(v Variant) (http.Handler, func(), error) {
 		// No authentication: every request of the bench is one anonymous
 		// client's, sent faster than the service's default quota allows,
 		// so the quota never refuses.
-		api.Routes(v1, idempotencykey.Middleware(rec, idempotencykey.WithMaxRequestBody(handlers.MaxRequestBody), idempotencykey.WithAnonymous(),
+		api.Register(v1, idempotencykey.Middleware(rec, idempotencykey.WithMaxRequestBody(testdomain.MaxRequestBody), idempotencykey.WithAnonymous(),
 			idempotencykey.WithClientQuota(math.MaxInt32, time.Second)))
 	}
 	mux := http.NewServeMux()

@@ -37,7 +37,7 @@ func TestHTTPRoundsOrderPercentiles(t *testing.T) {
 	}
 }
 
-// TestHTTPVariantsReplayRepeatedKeys sends one payment twice under the same
+// TestHTTPVariantsReplayRepeatedKeys sends one request twice under the same
 // key: behind the middleware the second answer is the first replayed;
 // without it the handler answers again.
 func TestHTTPVariantsReplayRepeatedKeys(t *testing.T) {
@@ -56,7 +56,7 @@ func TestHTTPVariantsReplayRepeatedKeys(t *testing.T) {
 		id := "p-" + shortID()
 		var replays []bool
 		for range 2 {
-			status, replayed, err := postPayment(ctx, http.DefaultClient, srv.URL+"/v1/payments", id, id)
+			status, replayed, err := postRequest(ctx, http.DefaultClient, srv.URL+createPath, id, id)
 			if err != nil || status != http.StatusAccepted {
 				t.Fatalf("%s: status %d, error %v; want 202", v, status, err)
 			}

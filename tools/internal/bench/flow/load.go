@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/middleware/idempotencykey"
 )
 
@@ -29,7 +31,7 @@ const (
 )
 
 // load serves h on a loopback listener and sends it warm-up requests, then
-// n measured ones, from clients workers, each a payment of its own with a
+// n measured ones, from clients workers, each a request of its own with a
 // fresh Idempotency-Key under round. It returns the measured latencies,
 // and fails on the first response that is not 2xx.
 func load(ctx context.Context, h http.Handler, n, clients int, round string) (*hdrhistogram.Histogram, error) {
@@ -38,17 +40,17 @@ func load(ctx context.Context, h http.Handler, n, clients int, round string) (*h
 	tr := &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: requestTimeout}
-	url := srv.URL + "/v1/payments"
+	url := srv.URL + createPath
 
 	var next atomic.Int64
 	send := func(ctx context.Context) (time.Duration, error) {
 		i := next.Add(1)
 		id := round + "-" + strconv.FormatInt(i, 10)
 		start := time.Now()
-		status, _, err := postPayment(ctx, client, url, id, id)
+		status, _, err := postRequest(ctx, client, url, id, id)
 		elapsed := time.Since(start)
 		if err == nil && (status < 200 || status > 299) {
-			err = fmt.Errorf("payment %s answered %d", id, status)
+			err = fmt.Errorf("request %s answered %d", id, status)
 		}
 		return elapsed, err
 	}
@@ -83,11 +85,14 @@ func load(ctx context.Context, h http.Handler, n, clients int, round string) (*h
 	return total, context.Cause(ctx)
 }
 
-// postPayment sends POST /v1/payments for payment id with Idempotency-Key
-// key, and returns the status, whether the response was replayed, and an
-// error if the exchange failed.
-func postPayment(ctx context.Context, client *http.Client, url, id, key string) (int, bool, error) {
-	body := fmt.Appendf(nil, `{"payment_id":%q,"customer_id":"c-1","amount_cents":1000,"currency":"EUR"}`, id)
+// createPath is the path of testdomain.CreatePattern.
+var createPath = strings.TrimPrefix(testdomain.CreatePattern, http.MethodPost+" ")
+
+// postRequest posts request id to url, the API's createPath, with
+// Idempotency-Key key, and returns the status, whether the response was
+// replayed, and an error if the exchange failed.
+func postRequest(ctx context.Context, client *http.Client, url, id, key string) (int, bool, error) {
+	body := fmt.Appendf(nil, `{"id":%q,"amount":1000}`, id)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, false, err

@@ -55,10 +55,11 @@ func batch(round string, unique, duplicates, lag int) ([]*message.Message, []int
 	return out, copies
 }
 
-// newMessage is message i of round: a 64-byte payload that depends on i
-// only, so a copy has the same fingerprint.
+// newMessage is message i of round: a payload that depends on i only, so
+// a copy has the same fingerprint, of 77 bytes with a round of shortID's
+// 12 characters.
 func newMessage(round string, i int) *message.Message {
-	payload := fmt.Appendf(nil, `{"payment_id":"%s-%08d","amount_cents":1000,"pad":"%s"}`, round, i, "0123456789")
+	payload := fmt.Appendf(nil, `{"id":"%s-%08d","amount":1000,"pad":"%s"}`, round, i, "0123456789abcdefghijklmn")
 	msg := message.NewMessage(watermill.NewUUID(), payload)
 	msg.Metadata.Set(consume.MetadataKey, round+"-"+strconv.Itoa(i))
 	msg.Metadata.Set(indexMetadata, strconv.Itoa(i))

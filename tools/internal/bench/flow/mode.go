@@ -39,8 +39,8 @@ type ModeOptions struct {
 
 // ModeBench measures the sql transport's throughput with the receiver in
 // lease mode against transaction mode. Each message's handler has one
-// effect (a row inserted) and produces one message, as the payments
-// handler does.
+// effect (a row inserted) and produces one message, as the test domain's
+// charge route does.
 type ModeBench struct {
 	opts   ModeOptions
 	schema *schema

@@ -11,7 +11,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 )
 
-// routerCloseTimeout bounds a router's wait for its handlers on Close.
+// routerCloseTimeout bounds a router's wait for its running handler
+// functions on Close.
 const routerCloseTimeout = 10 * time.Second
 
 // routers are the consumers of one round: replicas of one service, each a

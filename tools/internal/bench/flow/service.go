@@ -18,9 +18,9 @@ import (
 	"github.com/onceflow/onceflow/transport"
 )
 
-// DefaultPayments is the number of payments a service round publishes by
-// default.
-const DefaultPayments = 2000
+// DefaultServiceRequests is the number of requests a service round
+// publishes by default.
+const DefaultServiceRequests = 2000
 
 // ServiceKinds are the transports a [ServiceBench] runs on: every broker.
 // The in-process transport has no broker a producer outside the instance
@@ -44,19 +44,21 @@ type ServiceOptions struct {
 	// RedisAddr is the Redis (host:port) of the idempotency records
 	// (STORE=redis). Required.
 	RedisAddr string
-	// Payments is the number of payments per round. Default
-	// DefaultPayments.
-	Payments int
+	// Requests is the number of requests per round. Default
+	// DefaultServiceRequests.
+	Requests int
 	// Logger receives the instances' and routers' logs; nil discards them.
 	Logger *slog.Logger
 }
 
-// ServiceBench measures the whole service on a broker: payments per second
-// through one instance of it, as cmd/onceflow runs it with the payments
-// domain (charge_payment, then notify_customer and issue_receipt; the
-// ledger in PostgreSQL, the idempotency records in Redis, every other
-// setting at its default), while a producer publishes PaymentRequested
-// events to the broker as `onceflow load` does. Beside it, a plain
+// ServiceBench measures the whole service on a broker: requests per second
+// through one instance of it, as cmd/onceflow runs a domain, on the
+// template's own (package testdomain: route charge, which charges the
+// request at a provider the instance starts in process, then routes
+// notify and receipt; the ledger in PostgreSQL, the idempotency records
+// in Redis, every other setting at its default), while a producer
+// publishes the requests' events to the broker with Watermill alone.
+// Beside it, a plain
 // Watermill router on the same transport whose handler only acks shows
 // what the broker delivers when handling costs nothing.
 //
@@ -74,8 +76,8 @@ type ServiceBench struct {
 // NewServiceBench checks opts, fills its defaults and creates the bench's
 // schema. The caller closes the bench.
 func NewServiceBench(ctx context.Context, opts ServiceOptions) (*ServiceBench, error) {
-	if opts.Payments == 0 {
-		opts.Payments = DefaultPayments
+	if opts.Requests == 0 {
+		opts.Requests = DefaultServiceRequests
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -99,7 +101,7 @@ func NewServiceBench(ctx context.Context, opts ServiceOptions) (*ServiceBench, e
 	}
 	need(opts.PostgresURL != "", "missing PostgreSQL URL")
 	need(opts.RedisAddr != "", "missing Redis address")
-	need(opts.Payments > 0, "payments must be positive")
+	need(opts.Requests > 0, "requests must be positive")
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -117,19 +119,20 @@ func NewServiceBench(ctx context.Context, opts ServiceOptions) (*ServiceBench, e
 	return b, nil
 }
 
-// Round publishes Payments payments to the instance running with
+// Round publishes Requests requests to the instance running with
 // HANDLER_CONCURRENCY=concurrency, starting it first if it is not running,
-// and returns once every payment has been charged, notified and given a
-// receipt. Its rate is payments per second from the first charge_payment
-// call to the last effect's handler return, checked against the ledger:
-// exactly one charge, one notification and one receipt per payment. Its
-// Busy is the machine's over the same span; Lanes the concurrency.
+// and returns once every request has been charged, noticed and given a
+// receipt. Its rate is requests per second from the first call of the
+// charge route's function to the last return of a route's function,
+// checked against the ledger: exactly one charge, one notice and one
+// receipt per request. Its Busy is the machine's over the same span;
+// Lanes the concurrency.
 func (b *ServiceBench) Round(ctx context.Context, concurrency int) (RoundTimes, error) {
 	in, err := b.start(ctx, concurrency)
 	if err != nil {
 		return RoundTimes{}, err
 	}
-	return in.round(ctx, b.opts, b.schema, b.opts.Payments)
+	return in.round(ctx, b.opts, b.schema, b.opts.Requests)
 }
 
 // Start starts the instance running with HANDLER_CONCURRENCY=concurrency,
@@ -154,7 +157,7 @@ func (b *ServiceBench) start(ctx context.Context, concurrency int) (*instance, e
 	return in, nil
 }
 
-// PlainRound publishes Payments payments, as Round does, to a plain
+// PlainRound publishes Requests requests, as Round does, to a plain
 // Watermill router on the same transport, whose subscriber holds
 // DefaultInFlight messages and whose handler only acks (started at its
 // first round), and returns the messages acked per second from the first
@@ -167,7 +170,7 @@ func (b *ServiceBench) PlainRound(ctx context.Context) (RoundTimes, error) {
 		}
 		b.plain = p
 	}
-	return b.plain.round(ctx, b.opts, b.opts.Payments)
+	return b.plain.round(ctx, b.opts, b.opts.Requests)
 }
 
 // Stop stops the instances and the plain consumer and removes what they

@@ -13,9 +13,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/app"
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/handlers/payments"
 	"github.com/onceflow/onceflow/transport"
 )
 
@@ -24,15 +23,15 @@ import (
 const readyTimeout = time.Minute
 
 // instance is one running service of a ServiceBench: an App running the
-// payments domain, whose route functions report to the round in current
-// (see timedDomain), and the producer that feeds it.
+// test domain, whose route functions report to the round in current (see
+// timer), and the producer that feeds it.
 type instance struct {
 	cfg      app.Config
 	app      *app.App
 	stopRun  context.CancelFunc
 	ran      chan error
 	producer *app.Producer
-	routes   domain.Routes
+	routes   domain.Routes // the domain's, for their count and their names
 	current  atomic.Pointer[progress]
 	base     string // http://host:port of its HTTP server
 }
@@ -40,6 +39,8 @@ type instance struct {
 // startInstance starts a service on the broker of o, its ledger in s, with
 // HANDLER_CONCURRENCY=concurrency and every other setting at its default
 // but those naming where things are, and returns once /readyz answers.
+// Its charges go to a provider it starts in process
+// (testdomain.ProviderSetting unset), as every instance's do.
 func startInstance(ctx context.Context, o ServiceOptions, s *schema, concurrency int) (_ *instance, err error) {
 	ns := "bs" + shortID()
 	environ := []string{
@@ -64,8 +65,9 @@ func startInstance(ctx context.Context, o ServiceOptions, s *schema, concurrency
 	if err != nil {
 		return nil, err
 	}
-	in := &instance{cfg: cfg, ran: make(chan error, 1)}
-	if in.app, err = app.New(ctx, cfg, in.timedDomain(), o.Logger); err != nil {
+	in := &instance{cfg: cfg, ran: make(chan error, 1), routes: testdomain.Routes()}
+	d := testdomain.Domain(testdomain.WithMiddleware(in.timer))
+	if in.app, err = app.New(ctx, cfg, d, o.Logger); err != nil {
 		return nil, fmt.Errorf("starting the service on %s: %w", o.Kind, err)
 	}
 	in.base = "http://" + in.app.Addr()
@@ -80,7 +82,7 @@ func startInstance(ctx context.Context, o ServiceOptions, s *schema, concurrency
 	if err := in.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	if in.producer, err = app.OpenProducer(ctx, cfg, []string{handlers.TopicPaymentRequested}); err != nil {
+	if in.producer, err = app.OpenProducer(ctx, cfg, []string{testdomain.TopicRequested}); err != nil {
 		return nil, fmt.Errorf("opening the producer: %w", err)
 	}
 	if _, err := in.round(ctx, o, s, warmup); err != nil {
@@ -89,49 +91,24 @@ func startInstance(ctx context.Context, o ServiceOptions, s *schema, concurrency
 	return in, nil
 }
 
-// warmup is how many payments a consumer handles before its first round:
-// enough that every handler of it is consuming (on Kafka, a member of its
+// warmup is how many requests a consumer handles before its first round:
+// enough that every route of it is consuming (on Kafka, a member of its
 // group with its partitions) and its connections are open, so that its
 // first round runs as its others do.
 const warmup = 20
 
-// timedDomain is the payments domain with each route's function reporting
-// its calls and returns to the round in.current holds, if any: the
-// functions run as they are, inside the router, the receiver and every
-// middleware the service puts around them.
-func (in *instance) timedDomain() domain.Domain {
-	d := payments.Domain()
-	d.Commands = nil
-	open := d.Open
-	d.Open = func(ctx context.Context, deps domain.Deps) (*domain.Parts, error) {
-		parts, err := open(ctx, deps)
-		if err != nil {
-			return nil, err
-		}
-		for i := range parts.Routes {
-			r := &parts.Routes[i]
-			if h := r.Handle; h != nil {
-				r.Handle = func(msg *message.Message) ([]*message.Message, error) {
-					p := in.current.Load()
-					p.began()
-					out, err := h(msg)
-					p.returned(err)
-					return out, err
-				}
-			} else if c := r.Consume; c != nil {
-				r.Consume = func(msg *message.Message) error {
-					p := in.current.Load()
-					p.began()
-					err := c(msg)
-					p.returned(err)
-					return err
-				}
-			}
-		}
-		in.routes = parts.Routes
-		return parts, nil
+// timer is the middleware around each route's function that reports its
+// calls and returns to the round in.current holds, if any: the functions
+// run as they are, inside the router, the receiver and every middleware
+// the service puts around them.
+func (in *instance) timer(h message.HandlerFunc) message.HandlerFunc {
+	return func(msg *message.Message) ([]*message.Message, error) {
+		p := in.current.Load()
+		p.began()
+		out, err := h(msg)
+		p.returned(err)
+		return out, err
 	}
-	return d
 }
 
 // waitReady returns once the instance's /readyz answers 200, or an error

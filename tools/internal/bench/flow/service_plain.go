@@ -9,8 +9,8 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/exactlyonce"
-	"github.com/onceflow/onceflow/handlers"
 	"github.com/onceflow/onceflow/middleware/consume"
 	"github.com/onceflow/onceflow/transport"
 	"github.com/onceflow/onceflow/transport/broker"
@@ -39,7 +39,7 @@ func startPlain(ctx context.Context, o ServiceOptions, s *schema) (_ *plainConsu
 		Kind:            o.Kind,
 		ServiceName:     ns,
 		TopicPrefix:     ns + ".",
-		Topics:          []string{handlers.TopicPaymentRequested},
+		Topics:          []string{testdomain.TopicRequested},
 		KafkaBrokers:    o.KafkaBrokers,
 		KafkaPartitions: DefaultPartitions,
 		KeyMetadata:     consume.MetadataKey,
@@ -74,7 +74,7 @@ func startPlain(ctx context.Context, o ServiceOptions, s *schema) (_ *plainConsu
 				return h(msg) // between rounds: nothing is published then
 			}
 		})
-		r.AddConsumerHandler(plainHandler, handlers.TopicPaymentRequested, sub, func(msg *message.Message) error {
+		r.AddConsumerHandler(plainHandler, testdomain.TopicRequested, sub, func(msg *message.Message) error {
 			if tl := p.current.Load(); tl != nil {
 				return tl.execute(msg)
 			}
@@ -91,20 +91,17 @@ func startPlain(ctx context.Context, o ServiceOptions, s *schema) (_ *plainConsu
 	return p, nil
 }
 
-// round publishes n payments to the plain consumer's topic and waits
+// round publishes n requests to the plain consumer's topic and waits
 // until each is acked.
 func (p *plainConsumer) round(ctx context.Context, o ServiceOptions, n int) (RoundTimes, error) {
-	msgs, err := paymentMessages(shortID(), n)
-	if err != nil {
-		return RoundTimes{}, err
-	}
+	msgs := requestMessages(shortID(), n)
 	tl := newTally(n, n, nil)
 	defer tl.close()
 	p.current.Store(tl)
 	defer p.current.Store(nil)
 	published := make(chan error, 1)
 	go func() {
-		published <- publishAll(ctx, p.tr.Publisher(), handlers.TopicPaymentRequested, msgs, publishingOf(o.Kind))
+		published <- publishAll(ctx, p.tr.Publisher(), testdomain.TopicRequested, msgs, publishingOf(o.Kind))
 	}()
 	if err := tl.wait(ctx); err != nil {
 		return RoundTimes{}, errors.Join(err, <-published)
@@ -127,7 +124,7 @@ func (p *plainConsumer) stop(o ServiceOptions) error {
 	if p.tr != nil {
 		errs = append(errs, p.tr.Close())
 	}
-	exchange := p.cfg.TopicPrefix + handlers.TopicPaymentRequested
-	queue := p.cfg.Names().AMQPQueue(handlers.TopicPaymentRequested, plainHandler)
+	exchange := p.cfg.TopicPrefix + testdomain.TopicRequested
+	queue := p.cfg.Names().AMQPQueue(testdomain.TopicRequested, plainHandler)
 	return errors.Join(append(errs, removeBrokerState(o, p.cfg.TopicPrefix, []string{exchange}, []string{queue}))...)
 }

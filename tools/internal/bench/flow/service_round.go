@@ -12,12 +12,12 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/tools/internal/bench"
 )
 
-// round publishes n payments to the instance and waits until each has
-// been charged, notified and given a receipt (see ServiceBench.Round).
+// round publishes n requests to the instance and waits until each has
+// been charged, noticed and given a receipt (see ServiceBench.Round).
 func (in *instance) round(ctx context.Context, o ServiceOptions, s *schema, n int) (RoundTimes, error) {
 	before, err := scrapeClaimBatches(ctx, in.base)
 	if err != nil {
@@ -27,13 +27,10 @@ func (in *instance) round(ctx context.Context, o ServiceOptions, s *schema, n in
 	p := newProgress(int64(n * len(in.routes)))
 	in.current.Store(p)
 	defer in.current.Store(nil)
-	msgs, err := paymentMessages(id, n)
-	if err != nil {
-		return RoundTimes{}, err
-	}
+	msgs := requestMessages(id, n)
 	published := make(chan error, 1)
 	go func() {
-		published <- publishAll(ctx, in.producer, handlers.TopicPaymentRequested, msgs, publishingOf(o.Kind))
+		published <- publishAll(ctx, in.producer, testdomain.TopicRequested, msgs, publishingOf(o.Kind))
 	}()
 	if err := p.wait(ctx); err != nil {
 		return RoundTimes{}, errors.Join(err, <-published)
@@ -53,51 +50,43 @@ func (in *instance) round(ctx context.Context, o ServiceOptions, s *schema, n in
 		ClaimsPerBatch: after.since(before)}, nil
 }
 
-// paymentMessages returns n PaymentRequested events of the anonymous
-// client, payment ids round-index, each carrying its index as the
-// transport rounds' messages do.
-func paymentMessages(round string, n int) ([]*message.Message, error) {
-	requestedAt := time.Now().UTC()
+// requestMessages returns n events of requests of the anonymous client
+// on testdomain.TopicRequested, as a producer sends them, with ids
+// round-index (see requestID), each carrying its index as the transport
+// rounds' messages do.
+func requestMessages(round string, n int) []*message.Message {
 	msgs := make([]*message.Message, n)
 	for i := range msgs {
-		msg, err := handlers.PaymentRequested{
-			PaymentID: paymentID(round, i), CustomerID: "bench", AmountCents: 1000, Currency: "EUR", RequestedAt: requestedAt,
-		}.Message()
-		if err != nil {
-			return nil, err
-		}
+		msg := testdomain.Event{ID: requestID(round, i), Amount: 1000}.Message()
 		msg.Metadata.Set(indexMetadata, strconv.Itoa(i))
 		msgs[i] = msg
 	}
-	return msgs, nil
+	return msgs
 }
 
-// paymentID is payment i of round: round, "-", then i, so that a round's
-// payments sort between round+"-" and round+"." (see checkLedger).
-func paymentID(round string, i int) string { return round + "-" + strconv.Itoa(i) }
+// requestID is request i of round: round, "-", then i, so that a round's
+// ids are those that start with round+"-" (see checkLedger).
+func requestID(round string, i int) string { return round + "-" + strconv.Itoa(i) }
 
-// checkLedger fails unless the ledger holds exactly n charges, n
-// notifications and n receipts of round's payments: each charged once,
-// notified once, given one receipt.
+// checkLedger fails unless the ledger holds, of round's requests, exactly
+// n charges, n notices and n receipts, each of a distinct request: every
+// request charged once, noticed once, given one receipt.
 func checkLedger(ctx context.Context, s *schema, round string, n int) error {
-	const count = `SELECT
-    (SELECT count(*) FROM charges WHERE client = '' AND payment_id >= $1 AND payment_id < $2),
-    (SELECT count(*) FROM notifications WHERE client = '' AND payment_id >= $1 AND payment_id < $2),
-    (SELECT count(*) FROM receipts WHERE client = '' AND payment_id >= $1 AND payment_id < $2)`
-	var charges, notifications, receipts int
-	if err := s.pool.QueryRow(ctx, count, round+"-", round+".").Scan(&charges, &notifications, &receipts); err != nil {
+	t, err := testdomain.NewPostgresLedger(s.pool).Tally(ctx, round+"-")
+	if err != nil {
 		return fmt.Errorf("counting the round's effects in the ledger: %w", err)
 	}
-	if charges != n || notifications != n || receipts != n {
-		return fmt.Errorf("the ledger holds %d charges, %d notifications and %d receipts of %d payments, want one of each per payment",
-			charges, notifications, receipts, n)
+	want := testdomain.Counts{Rows: int64(n), IDs: int64(n)}
+	if t.Charges != want || t.Notices != want || t.Receipts != want {
+		return fmt.Errorf("the ledger holds %+v charges, %+v notices and %+v receipts of %d requests, want one of each per request",
+			t.Charges, t.Notices, t.Receipts, n)
 	}
 	return nil
 }
 
 // progress is what the route functions of an instance did in one round:
 // it ends when they have returned without error pending times in all,
-// once per payment and route.
+// once per request and route.
 type progress struct {
 	pending  atomic.Int64
 	calls    atomic.Int64
@@ -159,11 +148,11 @@ func (p *progress) wait(ctx context.Context) error {
 	})
 }
 
-// rate is payments per second from the first call to the last return.
-func (p *progress) rate(payments int) float64 {
+// rate is requests per second from the first call to the last return.
+func (p *progress) rate(requests int) float64 {
 	elapsed := time.Duration(p.last.Load() - p.first.Load())
 	if elapsed <= 0 {
 		return math.NaN()
 	}
-	return float64(payments) / elapsed.Seconds()
+	return float64(requests) / elapsed.Seconds()
 }

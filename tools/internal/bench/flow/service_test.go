@@ -16,7 +16,7 @@ func serviceOptions(t testing.TB, kind string) ServiceOptions {
 	testenv.Integration(t)
 	testenv.Postgres(t) // skips when PostgreSQL is unreachable
 	testenv.Redis(t)
-	o := ServiceOptions{Kind: kind, PostgresURL: testenv.PostgresURL(), RedisAddr: testenv.RedisAddr(), Payments: 100}
+	o := ServiceOptions{Kind: kind, PostgresURL: testenv.PostgresURL(), RedisAddr: testenv.RedisAddr(), Requests: 100}
 	switch kind {
 	case "kafka":
 		o.KafkaBrokers = brokerenv.Kafka(t)
@@ -31,7 +31,7 @@ func serviceOptions(t testing.TB, kind string) ServiceOptions {
 }
 
 // TestServiceRounds runs the service at two concurrencies and the plain
-// consumer on every broker: each round moves every payment through (its
+// consumer on every broker: each round moves every request through (its
 // ledger checked by the round), and the service's rounds report how full
 // its record store's claim batches ran.
 func TestServiceRounds(t *testing.T) {
@@ -54,7 +54,7 @@ func TestServiceRounds(t *testing.T) {
 				if err != nil {
 					t.Fatalf("concurrency %d: %v", concurrency, err)
 				}
-				t.Logf("%s, concurrency %d: %.0f payments/s, %.1f claims per batch, cores %.0f%% busy", kind, concurrency, r.Rate, r.ClaimsPerBatch, 100*r.Busy)
+				t.Logf("%s, concurrency %d: %.0f requests/s, %.1f claims per batch, cores %.0f%% busy", kind, concurrency, r.Rate, r.ClaimsPerBatch, 100*r.Busy)
 				if r.Rate <= 0 || r.Lanes != concurrency || !(r.ClaimsPerBatch >= 1) {
 					t.Errorf("concurrency %d: %+v", concurrency, r)
 				}
@@ -83,7 +83,7 @@ func TestServiceOptionsRejectIncomplete(t *testing.T) {
 		"redisstream without URL": {Kind: "redisstream", PostgresURL: full.PostgresURL, RedisAddr: full.RedisAddr},
 		"no PostgreSQL":           {Kind: "kafka", RedisAddr: full.RedisAddr},
 		"no Redis":                {Kind: "kafka", PostgresURL: full.PostgresURL},
-		"negative payments":       {Kind: "kafka", PostgresURL: full.PostgresURL, RedisAddr: full.RedisAddr, Payments: -1},
+		"negative requests":       {Kind: "kafka", PostgresURL: full.PostgresURL, RedisAddr: full.RedisAddr, Requests: -1},
 	} {
 		if _, err := NewServiceBench(ctx, o); err == nil {
 			t.Errorf("%s: accepted", name)
