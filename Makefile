@@ -74,12 +74,12 @@ test-short: ## unit tests only: no services needed
 	$(GO) test -short -count=1 $(PKGS)
 	cd $(TOOLS) && $(GO) test -short -count=1 $(TOOLS_PKGS)
 
-# make e2e: distinct payments per cell, each sent three times (make test's
-# short variant sends 250).
-E2E_PAYMENTS ?= 2000
+# make e2e: distinct requests of the test domain per cell, each sent three
+# times (make test's short variant sends 250).
+E2E_REQUESTS ?= 2000
 
-e2e: ## the end-to-end suite (transport x store), E2E_PAYMENTS (2,000) per cell, against the `make up` services; prints each cell's time
-	REQUIRE_SERVICES=1 TEST_KAFKA_BROKERS=127.0.0.1:9092 E2E_PAYMENTS=$(E2E_PAYMENTS) E2E_REPORT=$(CURDIR)/e2e-report.md \
+e2e: ## the end-to-end suite (transport x store) on the test domain, E2E_REQUESTS (2,000) per cell, against the `make up` services; prints each cell's time
+	REQUIRE_SERVICES=1 TEST_KAFKA_BROKERS=127.0.0.1:9092 E2E_REQUESTS=$(E2E_REQUESTS) E2E_REPORT=$(CURDIR)/e2e-report.md \
 		$(GO) test -race -count=1 -timeout 30m -run TestEndToEnd -v ./app/
 	@cat e2e-report.md
 

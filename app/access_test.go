@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceflow/onceflow/handlers/payments"
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -20,7 +20,7 @@ func TestStartRefusedWithoutAPIKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := New(t.Context(), cfg, payments.Domain(), slog.New(slog.DiscardHandler))
+		a, err := New(t.Context(), cfg, testdomain.Domain(), slog.New(slog.DiscardHandler))
 		if err == nil {
 			_ = a.Close()
 			t.Fatalf("New with %q started an API open to anyone", environ)
@@ -55,9 +55,9 @@ func TestAllowAnonymousWarns(t *testing.T) {
 			} else if !strings.Contains(got, "level=WARN") || !strings.Contains(got, tc.want) {
 				t.Errorf("logged %q, want a warning %q", got, tc.want)
 			}
-			status := a.send(t, http.DefaultClient, http.MethodGet, "/v1/ledger/summary", "").status
+			status := a.send(t, http.DefaultClient, http.MethodGet, "/v1/summary", "").status
 			if open := tc.name == "anonymous"; open != (status == http.StatusOK) {
-				t.Errorf("GET /v1/ledger/summary without a key: %d", status)
+				t.Errorf("GET /v1/summary without a key: %d", status)
 			}
 		})
 	}

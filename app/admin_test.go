@@ -9,7 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/onceflow/onceflow/admin"
-	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
+	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/problem"
 )
 
@@ -54,14 +55,12 @@ func TestKeysAdminEvictsThroughTheService(t *testing.T) {
 			if !a.cfg.cached() {
 				t.Fatal("the store has no local cache")
 			}
-			id := "pay-" + uuid.NewString()[:8]
-			path := "/admin/keys/" + handlers.ChargePaymentHandler + "?key=" + id
+			id := "req-" + uuid.NewString()[:8]
+			path := "/admin/keys/" + testdomain.ChargeRoute + "?key=" + id
 			processed := func() float64 {
-				return a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "processed")
+				return flowtest.Outcomes(t, a, testdomain.ChargeRoute, "processed")
 			}
-			if code := a.post(t, "/v1/payments", paymentBody(id)); code != http.StatusAccepted {
-				t.Fatalf("POST: %d", code)
-			}
+			flowtest.PostOK(t, a, id)
 			waitFor(t, "the charge", func() bool {
 				code, rec, _ := a.adminCall(t, "GET", path, "adm1n-0123456789ab")
 				return code == http.StatusOK && rec.State == "completed"
@@ -69,7 +68,7 @@ func TestKeysAdminEvictsThroughTheService(t *testing.T) {
 			if code, _, d := a.adminCall(t, "GET", path, "wrong"); code != http.StatusUnauthorized || d.Status != code {
 				t.Fatalf("a wrong admin key got %d %+v, want 401", code, d)
 			}
-			if code, rec, _ := a.adminCall(t, "POST", "/admin/keys/"+handlers.ChargePaymentHandler+"/evict?key="+id, "adm1n-0123456789ab"); code != http.StatusOK || rec.Key != id {
+			if code, rec, _ := a.adminCall(t, "POST", "/admin/keys/"+testdomain.ChargeRoute+"/evict?key="+id, "adm1n-0123456789ab"); code != http.StatusOK || rec.Key != id {
 				t.Fatalf("evict: %d %+v", code, rec)
 			}
 			if code, _, d := a.adminCall(t, "GET", path, "adm1n-0123456789ab"); code != http.StatusNotFound || d.Status != code {
@@ -77,10 +76,9 @@ func TestKeysAdminEvictsThroughTheService(t *testing.T) {
 			}
 			before := processed()
 			// Another request (its own Idempotency-Key) publishes the same
-			// payment: its message is processed again, not a duplicate.
-			if code := a.post(t, "/v1/payments", paymentBody(id)); code != http.StatusAccepted {
-				t.Fatalf("POST: %d", code)
-			}
+			// request's event: its message is processed again, not a
+			// duplicate.
+			flowtest.PostOK(t, a, id)
 			waitFor(t, "the second charge", func() bool { return processed() == before+1 })
 		})
 	}
@@ -90,7 +88,7 @@ func TestKeysAdminEvictsThroughTheService(t *testing.T) {
 func TestKeysAdminOffByDefault(t *testing.T) {
 	t.Parallel()
 	a := startApp(t)
-	if code, _, _ := a.adminCall(t, "GET", "/admin/keys/"+handlers.ChargePaymentHandler+"?key=k", ""); code != http.StatusNotFound {
+	if code, _, _ := a.adminCall(t, "GET", "/admin/keys/"+testdomain.ChargeRoute+"?key=k", ""); code != http.StatusNotFound {
 		t.Fatalf("GET /admin/keys/... without ADMIN_API_KEY: %d, want 404", code)
 	}
 }
@@ -100,13 +98,13 @@ func TestKeysAdminOffByDefault(t *testing.T) {
 func TestKeysAdminCountsRefusedKeys(t *testing.T) {
 	t.Parallel()
 	a := startApp(t, "ADMIN_API_KEY=adm1n-0123456789ab")
-	path := "/admin/keys/" + handlers.ChargePaymentHandler + "?key=k"
+	path := "/admin/keys/" + testdomain.ChargeRoute + "?key=k"
 	for _, key := range []string{"adm1n", "adm1n-0123456789ab-not"} {
 		if code, _, _ := a.adminCall(t, "GET", path, key); code != http.StatusUnauthorized {
 			t.Fatalf("GET %s with a wrong key: %d, want 401", path, code)
 		}
 	}
-	if n := a.metric(t, "onceflow_admin_auth_failures_total"); n != 2 {
+	if n := a.Metric(t, "onceflow_admin_auth_failures_total"); n != 2 {
 		t.Errorf("onceflow_admin_auth_failures_total = %v, want 2", n)
 	}
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 
-	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
+	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -29,21 +30,21 @@ func storeEnvs(t *testing.T) map[string]func(t *testing.T) []string {
 	}
 }
 
-// Every payment is sent three times, some copies concurrently; the service
-// charges and notifies each exactly once, whatever the store.
+// Every request is sent three times, some copies concurrently; the service
+// charges, notices and receipts each exactly once, whatever the store.
 func TestDuplicatesChargeOnce(t *testing.T) {
-	const payments, copies = 50, 3
+	const requests, copies = 50, 3
 	for name, env := range storeEnvs(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			a := startApp(t, env(t)...)
 			run := uuid.NewString()[:8]
 			var wg sync.WaitGroup
-			for i := range payments {
-				body := paymentBody(fmt.Sprintf("pay-%s-%d", run, i))
+			for i := range requests {
+				body := flowtest.Body(fmt.Sprintf("req-%s-%d", run, i))
 				for range copies {
 					wg.Go(func() {
-						if code := a.post(t, "/v1/payments", body); code != http.StatusAccepted {
+						if code := a.Post(t, flowtest.CreatePath, body); code != http.StatusAccepted {
 							t.Errorf("POST: status %d", code)
 						}
 					})
@@ -51,11 +52,11 @@ func TestDuplicatesChargeOnce(t *testing.T) {
 			}
 			wg.Wait()
 
-			waitForCopies(t, a, payments, copies)
-			if got, want := a.summary(t), (summary{payments, payments, payments}); got != want {
-				t.Errorf("summary = %+v, want %+v", got, want)
+			flowtest.WaitForCopies(t, a, requests, copies)
+			if got, want := flowtest.Tally(t, a), flowtest.Want(requests, requests*copies); got != want {
+				t.Errorf("tally = %+v, want %+v", got, want)
 			}
-			if n := a.metric(t, "onceflow_poisoned_messages_total"); n != 0 {
+			if n := a.Metric(t, "onceflow_poisoned_messages_total"); n != 0 {
 				t.Errorf("%v messages poisoned, want none", n)
 			}
 		})
@@ -66,21 +67,19 @@ func TestDuplicatesChargeOnce(t *testing.T) {
 // the handler goes on consuming the rest.
 func TestMalformedMessageIsPoisoned(t *testing.T) {
 	a := startApp(t)
-	for _, payload := range []string{`not json`, `{"payment_id":"p-1"}`, `{"payment_id":7}`} {
+	for _, payload := range []string{`not json`, `{"id":"r-1"}`, `{"id":7}`} {
 		msg := message.NewMessage(uuid.NewString(), []byte(payload))
-		if err := a.transport.Publisher().Publish(handlers.TopicPaymentRequested, msg); err != nil {
+		if err := a.transport.Publisher().Publish(testdomain.TopicRequested, msg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if code := a.post(t, "/v1/payments", paymentBody("pay-after-poison")); code != http.StatusAccepted {
-		t.Fatalf("POST: status %d", code)
-	}
+	flowtest.PostOK(t, a, "after-poison")
 	waitFor(t, "poisoned messages and the valid one", func() bool {
-		return a.metric(t, "onceflow_poisoned_messages_total", "topic", handlers.TopicPaymentRequested) == 3 &&
-			a.summary(t).Charges == 1
+		return a.Metric(t, "onceflow_poisoned_messages_total", "topic", testdomain.TopicRequested) == 3 &&
+			flowtest.Tally(t, a).Charges.Rows == 1
 	})
-	if n := a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler, "outcome", "failed"); n < 3 {
-		t.Errorf("charge_payment failed %v times, want each malformed message to fail once", n)
+	if n := flowtest.Outcomes(t, a, testdomain.ChargeRoute, "failed"); n < 3 {
+		t.Errorf("the charge route failed %v times, want each malformed message to fail once", n)
 	}
 }
 
@@ -88,33 +87,31 @@ func TestMalformedMessageIsPoisoned(t *testing.T) {
 // record sees it; the handlers go on with the rest.
 func TestOversizeMessageIsPoisoned(t *testing.T) {
 	a := startApp(t, "MAX_MESSAGE_BYTES=512")
-	big := fmt.Sprintf(`{"payment_id":"pay-big","customer_id":%q,"amount_cents":1,"currency":"EUR"}`, strings.Repeat("c", 512))
-	if err := a.transport.Publisher().Publish(handlers.TopicPaymentRequested, message.NewMessage(uuid.NewString(), []byte(big))); err != nil {
+	big := fmt.Sprintf(`{"id":"big","amount":1,"note":%q}`, strings.Repeat("c", 512))
+	if err := a.transport.Publisher().Publish(testdomain.TopicRequested, message.NewMessage(uuid.NewString(), []byte(big))); err != nil {
 		t.Fatal(err)
 	}
-	if code := a.post(t, "/v1/payments", paymentBody("pay-small")); code != http.StatusAccepted {
-		t.Fatalf("POST: status %d", code)
-	}
+	flowtest.PostOK(t, a, "small")
 	waitFor(t, "the oversize message poisoned and the other charged", func() bool {
-		return a.metric(t, "onceflow_poisoned_messages_total", "topic", handlers.TopicPaymentRequested) == 1 &&
-			a.summary(t).Charges == 1
+		return a.Metric(t, "onceflow_poisoned_messages_total", "topic", testdomain.TopicRequested) == 1 &&
+			flowtest.Tally(t, a).Charges.Rows == 1
 	})
-	if n := a.metric(t, "onceflow_receiver_outcomes_total", "scope", handlers.ChargePaymentHandler); n != 1 {
-		t.Errorf("charge_payment's receiver saw %v messages, want the small one only", n)
+	if n := a.Metric(t, "onceflow_receiver_outcomes_total", "scope", testdomain.ChargeRoute); n != 1 {
+		t.Errorf("the charge route's receiver saw %v messages, want the small one only", n)
 	}
 }
 
 // Health and readiness answer, and cancelling Run shuts down cleanly.
 func TestHealthAndGracefulShutdown(t *testing.T) {
 	a := startApp(t)
-	if code := a.get(t, "/healthz", nil); code != http.StatusOK {
+	if code := a.Get(t, "/healthz", nil); code != http.StatusOK {
 		t.Errorf("/healthz: status %d", code)
 	}
 	var ready struct {
 		Status string            `json:"status"`
 		Checks map[string]string `json:"checks"`
 	}
-	if code := a.get(t, "/readyz", &ready); code != http.StatusOK || ready.Checks["store"] != "ok" {
+	if code := a.Get(t, "/readyz", &ready); code != http.StatusOK || ready.Checks["store"] != "ok" {
 		t.Errorf("/readyz: status %d %+v", code, ready)
 	}
 	if err := a.stop(); err != nil {

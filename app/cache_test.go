@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/stores"
 )
 
@@ -33,28 +34,28 @@ func TestDuplicateAnsweredFromCache(t *testing.T) {
 			t.Parallel()
 			var claims atomic.Int64
 			a := startAppWith(t, seams{store: func(s stores.Store) stores.Store { return claimCounter{s, &claims} }}, envs[name](t)...)
-			key, body := uuid.NewString(), paymentBody("pay-"+uuid.NewString()[:8])
+			key, body := uuid.NewString(), flowtest.Body("req-"+uuid.NewString()[:8])
 
-			first := a.send(t, http.DefaultClient, http.MethodPost, "/v1/payments", body, "Idempotency-Key", key)
+			first := a.send(t, http.DefaultClient, http.MethodPost, flowtest.CreatePath, body, "Idempotency-Key", key)
 			if first.status != http.StatusAccepted || first.replayed() {
 				t.Fatalf("first POST: %d replayed=%v, want an original 202", first.status, first.replayed())
 			}
-			waitFor(t, "the payment charged and notified", func() bool { return a.summary(t).Notifications == 1 })
-			// The HTTP face and both handlers claimed once each; the
-			// handlers' completions are settled once the ledger shows them.
-			before, hits := claims.Load(), a.metric(t, "onceflow_dedup_cache_lookups_total", "result", "hit")
+			waitFor(t, "the request charged, noticed and receipted", func() bool { return flowtest.Tally(t, a) == flowtest.Want(1, 1) })
+			// The HTTP face and every route claimed once each; the routes'
+			// completions are settled once the ledger shows them.
+			before, hits := claims.Load(), a.Metric(t, "onceflow_dedup_cache_lookups_total", "result", "hit")
 
-			again := a.send(t, http.DefaultClient, http.MethodPost, "/v1/payments", body, "Idempotency-Key", key)
+			again := a.send(t, http.DefaultClient, http.MethodPost, flowtest.CreatePath, body, "Idempotency-Key", key)
 			if again.status != http.StatusAccepted || !again.replayed() || string(again.body) != string(first.body) {
 				t.Fatalf("second POST: %d replayed=%v %q, want the replay of %q", again.status, again.replayed(), again.body, first.body)
 			}
 			if got := claims.Load() - before; got != 0 {
 				t.Errorf("the store saw %d claims for the duplicate, want 0", got)
 			}
-			if got := a.metric(t, "onceflow_dedup_cache_lookups_total", "result", "hit") - hits; got != 1 {
+			if got := a.Metric(t, "onceflow_dedup_cache_lookups_total", "result", "hit") - hits; got != 1 {
 				t.Errorf("cache hits for the duplicate = %v, want 1", got)
 			}
-			if n := a.metric(t, "onceflow_dedup_cache_lookups_total", "result", "miss"); n < 1 {
+			if n := a.Metric(t, "onceflow_dedup_cache_lookups_total", "result", "miss"); n < 1 {
 				t.Errorf("cache misses = %v, want the first request's", n)
 			}
 		})

@@ -20,7 +20,8 @@ import (
 //
 // Each field declares one setting, once: its env tag names the variable,
 // envDefault gives its default, allowed (values separated by |) lists the
-// only values it takes, and secret says what the effective configuration's
+// only values it takes (or runtimeAllowed does, for a list the build
+// decides), and secret says what the effective configuration's
 // log line shows of it: url (the URL, its credentials masked by redact),
 // apikeys (clients, not keys) or true (only whether it is set). Its doc
 // comment is its documentation: docs/configuration.md is generated from
@@ -30,10 +31,10 @@ import (
 //
 //go:generate go test -run ^TestConfigurationDoc$ -update .
 type Config struct {
-	// Transport is the broker: gochannel (in-process), kafka, amqp
-	// (RabbitMQ), sql (PostgreSQL at DATABASE_URL), nats (NATS JetStream)
-	// or redisstream (Redis Streams).
-	Transport string `env:"TRANSPORT" envDefault:"gochannel" allowed:"gochannel|kafka|amqp|sql|nats|redisstream"`
+	// Transport is the broker, one of those the build has: gochannel, in
+	// process, needs nothing installed; docs/brokers.md describes the
+	// others and the settings each reads.
+	Transport string `env:"TRANSPORT" envDefault:"gochannel"`
 	// Store keeps idempotency records: memory, redis or postgres.
 	Store string `env:"STORE" envDefault:"memory" allowed:"memory|redis|postgres"`
 
@@ -213,9 +214,9 @@ type Config struct {
 	// "k3y-1:client-a,k3y-2:client-b", split at the last colon; a client may
 	// have several keys, to rotate them. The client scopes Idempotency-Key
 	// records, so no client can replay or block another's response, and
-	// the domain's data (in the example, a payment belongs to the client
-	// that created it). Unset, the service refuses to start unless
-	// ALLOW_ANONYMOUS=true.
+	// the domain's data (what a client creates can be its own: the domain
+	// reads the client from the request). Unset, the service refuses to
+	// start unless ALLOW_ANONYMOUS=true.
 	APIKeys string `env:"API_KEYS" secret:"apikeys"`
 	// AllowAnonymous, with API_KEYS unset, serves the API to anyone as one
 	// anonymous client: every caller shares one namespace of
@@ -304,9 +305,11 @@ type Config struct {
 	OTLPTracesEndpoint string `env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" secret:"url"`
 }
 
-// transports are the values TRANSPORT allows, which its allowed tag
-// repeats for the documentation (TestSettingsDeclared checks they agree).
-var transports = transport.Kinds
+// runtimeAllowed lists, by field of Config, the settings whose allowed
+// values the build decides rather than a tag: TRANSPORT allows the kinds
+// of package transport, so that removing a broker (its package and its
+// entry there) changes nothing here.
+var runtimeAllowed = map[string][]string{"Transport": transport.Kinds}
 
 // LoadConfig reads the configuration from environ (os.Environ's form),
 // fills defaults and validates it. Its error names the variable and what it

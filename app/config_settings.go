@@ -18,7 +18,7 @@ type setting struct {
 	Name    string   // the variable: the env tag
 	Field   string   // the Go field
 	Default string   // envDefault; "" when unset
-	Allowed []string // the allowed tag split at |; nil: any value its type parses
+	Allowed []string // the allowed tag split at |, or runtimeAllowed's list; nil: any value its type parses
 	Secret  string   // the secret tag: "" or one of the secret* kinds
 	Type    reflect.Type
 	index   []int
@@ -54,7 +54,13 @@ var settings = sync.OnceValue(func() []setting {
 		if a, ok := f.Tag.Lookup("allowed"); ok {
 			s.Allowed = strings.Split(a, "|")
 		}
+		values, runtime := runtimeAllowed[f.Name]
+		if runtime {
+			s.Allowed = slices.Clone(values)
+		}
 		switch {
+		case runtime && f.Tag.Get("allowed") != "":
+			panic(fmt.Sprintf("app.Config.%s: an allowed tag and a runtimeAllowed list", f.Name))
 		case s.Allowed != nil && f.Type.Kind() != reflect.String:
 			panic(fmt.Sprintf("app.Config.%s: an allowed tag on a %s", f.Name, f.Type))
 		case !slices.Contains([]string{"", secretURL, secretAPIKeys, secretWhole}, s.Secret):

@@ -64,15 +64,17 @@ func TestSettingsDeclared(t *testing.T) {
 		t.Errorf("the logged configuration has %d keys for %d settings: %v", len(logged), len(list), logged)
 	}
 	if s, _ := settingNamed("TRANSPORT"); !slices.Equal(s.Allowed, transport.Kinds) {
-		t.Errorf("TRANSPORT allows %q, the transports are %q: make its allowed tag list them", s.Allowed, transport.Kinds)
+		t.Errorf("TRANSPORT allows %q, the transports are %q", s.Allowed, transport.Kinds)
 	}
 }
 
-// everyBackend are configurations that, together, open every backend.
+// everyBackend are configurations that, together, open every backend a
+// setting belongs to (backendOf): the settings of a broker the build does
+// not have are still fields of Config, logged when it is configured.
 func everyBackend() []Config {
-	list := []Config{{Store: "redis", DatabaseURL: "postgres://db/app"}}
-	for _, kind := range transport.Kinds {
-		list = append(list, Config{Transport: kind})
+	var list []Config
+	for _, s := range settings() {
+		list = append(list, opening(backendOf(s.Name)))
 	}
 	return list
 }
@@ -188,6 +190,9 @@ func TestConfigLogListsBackendsInUse(t *testing.T) {
 		{"the traces endpoint overrides the base", []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://otel:4318/v1/traces", "DATABASE_URL="},
 			[]string{"otel_exporter_otlp_traces_endpoint"}},
 	} {
+		if !builtInEnv(tc.environ) {
+			continue // a case of a broker the build does not have
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := LoadConfig(append(slices.Clone(all), tc.environ...))
 			if err != nil {

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceflow/onceflow/handlers/payments"
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
+	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -57,7 +58,7 @@ func TestRedisDurabilityGuard(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logs testenv.Buffer
-			a, err := New(context.Background(), cfg, payments.Domain(), slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			a, err := New(context.Background(), cfg, testdomain.Domain().WithEnviron(environ), slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
 			if len(tc.refused) > 0 {
 				if err == nil {
 					_ = a.Close()
@@ -86,7 +87,7 @@ func TestRedisDurabilityGuard(t *testing.T) {
 			}
 			for setting, want := range map[string]string{"appendonly": tc.appendOnly, "maxmemory-policy": tc.policy} {
 				for _, state := range []string{"ok", "at_risk", "unknown"} {
-					got := r.metric(t, "onceflow_store_durability", "setting", setting, "state", state)
+					got := r.Metric(t, "onceflow_store_durability", "setting", setting, "state", state)
 					if wantOne := state == want; got != map[bool]float64{true: 1, false: 0}[wantOne] {
 						t.Errorf(`onceflow_store_durability{setting=%q,state=%q} = %v, want state %s`, setting, state, got, want)
 					}
@@ -97,24 +98,22 @@ func TestRedisDurabilityGuard(t *testing.T) {
 }
 
 // TestWaitReplicasProcessesOnce runs the service with REDIS_WAIT_REPLICAS=1
-// on a master with one replica: a payment sent twice is charged once, and
+// on a master with one replica: a request sent twice is charged once, and
 // the replica holds the completed records.
 func TestWaitReplicasProcessesOnce(t *testing.T) {
 	t.Parallel()
 	master := testenv.RedisServer(t, "--appendonly", "yes", "--repl-diskless-sync-delay", "0")
 	replica := testenv.RedisReplica(t, master, "--appendonly", "yes")
 	r := startApp(t, "STORE=redis", "REDIS_URL=redis://"+master.Addr()+"/0", "REDIS_WAIT_REPLICAS=1", "REDIS_WAIT_TIMEOUT=5s")
-	id := "pay-wait-" + testenv.NewID()[:8]
+	id := "req-wait-" + testenv.NewID()[:8]
 	for range 2 {
-		if code := r.post(t, "/v1/payments", paymentBody(id)); code != 202 {
-			t.Fatalf("POST: status %d", code)
-		}
+		flowtest.PostOK(t, r, id)
 	}
-	waitFor(t, "the payment notified", func() bool { return r.summary(t).Notifications == 1 })
-	if s := r.summary(t); s.Charges != 1 {
-		t.Fatalf("summary %+v, want 1 charge", s)
+	waitFor(t, "the request noticed", func() bool { return flowtest.Tally(t, r).Notices.Rows == 1 })
+	if s := flowtest.Tally(t, r); s.Charges.Rows != 1 {
+		t.Fatalf("tally %+v, want 1 charge", s)
 	}
-	if n := r.metric(t, "onceflow_receiver_outcomes_total", "outcome", "store_error"); n != 0 {
+	if n := r.Metric(t, "onceflow_receiver_outcomes_total", "outcome", "store_error"); n != 0 {
 		t.Fatalf("%v store errors, want none", n)
 	}
 	keys, err := replica.Client(t).Keys(context.Background(), "onceflow:idem:*").Result()

@@ -45,7 +45,7 @@ type httpParts struct {
 // The API (every other path) sits behind Authenticate when API_KEYS is
 // set; unset, New has refused to start unless ALLOW_ANONYMOUS=true, and
 // every caller is one anonymous client (the face's WithAnonymous). Its
-// unsafe routes (POST /v1/payments in the example) sit behind the
+// unsafe routes (those of the domain's IdempotentRoutes) sit behind the
 // receiver's HTTP face, which requires an Idempotency-Key and holds each
 // client to IDEMPOTENCY_CLIENT_RECORDS new keys per
 // IDEMPOTENCY_CLIENT_WINDOW. Outermost first:

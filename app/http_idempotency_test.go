@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -11,7 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
+	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
+	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/middleware/idempotencykey"
 	"github.com/onceflow/onceflow/problem"
 )
@@ -29,35 +30,18 @@ func (r response) replayed() bool { return r.header.Get(idempotencykey.ReplayedH
 // client and reads the whole answer.
 func (r *running) send(t *testing.T, client *http.Client, method, path, body string, header ...string) response {
 	t.Helper()
-	req, err := http.NewRequest(method, r.base+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Errorf("%s %s: %v", method, path, err)
-		return response{}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Errorf("%s %s: reading: %v", method, path, err)
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	got := testenv.Send(t, client, method, r.base+path, body, header...)
+	return response{status: got.Status, header: got.Header, body: got.Body}
 }
 
-// 500 identical POSTs at once with one Idempotency-Key make one payment and
+// 500 identical POSTs at once with one Idempotency-Key make one request and
 // one charge. Each answer is the original 202, its replay, or 409.
 func TestHTTPIdempotencyConcurrentPOSTs(t *testing.T) {
 	const n = 500
 	a := startApp(t)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
 	t.Cleanup(client.CloseIdleConnections)
-	key, body := uuid.NewString(), paymentBody("pay-"+uuid.NewString()[:8])
+	key, body := uuid.NewString(), flowtest.Body("req-"+uuid.NewString()[:8])
 
 	start := make(chan struct{})
 	responses := make([]response, n)
@@ -65,7 +49,7 @@ func TestHTTPIdempotencyConcurrentPOSTs(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			responses[i] = a.send(t, client, http.MethodPost, "/v1/payments", body, "Idempotency-Key", key)
+			responses[i] = a.send(t, client, http.MethodPost, flowtest.CreatePath, body, "Idempotency-Key", key)
 		})
 	}
 	close(start)
@@ -95,12 +79,12 @@ func TestHTTPIdempotencyConcurrentPOSTs(t *testing.T) {
 			t.Errorf("replayed body %q, want the original %q", r.body, original)
 		}
 	}
-	waitFor(t, "the payment charged and notified", func() bool { return a.summary(t).Notifications == 1 })
-	if got, want := a.summary(t), (summary{1, 1, 1}); got != want {
-		t.Errorf("summary = %+v, want %+v", got, want)
+	waitFor(t, "the request charged and noticed", func() bool { return flowtest.Tally(t, a).Notices.Rows == 1 })
+	if got, want := flowtest.Tally(t, a), flowtest.Want(1, 1); got.Requests != want.Requests || got.Charges != want.Charges || got.Notices != want.Notices {
+		t.Errorf("tally = %+v, want one request, charged and noticed once", got)
 	}
 	for outcome, want := range map[string]int{"processed": 1, "duplicate": replays, "in_progress": conflicts} {
-		if got := a.metric(t, "onceflow_receiver_outcomes_total", "scope", idempotencykey.Scope, "outcome", outcome); got != float64(want) {
+		if got := a.Metric(t, "onceflow_receiver_outcomes_total", "scope", idempotencykey.Scope, "outcome", outcome); got != float64(want) {
 			t.Errorf("http %s = %v, want %d", outcome, got, want)
 		}
 	}
@@ -113,12 +97,12 @@ func TestHTTPIdempotencyClientsIsolated(t *testing.T) {
 	c := http.DefaultClient
 	asA, asB := []string{"Authorization", "Bearer key-a"}, []string{"Authorization", "Bearer key-b"}
 	key := []string{"Idempotency-Key", "shared-key"}
-	pay := paymentBody("pay-" + uuid.NewString()[:8])
+	req := flowtest.Body("req-" + uuid.NewString()[:8])
 
 	for _, r := range []response{
-		a.send(t, c, http.MethodPost, "/v1/payments", pay, key...),
-		a.send(t, c, http.MethodPost, "/v1/payments", pay, append(key, "Authorization", "Bearer key-c")...),
-		a.send(t, c, http.MethodGet, "/v1/ledger/summary", ""),
+		a.send(t, c, http.MethodPost, flowtest.CreatePath, req, key...),
+		a.send(t, c, http.MethodPost, flowtest.CreatePath, req, append(key, "Authorization", "Bearer key-c")...),
+		a.send(t, c, http.MethodGet, "/v1/summary", ""),
 	} {
 		if r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") ||
 			r.header.Get("Content-Type") != problem.ContentType {
@@ -126,10 +110,10 @@ func TestHTTPIdempotencyClientsIsolated(t *testing.T) {
 		}
 	}
 
-	firstA := a.send(t, c, http.MethodPost, "/v1/payments", pay, append(key, asA...)...)
-	firstB := a.send(t, c, http.MethodPost, "/v1/payments", pay, append(key, asB...)...)
-	otherB := a.send(t, c, http.MethodPost, "/v1/payments", paymentBody("pay-other"), append(key, asB...)...)
-	againA := a.send(t, c, http.MethodPost, "/v1/payments", pay, append(key, asA...)...)
+	firstA := a.send(t, c, http.MethodPost, flowtest.CreatePath, req, append(key, asA...)...)
+	firstB := a.send(t, c, http.MethodPost, flowtest.CreatePath, req, append(key, asB...)...)
+	otherB := a.send(t, c, http.MethodPost, flowtest.CreatePath, flowtest.Body("req-other"), append(key, asB...)...)
+	againA := a.send(t, c, http.MethodPost, flowtest.CreatePath, req, append(key, asA...)...)
 	if firstA.status != http.StatusAccepted || firstA.replayed() {
 		t.Errorf("client A: %d replayed %v, want a new 202", firstA.status, firstA.replayed())
 	}
@@ -137,7 +121,7 @@ func TestHTTPIdempotencyClientsIsolated(t *testing.T) {
 		t.Errorf("client B with A's key: %d replayed %v, want its own 202, not A's", firstB.status, firstB.replayed())
 	}
 	if otherB.status != http.StatusUnprocessableEntity {
-		t.Errorf("client B reusing its key for another payment: %d, want 422", otherB.status)
+		t.Errorf("client B reusing its key for another request: %d, want 422", otherB.status)
 	}
 	if againA.status != http.StatusAccepted || !againA.replayed() || !bytes.Equal(againA.body, firstA.body) ||
 		againA.header.Get("Location") != firstA.header.Get("Location") {
@@ -149,7 +133,7 @@ func TestHTTPIdempotencyClientsIsolated(t *testing.T) {
 func TestHTTPIdempotencyProblems(t *testing.T) {
 	a := startApp(t)
 	c := http.DefaultClient
-	pay := paymentBody("pay-" + uuid.NewString()[:8])
+	req := flowtest.Body("req-" + uuid.NewString()[:8])
 	key := "key-" + uuid.NewString()
 	for _, tc := range []struct {
 		name   string
@@ -157,15 +141,15 @@ func TestHTTPIdempotencyProblems(t *testing.T) {
 		header []string
 		status int
 	}{
-		{"no key", pay, nil, http.StatusBadRequest},
-		{"key too long", pay, []string{"Idempotency-Key", strings.Repeat("k", 256)}, http.StatusBadRequest},
-		{"first", pay, []string{"Idempotency-Key", key}, http.StatusAccepted},
-		{"same key, other payment", paymentBody("pay-other"), []string{"Idempotency-Key", key}, http.StatusUnprocessableEntity},
-		{"invalid payment is stored", `{}`, []string{"Idempotency-Key", key + "-bad"}, http.StatusBadRequest},
-		{"body over the limit", strings.Repeat(" ", handlers.MaxRequestBody+1), []string{"Idempotency-Key", key + "-big"},
+		{"no key", req, nil, http.StatusBadRequest},
+		{"key too long", req, []string{"Idempotency-Key", strings.Repeat("k", 256)}, http.StatusBadRequest},
+		{"first", req, []string{"Idempotency-Key", key}, http.StatusAccepted},
+		{"same key, other request", flowtest.Body("req-other"), []string{"Idempotency-Key", key}, http.StatusUnprocessableEntity},
+		{"invalid request is stored", `{}`, []string{"Idempotency-Key", key + "-bad"}, http.StatusBadRequest},
+		{"body over the limit", strings.Repeat(" ", testdomain.MaxRequestBody+1), []string{"Idempotency-Key", key + "-big"},
 			http.StatusRequestEntityTooLarge},
 	} {
-		r := a.send(t, c, http.MethodPost, "/v1/payments", tc.body, tc.header...)
+		r := a.send(t, c, http.MethodPost, flowtest.CreatePath, tc.body, tc.header...)
 		if r.status != tc.status {
 			t.Errorf("%s: %d %s, want %d", tc.name, r.status, r.body, tc.status)
 		}
@@ -173,28 +157,28 @@ func TestHTTPIdempotencyProblems(t *testing.T) {
 			t.Errorf("%s: Content-Type %q, want a problem", tc.name, r.header.Get("Content-Type"))
 		}
 	}
-	if r := a.send(t, c, http.MethodPost, "/v1/payments", `{}`, "Idempotency-Key", key+"-bad"); !r.replayed() {
+	if r := a.send(t, c, http.MethodPost, flowtest.CreatePath, `{}`, "Idempotency-Key", key+"-bad"); !r.replayed() {
 		t.Error("the stored 400 was not replayed")
 	}
 }
 
 // A response over IDEMPOTENCY_MAX_BODY is served but not stored: its retry
-// runs the handler again (and the payment is still charged once).
+// runs the handler again (and the request is still charged once).
 func TestHTTPIdempotencyOversizeResponseNotStored(t *testing.T) {
 	a := startApp(t, "IDEMPOTENCY_MAX_BODY=10")
-	pay, key := paymentBody("pay-"+uuid.NewString()[:8]), uuid.NewString()
+	req, key := flowtest.Body("req-"+uuid.NewString()[:8]), uuid.NewString()
 	for range 2 {
-		r := a.send(t, http.DefaultClient, http.MethodPost, "/v1/payments", pay, "Idempotency-Key", key)
+		r := a.send(t, http.DefaultClient, http.MethodPost, flowtest.CreatePath, req, "Idempotency-Key", key)
 		if r.status != http.StatusAccepted || r.replayed() {
 			t.Errorf("%d replayed %v, want a new 202", r.status, r.replayed())
 		}
 	}
-	if n := a.metric(t, "onceflow_receiver_outcomes_total", "scope", idempotencykey.Scope, "outcome", "not_stored"); n != 2 {
+	if n := a.Metric(t, "onceflow_receiver_outcomes_total", "scope", idempotencykey.Scope, "outcome", "not_stored"); n != 2 {
 		t.Errorf("not_stored = %v, want 2", n)
 	}
-	waitFor(t, "the payment charged and notified", func() bool { return a.summary(t).Notifications == 1 })
-	if got := a.summary(t); got.Charges != 1 {
-		t.Errorf("summary = %+v, want one charge", got)
+	waitFor(t, "the request charged and noticed", func() bool { return flowtest.Tally(t, a).Notices.Rows == 1 })
+	if got := flowtest.Tally(t, a); got.Charges.Rows != 1 {
+		t.Errorf("tally = %+v, want one charge", got)
 	}
 }
 

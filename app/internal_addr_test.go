@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -16,22 +17,22 @@ func TestInternalAddrKeepsOperationsOffThePublicPort(t *testing.T) {
 	if a.ops == a.base {
 		t.Fatalf("the internal server listens on the public address %s", a.base)
 	}
-	for _, path := range []string{"/metrics", "/healthz", "/readyz", "/admin/keys/charge_payment?key=k"} {
+	for _, path := range []string{"/metrics", "/healthz", "/readyz", "/admin/keys/charge?key=k"} {
 		if code := testenv.GetJSON(t, a.base+path, nil); code != http.StatusNotFound {
 			t.Errorf("GET %s on HTTP_ADDR: %d, want 404", path, code)
 		}
 	}
 	for path, want := range map[string]int{
 		"/metrics": http.StatusOK, "/healthz": http.StatusOK, "/readyz": http.StatusOK,
-		"/admin/keys/charge_payment?key=k": http.StatusUnauthorized, // there, behind its key
-		"/v1/payments/p-1":                 http.StatusNotFound,     // the API is not
+		"/admin/keys/charge?key=k": http.StatusUnauthorized, // there, behind its key
+		"/v1/charges/r-1":          http.StatusNotFound,     // the API is not
 	} {
 		if code := testenv.GetJSON(t, a.ops+path, nil); code != want {
 			t.Errorf("GET %s on INTERNAL_ADDR: %d, want %d", path, code, want)
 		}
 	}
-	if code := a.post(t, "/v1/payments", paymentBody("p-internal-1")); code != http.StatusAccepted {
-		t.Errorf("POST /v1/payments on HTTP_ADDR: %d, want 202", code)
+	if code := a.Post(t, flowtest.CreatePath, flowtest.Body("r-internal-1")); code != http.StatusAccepted {
+		t.Errorf("POST %s on HTTP_ADDR: %d, want 202", flowtest.CreatePath, code)
 	}
 
 	env := []string{"HTTP_ADDR=" + a.Addr(), "INTERNAL_ADDR=" + a.InternalAddr()}

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/onceflow/onceflow/handlers"
-	"github.com/onceflow/onceflow/handlers/payments"
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
+	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/middleware/idempotencykey"
 	"github.com/onceflow/onceflow/migrations"
@@ -25,7 +25,7 @@ type scrape struct {
 	families map[string]*dto.MetricFamily
 }
 
-func (r *running) scrape(t *testing.T) scrape {
+func (r *running) scrape(t testing.TB) scrape {
 	t.Helper()
 	text, families := testenv.Scrape(t, r.ops+"/metrics")
 	return scrape{text: text, families: families}
@@ -49,17 +49,17 @@ func (s scrape) sampleSum(name string, labels ...string) float64 {
 	return sum
 }
 
-// The known run: on gochannel with PostgreSQL records, 4 payments, 3
-// retries of them, 1 key reused for another payment and 1 request without
-// a key through the API, 2 of the 4 PaymentRequested messages delivered
-// again, 5 expired records waiting for the sweeper. Every
+// The known run: on gochannel with PostgreSQL records, 4 requests, 3
+// retries of them, 1 key reused for another request and 1 request without
+// a key through the API, 2 of the 4 requested events delivered again, 5
+// expired records waiting for the sweeper. Every
 // number /metrics shows about it is checked, and the scrape passes the
 // linter of promtool check metrics. The dashboard's test reads the same
 // scrape (knownRunScrape).
 func TestMetricsAfterKnownRun(t *testing.T) {
 	s := knownRunScrape(t)
-	routes := paymentRoutes()
-	deliveries := 6.0 // per handler: 4 messages, 2 copies
+	routes := testdomain.Routes()
+	deliveries := 6.0 // per route: 4 messages, 2 copies
 	for _, c := range []struct {
 		name   string
 		labels []string
@@ -72,12 +72,12 @@ func TestMetricsAfterKnownRun(t *testing.T) {
 		{"onceflow_receiver_outcomes_total", []string{"scope", idempotencykey.Scope, "outcome", "duplicate"}, 3},
 		{"onceflow_receiver_outcomes_total", []string{"scope", idempotencykey.Scope, "outcome", "fingerprint_mismatch"}, 1},
 		{"onceflow_receiver_outcomes_total", []string{"scope", idempotencykey.Scope}, 8},
-		// 8 claims by the API and 6 by each handler; 4 completes by each.
+		// 8 claims by the API and 6 by each route; 4 completes by each.
 		{"onceflow_store_duration_seconds", []string{"store", "postgres", "op", "claim"}, 8 + deliveries*float64(len(routes))},
 		{"onceflow_store_duration_seconds", []string{"store", "postgres", "op", "complete"}, 4 + 4*float64(len(routes))},
-		// Each copy of a PaymentRequested replays its PaymentCharged,
-		// whose copies the other handlers answer as duplicates.
-		{"onceflow_replayed_messages_total", []string{"scope", handlers.ChargePaymentHandler}, 2},
+		// Each copy of a requested event replays its charged event,
+		// whose copies the other routes answer as duplicates.
+		{"onceflow_replayed_messages_total", []string{"scope", testdomain.ChargeRoute}, 2},
 		{"onceflow_store_duration_seconds", []string{"op", "release"}, 0},
 		{"onceflow_sweeper_deleted_records_total", nil, 5},
 		{"onceflow_poisoned_messages_total", nil, 0},
@@ -160,7 +160,7 @@ func makeKnownRun(t *testing.T) (scrape, string) {
 		testenv.Unreachable(t, "PostgreSQL", dbURL, err)
 	}
 	defer pool.Close()
-	if err := migrate(t.Context(), pool, string(migrations.Rows), payments.Domain()); err != nil {
+	if err := migrate(t.Context(), pool, string(migrations.Rows), testdomain.Domain()); err != nil {
 		return scrape{}, err.Error()
 	}
 	if _, err := pool.Exec(t.Context(), `
@@ -177,30 +177,29 @@ func makeKnownRun(t *testing.T) (scrape, string) {
 	keys := make([]string, 4)
 	for i := range keys {
 		keys[i] = uuid.NewString()
-		if code := a.post(t, "/v1/payments", paymentBody("pay-"+keys[i][:8]), "Idempotency-Key", keys[i]); code != http.StatusAccepted {
-			return scrape{}, "payment: status " + http.StatusText(code)
+		if code := a.Post(t, flowtest.CreatePath, flowtest.Body("req-"+keys[i][:8]), "Idempotency-Key", keys[i]); code != http.StatusAccepted {
+			return scrape{}, "request: status " + http.StatusText(code)
 		}
 	}
 	for i := range 3 {
-		if code := a.post(t, "/v1/payments", paymentBody("pay-"+keys[i][:8]), "Idempotency-Key", keys[i]); code != http.StatusAccepted {
+		if code := a.Post(t, flowtest.CreatePath, flowtest.Body("req-"+keys[i][:8]), "Idempotency-Key", keys[i]); code != http.StatusAccepted {
 			return scrape{}, "retry: status " + http.StatusText(code)
 		}
 	}
-	if code := a.post(t, "/v1/payments", paymentBody("pay-other"), "Idempotency-Key", keys[0]); code != http.StatusUnprocessableEntity {
+	if code := a.Post(t, flowtest.CreatePath, flowtest.Body("req-other"), "Idempotency-Key", keys[0]); code != http.StatusUnprocessableEntity {
 		return scrape{}, "reused key: status " + http.StatusText(code)
 	}
-	if code := a.post(t, "/v1/payments", paymentBody("pay-nokey"), "Idempotency-Key", ""); code != http.StatusBadRequest {
+	if code := a.Post(t, flowtest.CreatePath, flowtest.Body("req-nokey"), "Idempotency-Key", ""); code != http.StatusBadRequest {
 		return scrape{}, "no key: status " + http.StatusText(code)
 	}
-	// Two of the PaymentRequested messages again, as a broker redelivers
-	// them.
+	// Two of the requested events again, as a broker redelivers them.
 	for range 2 {
-		if err := a.transport.Publisher().Publish(handlers.TopicPaymentRequested, <-requested); err != nil {
+		if err := a.transport.Publisher().Publish(testdomain.TopicRequested, <-requested); err != nil {
 			return scrape{}, "publishing a copy: " + err.Error()
 		}
 	}
-	routes := paymentRoutes()
-	waitFor(t, "every handler's deliveries acked and the sweeper's first pass", func() bool {
+	routes := testdomain.Routes()
+	waitFor(t, "every route's deliveries acked and the sweeper's first pass", func() bool {
 		s := a.scrape(t)
 		for _, r := range routes {
 			if s.value("onceflow_router_subscriber_messages_received_total", "handler_name", r.Name, "acked", "acked") < 6 {
@@ -213,14 +212,14 @@ func makeKnownRun(t *testing.T) (scrape, string) {
 	return a.scrape(t), ""
 }
 
-// captureRequested subscribes to the PaymentRequested messages of a
-// (gochannel) and hands on a copy of each, same UUID, metadata and payload.
+// captureRequested subscribes to the requested events of a (gochannel)
+// and hands on a copy of each, same UUID, metadata and payload.
 func captureRequested(t *testing.T, a *running) (<-chan *message.Message, error) {
 	sub, err := a.transport.Subscriber("known_run_capture", 1)
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := sub.Subscribe(t.Context(), handlers.TopicPaymentRequested)
+	msgs, err := sub.Subscribe(t.Context(), testdomain.TopicRequested)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/migrations"
 )
@@ -16,7 +17,7 @@ import (
 func TestPartitionedLayoutInTransactionMode(t *testing.T) {
 	testenv.Integration(t)
 	t.Parallel()
-	charges := chargesAfterInjectedFailure(t, withEffectKeys, "STORE=postgres", "DEDUP_MODE=transaction", "PG_RECORDS_LAYOUT=partitioned")
+	charges := flowtest.ChargesAfterInjectedFailure(t, start, flowtest.WithEffectKeys, "STORE=postgres", "DEDUP_MODE=transaction", "PG_RECORDS_LAYOUT=partitioned")
 	if charges != 1 {
 		t.Errorf("transaction mode on the partitioned layout: %d charges, want exactly 1", charges)
 	}

@@ -16,7 +16,7 @@ import (
 // topic_poisoned it likes, adds no series.
 func TestPoisonCounterLabelsOnlyKnownTopics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	p, err := newPoisonLog(reg, []string{"payments.requested", "payments.charged"}, slog.New(slog.DiscardHandler))
+	p, err := newPoisonLog(reg, []string{"orders.placed", "orders.paid"}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,14 +27,14 @@ func TestPoisonCounterLabelsOnlyKnownTopics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	poison("payments.requested")
+	poison("orders.placed")
 	for i := range 100 {
 		poison("made-up-" + strconv.Itoa(i))
 	}
 	if n := testutil.CollectAndCount(p.poisoned); n != 3 {
 		t.Errorf("%d series, want 3: the two consumed topics and %q", n, otherTopic)
 	}
-	for topic, want := range map[string]float64{"payments.requested": 1, "payments.charged": 0, otherTopic: 100} {
+	for topic, want := range map[string]float64{"orders.placed": 1, "orders.paid": 0, otherTopic: 100} {
 		if got := testutil.ToFloat64(p.poisoned.WithLabelValues(topic)); got != want {
 			t.Errorf("topic %q: %v, want %v", topic, got, want)
 		}

@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/transport"
 )
 
-// DATABASE_URL's sslmode is honoured by every pool the service opens on it:
-// sslmode=require connects over TLS, and sslmode=verify-full refuses a
-// server whose certificate the sslrootcert CA did not sign.
+// DATABASE_URL's sslmode is honoured by every pool the service opens on it
+// (the sql transport's too, when the build has it): sslmode=require
+// connects over TLS, and sslmode=verify-full refuses a server whose
+// certificate the sslrootcert CA did not sign.
 func TestDatabaseURLSSLMode(t *testing.T) {
 	t.Parallel()
 	schemaURL := testenv.PostgresSchema(t)
@@ -30,7 +32,11 @@ func TestDatabaseURLSSLMode(t *testing.T) {
 	if err := testenv.Postgres(t).QueryRow(t.Context(), "SHOW ssl").Scan(&on); err != nil || on != "on" {
 		t.Skipf("the test PostgreSQL does not offer TLS (ssl=%q, %v)", on, err)
 	}
-	a := startApp(t, "STORE=postgres", "TRANSPORT=sql", "DATABASE_URL="+with("sslmode", "require"))
+	env := []string{"STORE=postgres", "DATABASE_URL=" + with("sslmode", "require")}
+	if builtIn(transport.SQL) {
+		env = append(env, "TRANSPORT="+transport.SQL)
+	}
+	a := startApp(t, env...)
 	var ssl bool
 	if err := a.pool.QueryRow(t.Context(), "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").Scan(&ssl); err != nil || !ssl {
 		t.Errorf("sslmode=require: the service's connection has ssl=%t (%v), want TLS", ssl, err)

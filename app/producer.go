@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/domain"
+	"github.com/onceflow/onceflow/transport"
 	"github.com/onceflow/onceflow/transport/broker"
 )
 
@@ -106,7 +107,7 @@ func localURL(name, addr string) (string, error) {
 func CommandEnv(args, environ []string, stdout, stderr io.Writer) domain.CommandEnv {
 	return domain.CommandEnv{
 		Args: args, Environ: environ, Stdout: stdout, Stderr: stderr,
-		Settings: commandSettings, Transports: slices.Clone(transports),
+		Settings: commandSettings, Transports: slices.Clone(transport.Kinds),
 	}
 }
 

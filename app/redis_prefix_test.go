@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -21,9 +22,9 @@ func TestEnvironmentsSharingRedisKeepTheirRecordsApart(t *testing.T) {
 	staging := startApp(t, append(shared, "TOPIC_PREFIX=staging.")...)
 	prod := startApp(t, append(shared, "TOPIC_PREFIX=prod.")...)
 
-	key, body := "order-"+run, paymentBody("pay-"+run)
+	key, body := "order-"+run, flowtest.Body("req-"+run)
 	for name, a := range map[string]*running{"staging": staging, "prod": prod} {
-		req, err := http.NewRequest(http.MethodPost, a.base+"/v1/payments", strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, a.base+flowtest.CreatePath, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -41,7 +42,7 @@ func TestRedisStoreAuthAndTLS(t *testing.T) {
 			a := startApp(t, append([]string{"STORE=redis"}, tc.environ(s, password)...)...)
 			key := "k-" + testenv.NewID()
 			for i, want := range []bool{false, true} {
-				r := a.send(t, http.DefaultClient, http.MethodPost, "/v1/payments", paymentBody("pay-"+key), "Idempotency-Key", key)
+				r := a.send(t, http.DefaultClient, http.MethodPost, flowtest.CreatePath, flowtest.Body("req-"+key), "Idempotency-Key", key)
 				if r.status != http.StatusAccepted || r.replayed() != want {
 					t.Errorf("POST %d: status %d, replayed %t; want 202, replayed %t", i+1, r.status, r.replayed(), want)
 				}

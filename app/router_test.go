@@ -10,6 +10,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores/memory"
@@ -27,8 +28,8 @@ func TestCheckRoutesRefusesTheServicesOwnNames(t *testing.T) {
 			t.Errorf("checkRoutes(route %q) = %v, want it refused", name, err)
 		}
 	}
-	if err := checkRoutes(paymentRoutes(), time.Minute); err != nil {
-		t.Errorf("checkRoutes(the payments routes) = %v", err)
+	if err := checkRoutes(testdomain.Routes(), time.Minute); err != nil {
+		t.Errorf("checkRoutes(the test domain's routes) = %v", err)
 	}
 }
 

@@ -16,8 +16,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
+	"github.com/onceflow/onceflow/transport"
 )
 
 // secrets are the secret values one test puts in the service's settings,
@@ -43,20 +45,24 @@ func (s secrets) check(t *testing.T, what, text string) {
 }
 
 // The whole service, started with a secret in every URL and credential
-// setting it uses (and in those it does not), a payment run through it to
+// setting it uses (and in those it does not), a request run through it to
 // the end: no log line (at debug), no /metrics output, no span (its name,
 // attributes, events, status), no probe's answer and no error from Run
-// holds any of them.
+// holds any of them. Each case is on a broker of its own, of those the
+// build has.
 func TestNoSecretLeaves(t *testing.T) {
-	for name, setup := range map[string]func(t *testing.T, s secrets) []string{
-		"postgres with a password, redis streams with requirepass": func(t *testing.T, s secrets) []string {
+	for name, c := range map[string]struct {
+		kind  string
+		setup func(t *testing.T, s secrets) []string
+	}{
+		"postgres with a password, redis streams with requirepass": {transport.RedisStream, func(t *testing.T, s secrets) []string {
 			redis := testenv.RedisSecured(t, s["redis"], nil, false)
 			prefix, service := testenv.Names()
 			return []string{"STORE=postgres", "DATABASE_URL=" + postgresRole(t, s["postgres"]),
 				"TRANSPORT=redisstream", "REDIS_URL=" + redis.URL(), "REDIS_PASSWORD=" + s["redis"],
 				"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + service}
-		},
-		"kafka with SCRAM over TLS, redis over TLS": func(t *testing.T, s secrets) []string {
+		}},
+		"kafka with SCRAM over TLS, redis over TLS": {transport.Kafka, func(t *testing.T, s secrets) []string {
 			certs := testenv.TLS(t)
 			brokers := brokerenv.KafkaSecured(t, "SCRAM-SHA-512", "svc", s["kafka"], certs.Server)
 			redis := testenv.RedisSecured(t, s["redis"], &certs, false)
@@ -66,22 +72,25 @@ func TestNoSecretLeaves(t *testing.T) {
 				"KAFKA_TLS=true", "KAFKA_TLS_CA_FILE=" + certs.CAFile,
 				"STORE=redis", "REDIS_URL=rediss://:" + s["redis"] + "@" + redis.Addr + "/0", "REDIS_TLS_CA_FILE=" + certs.CAFile,
 				"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + service}
-		},
-		"nats with a token": func(t *testing.T, s secrets) []string {
+		}},
+		"nats with a token": {transport.NATS, func(t *testing.T, s secrets) []string {
 			nats := brokerenv.NATSServerWithToken(t, s["nats"])
 			prefix, service := testenv.Names()
 			return []string{"TRANSPORT=nats", "NATS_URL=" + nats.URL(), "TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + service}
-		},
-		"amqp with a user of its own": func(t *testing.T, s secrets) []string {
-			env, u, _ := amqpAppEnv(t)
-			return append(env, "AMQP_URL="+rabbitMQUser(t, u, s["amqp"]))
-		},
+		}},
+		"amqp with a user of its own": {transport.AMQP, func(t *testing.T, s secrets) []string {
+			env := serviceEnv(t, transport.AMQP)
+			return append(env, "AMQP_URL="+rabbitMQUser(t, testenv.Setting(env, "AMQP_URL"), s["amqp"]))
+		}},
 	} {
+		if !builtIn(c.kind) {
+			continue
+		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := newSecrets("postgres", "redis", "kafka", "nats", "amqp", "otlp", "admin", "signing", "unused")
 			s["signing"] += "-of-32-characters-at-least"
-			environ := append(setup(t, s),
+			environ := append(c.setup(t, s),
 				"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318/?api_key="+s["otlp"],
 				"ADMIN_API_KEY="+s["admin"], "MESSAGE_SIGNING_SECRETS="+s["signing"], "LOG_LEVEL=debug",
 			)
@@ -99,11 +108,9 @@ func TestNoSecretLeaves(t *testing.T) {
 			spans := tracetest.NewInMemoryExporter()
 			a := startAppLogging(t, seams{spans: spans}, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), environ...)
 
-			if code := a.post(t, "/v1/payments", paymentBody("pay-secret-1")); code != http.StatusAccepted {
-				t.Fatalf("POST: status %d", code)
-			}
-			waitFor(t, "the payment notified", func() bool { return a.summary(t).Notifications == 1 })
-			if code := a.post(t, "/admin/keys/x", "", "Authorization", "Bearer wrong"); code == 0 {
+			flowtest.PostOK(t, a, "req-secret-1")
+			waitFor(t, "the request noticed", func() bool { return flowtest.Tally(t, a).Notices.Rows == 1 })
+			if code := a.Post(t, "/admin/keys/x", "", "Authorization", "Bearer wrong"); code == 0 {
 				t.Error("admin: no answer")
 			}
 			s.check(t, "/metrics output", string(a.scrape(t).text))
@@ -236,7 +243,8 @@ func rabbitMQUser(t *testing.T, amqpURL, password string) string {
 }
 
 // A start-up that fails, on a backend that does not answer or a URL that
-// does not parse, says which setting failed and never shows its secret.
+// does not parse, says which setting failed and never shows its secret;
+// the cases of brokers are those of the brokers the build has.
 func TestStartupFailureHidesSecrets(t *testing.T) {
 	const pw = "sEcReT-pa55"
 	for _, tc := range []struct {
@@ -260,6 +268,9 @@ func TestStartupFailureHidesSecrets(t *testing.T) {
 			"KAFKA_USERNAME=app", "KAFKA_PASSWORD=" + pw}, "KAFKA_BROKERS"},
 		{"otlp endpoint that does not parse", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://[::1:4318/?api_key=" + pw}, "OTEL_EXPORTER_OTLP_ENDPOINT"},
 	} {
+		if !builtInEnv(tc.environ) {
+			continue
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := LoadConfig(append([]string{"HTTP_ADDR=127.0.0.1:0"}, tc.environ...))

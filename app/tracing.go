@@ -87,7 +87,7 @@ func (b *assembly) openTracing(ctx context.Context) error {
 }
 
 // api wraps the API in a server span per request, named after the method
-// and the route pattern of routes that serves it (POST /v1/payments), the
+// and the route pattern of routes that serves it (POST /v1/orders), the
 // child of the caller's W3C traceparent header when there is one. Off, it
 // returns api as it is.
 func (t tracing) api(api http.Handler, routes *http.ServeMux) http.Handler {
@@ -103,7 +103,7 @@ func (t tracing) api(api http.Handler, routes *http.ServeMux) http.Handler {
 			case pattern == "":
 				return r.Method // no route: keep the name's cardinality low
 			case strings.Contains(pattern, " "):
-				return pattern // "POST /v1/payments"
+				return pattern // "POST /v1/orders"
 			}
 			return r.Method + " " + pattern
 		}))

@@ -18,7 +18,8 @@ import (
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/onceflow/onceflow/handlers"
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
+	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/internal/testenv"
 )
 
@@ -33,11 +34,9 @@ func TestTracesExportedOverOTLP(t *testing.T) {
 	defer srv.Close()
 	a := startApp(t, "OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL, "SERVICE_NAME=traced")
 
-	if code := a.post(t, "/v1/payments", paymentBody("pay-otlp-1")); code != http.StatusAccepted {
-		t.Fatalf("POST: status %d", code)
-	}
-	waitFor(t, "the payment notified", func() bool { return a.summary(t).Notifications == 1 })
-	if code := a.get(t, "/v1/payments/pay-otlp-1", nil); code != http.StatusOK {
+	flowtest.PostOK(t, a, "req-otlp-1")
+	waitFor(t, "the request noticed", func() bool { return flowtest.Tally(t, a).Notices.Rows == 1 })
+	if code := a.Get(t, "/v1/charges/req-otlp-1", nil); code != http.StatusOK {
 		t.Fatalf("GET: status %d", code)
 	}
 	if err := a.stop(); err != nil {
@@ -46,12 +45,12 @@ func TestTracesExportedOverOTLP(t *testing.T) {
 
 	collector.mu.Lock()
 	defer collector.mu.Unlock()
-	for _, want := range []string{"POST /v1/payments", "GET /v1/payments/{id}", handlers.ChargePaymentHandler, handlers.NotifyCustomerHandler} {
+	for _, want := range []string{testdomain.CreatePattern, testdomain.ReadPattern, testdomain.ChargeRoute, testdomain.NotifyRoute} {
 		if !slices.Contains(collector.spans, want) {
 			t.Errorf("no span %q exported; got %q", want, collector.spans)
 		}
 	}
-	for _, unwanted := range []string{"GET /readyz", "GET /v1/payments/pay-otlp-1"} {
+	for _, unwanted := range []string{"GET /readyz", "GET /v1/charges/req-otlp-1"} {
 		if slices.Contains(collector.spans, unwanted) {
 			t.Errorf("span %q exported; got %q", unwanted, collector.spans)
 		}
@@ -131,9 +130,7 @@ func TestOTLPEndpointCredentialsWarned(t *testing.T) {
 	logs := &testenv.Buffer{}
 	a := startAppLogging(t, seams{}, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL+"/?api_key="+key)
-	if code := a.post(t, "/v1/payments", paymentBody("pay-otlp-key")); code != http.StatusAccepted {
-		t.Fatalf("POST: status %d", code)
-	}
+	flowtest.PostOK(t, a, "req-otlp-key")
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}

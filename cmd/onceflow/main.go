@@ -3,9 +3,8 @@
 // its key admin (onceflow keys), applies, undoes or lists the database
 // migrations (onceflow migrate), or checks that one is ready (onceflow
 // healthcheck, the container image's health check). The domain adds
-// commands of its own: the payments example's are onceflow publish, the
-// duplicate demo, onceflow load, a load test with a ledger check, and
-// onceflow provider, the payment provider it charges.
+// commands of its own (domain.Domain's Commands), listed with the
+// service's when a command is unknown.
 //
 // Configuration comes from the environment; see docs/configuration.md.
 package main
@@ -28,17 +27,15 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, service(), os.Args[1:], os.Environ(), os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "onceflow:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	d, err := withFaults(service(), environ)
-	if err != nil {
-		return err
-	}
+// run runs the command args name (serve when none) of the binary with the
+// domain d.
+func run(ctx context.Context, d domain.Domain, args, environ []string, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]

@@ -21,12 +21,12 @@ func TestMigrate(t *testing.T) {
 	migrate := func(action string) string {
 		t.Helper()
 		var out bytes.Buffer
-		if err := run(context.Background(), []string{"migrate", action}, environ, &out, &out); err != nil {
+		if err := runTest(context.Background(), []string{"migrate", action}, environ, &out, &out); err != nil {
 			t.Fatalf("migrate %s: %v\n%s", action, err, out.String())
 		}
 		return out.String()
 	}
-	err := run(context.Background(), []string{"serve"}, environ, &bytes.Buffer{}, &bytes.Buffer{})
+	err := runTest(context.Background(), []string{"serve"}, environ, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "run `onceflow migrate up`") {
 		t.Fatalf("serve on an empty schema: %v, want a refusal naming onceflow migrate up", err)
 	}
@@ -35,7 +35,7 @@ func TestMigrate(t *testing.T) {
 	}
 	out := migrate("up")
 	if !strings.Contains(out, "records: OK") || !strings.Contains(out, "up 00001_idempotency_records.sql") ||
-		!strings.Contains(out, "payments: OK") {
+		!strings.Contains(out, "testdomain: OK") {
 		t.Fatalf("up:\n%s", out)
 	}
 	// The domain's migrations are applied after the records', so the last
@@ -51,7 +51,7 @@ func TestMigrate(t *testing.T) {
 	}
 
 	// The domain's latest migration is undone first: it came last.
-	if out := migrate("down"); !strings.HasPrefix(out, "payments: OK") || !strings.Contains(out, " down "+latest) {
+	if out := migrate("down"); !strings.HasPrefix(out, "testdomain: OK") || !strings.Contains(out, " down "+latest) {
 		t.Fatalf("down:\n%s", out)
 	}
 	if out := migrate("status"); strings.Count(out, "pending") != 1 || !strings.Contains(out, "applied") {
@@ -65,7 +65,7 @@ func TestMigrate(t *testing.T) {
 		{[]string{"migrate"}, environ, "migrate takes one action"},
 		{[]string{"migrate", "up"}, []string{"LOG_LEVEL=warn"}, "DATABASE_URL is required"},
 	} {
-		if err := run(context.Background(), tc.args, tc.environ, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := runTest(context.Background(), tc.args, tc.environ, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want an error containing %q", tc.args, err, tc.want)
 		}
 	}

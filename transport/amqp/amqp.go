@@ -20,12 +20,12 @@ import (
 // watermill-amqp/v3 feeds onceflow as it is.
 //
 //   - Exchange: one per topic, named after it (TopicPrefix + topic, e.g.
-//     "payments.requested"), type fanout, durable, not auto-deleted, no
+//     "orders.placed"), type fanout, durable, not auto-deleted, no
 //     arguments; routing key "". Declaring it with other settings fails
 //     with PRECONDITION_FAILED.
 //   - Queue: one per handler, TopicPrefix + topic + "_" + the consumer
 //     group (TopicPrefix + ServiceName + "." + handler; without a prefix
-//     e.g. "payments.requested_onceflow.charge_payment"), durable, shared
+//     e.g. "orders.placed_onceflow.ship_order"), durable, shared
 //     by every replica of the service. Queues are declared
 //     when the service starts: a message published to an exchange that has
 //     no queue yet is dropped by RabbitMQ.

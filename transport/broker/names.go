@@ -40,13 +40,13 @@ func (n Names) AMQPQueue(topic, handler string) string {
 // NATSDurable names the durable consumer, and its queue group, through
 // which handler consumes on NATS: [Names.ConsumerGroup] with the
 // characters a consumer name cannot hold replaced as in [NATSStream], e.g.
-// "onceflow_charge_payment".
+// "onceflow_ship_order".
 func (n Names) NATSDurable(handler string) string { return natsName(n.ConsumerGroup(handler)) }
 
 // NATSStream names the JetStream stream of subject, a topic with
 // TopicPrefix prepended: the subject with every character a stream name
 // cannot hold ('.', '*', '>', '/', '\\' and white space) replaced by '_',
-// e.g. "payments.requested" → "payments_requested". Subjects that differ
+// e.g. "orders.placed" → "orders_placed". Subjects that differ
 // only there ("a.b", "a_b") would share a name; the second one's stream
 // cannot be created and the NATS transport says so.
 func NATSStream(subject string) string { return natsName(subject) }

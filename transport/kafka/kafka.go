@@ -41,8 +41,8 @@ const (
 //
 // The publisher waits for every in-sync replica to store a message
 // (acks=all) and keys it by its metadata [Config.KeyMetadata] (the
-// service's idempotency key, the payment id), so one payment's events keep
-// their order in one partition. Each handler gets its own subscriber in
+// service's idempotency key, such as an order's id), so that the events of
+// one key keep their order in one partition. Each handler gets its own subscriber in
 // its consumer group (see [broker.Names.ConsumerGroup] and [subscriber]);
 // a new group starts from the oldest offset, and the offset committed
 // never passes a message the router has not acked, so a rebalance or crash

@@ -46,7 +46,7 @@ func newSubscriber(cfg Config, handler string, inFlight int, logger watermill.Lo
 //
 // Each subscription hands out at most inFlight messages at once across
 // the partitions it owns (with inFlight <= 1, one per partition). Within a
-// partition, messages of different Kafka keys (the payment id, see
+// partition, messages of different Kafka keys (the idempotency key, see
 // [marshaler]) are out in parallel, and messages of one key one after
 // another in offset order: the next only after the previous was acked. A
 // nacked message is handed out again after [resendDelay], ahead of

@@ -28,7 +28,7 @@ func TestNATSMessageID(t *testing.T) {
 	}{
 		"keyed":    {msg(transporttest.KeyMetadata, "pay-1"), "pay-1"},
 		"no key":   {msg(), "uuid-1"},
-		"poisoned": {msg(transporttest.KeyMetadata, "pay-1", wmmw.PoisonedTopicKey, "payments.requested"), "uuid-1"},
+		"poisoned": {msg(transporttest.KeyMetadata, "pay-1", wmmw.PoisonedTopicKey, "orders.placed"), "uuid-1"},
 	} {
 		nm, err := m.Marshal("s", c.msg)
 		if err != nil {

@@ -60,10 +60,10 @@ const (
 // default configuration (NATSMarshaler, no AutoProvision, no TrackMsgId)
 // to subject TOPIC_PREFIX + topic feeds onceflow as it is.
 //
-//   - Subject: TopicPrefix + topic, e.g. "payments.requested".
+//   - Subject: TopicPrefix + topic, e.g. "orders.placed".
 //   - Stream: one per subject, named by [broker.NATSStream] (the subject
 //     with '.', '*', '>', '/', '\' and white space replaced by '_', e.g.
-//     "payments_requested"), created when the service starts (for every
+//     "orders_placed"), created when the service starts (for every
 //     topic it consumes or publishes to) or before the first publish to
 //     any other topic: file storage, retention by limits — a message stays
 //     until it is [Config.MaxAge] (default 7 days) old, acked or not —
@@ -92,7 +92,7 @@ const (
 //     recognised by the idempotent receiver, the guarantee beyond the
 //     window.
 //   - Consuming: each handler has a durable push consumer named by
-//     [broker.Names.NATSDurable] ("onceflow_charge_payment"), created when
+//     [broker.Names.NATSDurable] ("onceflow_ship_order"), created when
 //     it subscribes, delivering from the first message of the stream (so a
 //     message published before the consumer existed is delivered), shared
 //     by every replica of the service as a queue group of the same name.

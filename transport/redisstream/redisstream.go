@@ -24,7 +24,7 @@ import (
 // from watermill-redisstream feeds onceflow as it is.
 //
 //   - Stream: one per topic, its key TopicPrefix + topic (e.g.
-//     "payments.requested"), created by the first XADD or by the first
+//     "orders.placed"), created by the first XADD or by the first
 //     subscriber. Consumer groups need no stream to exist beforehand.
 //   - Entry: the fields of watermill-redisstream's default marshaller:
 //     "_watermill_message_uuid" holds the Watermill UUID, "payload" the

@@ -19,7 +19,7 @@ import (
 	"github.com/onceflow/onceflow/transport/transporttest"
 )
 
-const sqlTestTopic = "payments.requested"
+const sqlTestTopic = "orders.placed"
 
 // newTestSQL is a PostgreSQL transport on pool with the service's default
 // configuration, its consumer transactions exactlyonce's, except for fast

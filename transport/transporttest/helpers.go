@@ -17,8 +17,8 @@ import (
 // idempotency key (the receiver's, TestKeyMetadataIsTheReceivers checks),
 // as the tests use them.
 const (
-	TopicRequested = "payments.requested"
-	TopicCharged   = "payments.charged"
+	TopicRequested = "orders.placed"
+	TopicCharged   = "orders.paid"
 	TopicPoison    = "poison"
 	KeyMetadata    = "idempotency_key"
 )

@@ -1,8 +1,9 @@
 // Package faults injects failures around a domain's message handlers: the
-// handler faults of the fault suite (make chaos). It is a test aid that
-// the production binary does not contain: only a build with the faults tag
-// (go build -tags faults ./cmd/onceflow) reads its switches, CHAOS_*, from
-// the environment.
+// handler faults of the fault suite (make chaos) and of the service's
+// tests. It is a test aid that the production binary (cmd/onceflow) does
+// not contain: a test wraps its domain with it, and only the fault suite's
+// own service binary reads its switches, CHAOS_*, from the environment
+// (FromEnv).
 package faults
 
 import (

@@ -86,7 +86,7 @@ func TestMiddlewareNoEffectKeys(t *testing.T) {
 			return nil, nil
 		})
 		msg := message.NewMessage("1", nil)
-		_, err := r.Execute(t.Context(), "charge", fmt.Sprintf("payment-%v", off), nil, func(ctx context.Context) ([]byte, error) {
+		_, err := r.Execute(t.Context(), "charge", fmt.Sprintf("request-%v", off), nil, func(ctx context.Context) ([]byte, error) {
 			msg.SetContext(ctx)
 			_, err := h(msg)
 			return nil, err

@@ -1,8 +1,7 @@
-package app
+package kafka_test
 
 import (
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -10,33 +9,36 @@ import (
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/onceflow/onceflow/app/apptest"
+	"github.com/onceflow/onceflow/app/apptest/testdomain"
+	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
+	"github.com/onceflow/onceflow/transport"
 )
 
-// The service on Kafka: a payment sent three times is charged and notified
-// once.
+// The service on Kafka: a request sent three times is charged, noticed
+// and receipted once.
 func TestKafkaAppChargesOnce(t *testing.T) {
-	env, _ := kafkaAppEnv(t)
-	a := startApp(t, env...)
-	postThriceChargesOnce(t, a, "pay-kafka-1")
+	s := apptest.Start(t, testdomain.Domain(), brokerenv.ServiceEnv(t, transport.Kafka, nil)...)
+	flowtest.PostThriceChargesOnce(t, s, "req-kafka-1")
 }
 
 // A producer built from Watermill's packages alone feeds the service. This
-// is the message contract another team copies:
+// is the message contract another team copies (with the domain's topic and
+// event; the test domain's here):
 //
-//	topic     TOPIC_PREFIX + "payments.requested"
-//	value     JSON {"payment_id", "customer_id", "amount_cents", "currency",
-//	          "requested_at" (RFC 3339)}; unknown fields are ignored
-//	metadata  "idempotency_key": the payment id (sent as a Kafka header, like
+//	topic     TOPIC_PREFIX + the domain's topic ("testdomain.requested")
+//	value     the event's JSON ({"id", "amount"}); unknown fields are ignored
+//	metadata  "idempotency_key": the event's id (sent as a Kafka header, like
 //	          all metadata; the UUID goes in header _watermill_message_uuid)
-//	key       the payment id, so one payment's events keep their order
+//	key       the id, so one request's events keep their order
 //	UUID      any; copies are recognised by idempotency_key, not by UUID
 //
 // with this publisher (nil OverwriteSaramaConfig means
 // kafka.DefaultSaramaSyncPublisherConfig: synchronous, acks from the leader,
 // sarama's FNV-1a hash partitioner; producers in other languages hash keys
-// differently, which costs per-payment order across producers, never
+// differently, which costs per-key order across producers, never
 // correctness):
 //
 //	kafka.NewPublisher(kafka.PublisherConfig{
@@ -47,8 +49,8 @@ func TestKafkaAppChargesOnce(t *testing.T) {
 //			}),
 //	}, logger)
 func TestKafkaPlainWatermillProducer(t *testing.T) {
-	env, prefix := kafkaAppEnv(t)
-	a := startApp(t, env...)
+	env := brokerenv.ServiceEnv(t, transport.Kafka, nil)
+	s := apptest.Start(t, testdomain.Domain(), env...)
 
 	pub, err := kafka.NewPublisher(kafka.PublisherConfig{
 		Brokers: brokerenv.Kafka(t),
@@ -60,7 +62,7 @@ func TestKafkaPlainWatermillProducer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pub.Close()
-	plainProducerChargesOnce(t, a, pub, prefix+"payments.requested")
+	flowtest.PlainProducerChargesOnce(t, s, pub, testenv.Setting(env, "TOPIC_PREFIX")+testdomain.TopicRequested)
 }
 
 // Start-up against a cluster that cannot be used fails quickly, with one
@@ -83,16 +85,8 @@ func TestKafkaStartupUnreachable(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			startupFails(t, []string{"TRANSPORT=kafka", "KAFKA_BROKERS=" + c.addr}, "KAFKA_BROKERS="+c.addr, "", c.within)
+			apptest.StartFails(t, testdomain.Domain(), []string{"TRANSPORT=kafka", "KAFKA_BROKERS=" + c.addr},
+				"KAFKA_BROKERS="+c.addr, "", c.within)
 		})
 	}
-}
-
-// kafkaAppEnv is the environment of an App on the test cluster with topics
-// and consumer groups of its own.
-func kafkaAppEnv(t *testing.T) (env []string, prefix string) {
-	brokers := brokerenv.Kafka(t)
-	prefix, service := testenv.Names()
-	return []string{"TRANSPORT=kafka", "KAFKA_BROKERS=" + strings.Join(brokers, ","), "STORE=memory",
-		"TOPIC_PREFIX=" + prefix, "SERVICE_NAME=" + service}, prefix
 }
