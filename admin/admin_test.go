@@ -27,8 +27,8 @@ import (
 const adminKey = "s3cret-admin-key"
 
 // fixture is a receiver and the admin API on one memory store, with a
-// completed record (charge_payment pay-1), an in-progress one (pay-2) and
-// client-a's Idempotency-Key k-1 on POST /v1/payments.
+// completed record (charge pay-1), an in-progress one (pay-2) and
+// client-a's Idempotency-Key k-1 on POST /v1/charges.
 type fixture struct {
 	store    *memory.Store
 	receiver *receiver.Receiver
@@ -48,8 +48,8 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	svc, err := admin.New(admin.Config{
-		Store: f.store, Handlers: []string{"charge_payment", "notify_customer"},
-		HTTPRoutes: []string{"POST /v1/payments"}, Clients: []string{"client-a", "client-b"},
+		Store: f.store, Handlers: []string{"charge", "notify"},
+		HTTPRoutes: []string{"POST /v1/charges"}, Clients: []string{"client-a", "client-b"},
 		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
 	})
 	if err != nil {
@@ -64,7 +64,7 @@ func newFixture(t *testing.T) *fixture {
 
 	keys, _ := apikey.NewKeys(map[string]string{"key-a": "client-a", "key-b": "client-b"})
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/payments", idempotencykey.Middleware(f.receiver)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("POST /v1/charges", idempotencykey.Middleware(f.receiver)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client, _ := apikey.ClientFromContext(r.Context())
 		f.ran(client)
 		w.WriteHeader(http.StatusCreated)
@@ -72,7 +72,7 @@ func newFixture(t *testing.T) *fixture {
 	f.api = apikey.Authenticate(keys, nil)(mux)
 
 	f.execute(t, "pay-1")
-	if _, err := f.store.Claim(context.Background(), receiver.RecordKey("charge_payment", "pay-2"), nil, time.Hour); err != nil {
+	if _, err := f.store.Claim(context.Background(), receiver.RecordKey("charge", "pay-2"), nil, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if code := f.pay("key-a", "k-1"); code != http.StatusCreated {
@@ -93,10 +93,10 @@ func (f *fixture) count(what string) int {
 	return f.runs[what]
 }
 
-// execute delivers a message with key to charge_payment.
+// execute delivers a message with key to charge.
 func (f *fixture) execute(t *testing.T, key string) {
 	t.Helper()
-	_, err := f.receiver.Execute(context.Background(), "charge_payment", key, nil, func(context.Context) ([]byte, error) {
+	_, err := f.receiver.Execute(context.Background(), "charge", key, nil, func(context.Context) ([]byte, error) {
 		f.ran(key)
 		return []byte("result"), nil
 	})
@@ -105,9 +105,9 @@ func (f *fixture) execute(t *testing.T, key string) {
 	}
 }
 
-// pay sends POST /v1/payments as the client of apiKey with Idempotency-Key key.
+// pay sends POST /v1/charges as the client of apiKey with Idempotency-Key key.
 func (f *fixture) pay(apiKey, key string) int {
-	req := httptest.NewRequest(http.MethodPost, "/v1/payments", nil)
+	req := httptest.NewRequest(http.MethodPost, "/v1/charges", nil)
 	req.Header.Set("Authorization", "Bearer "+apiKey)
 	req.Header.Set(idempotencykey.Header, key)
 	rec := httptest.NewRecorder()
@@ -165,18 +165,18 @@ func TestAdminRefusesBadInputAndChangesNothing(t *testing.T) {
 		status             int
 		detail             string
 	}{
-		{"no api key", "GET", "/admin/keys/charge_payment", url.Values{"key": {"pay-1"}},
+		{"no api key", "GET", "/admin/keys/charge", url.Values{"key": {"pay-1"}},
 			map[string]string{"Authorization": ""}, 401, "API key is required"},
-		{"wrong api key", "POST", "/admin/keys/charge_payment/evict", url.Values{"key": {"pay-1"}},
+		{"wrong api key", "POST", "/admin/keys/charge/evict", url.Values{"key": {"pay-1"}},
 			map[string]string{"Authorization": "Bearer " + adminKey + "x"}, 401, "not valid"},
-		{"no actor", "POST", "/admin/keys/charge_payment/evict", url.Values{"key": {"pay-1"}},
+		{"no actor", "POST", "/admin/keys/charge/evict", url.Values{"key": {"pay-1"}},
 			map[string]string{admin.ActorHeader: ""}, 400, admin.ActorHeader},
-		{"unknown handler", "POST", "/admin/keys/charge/evict", url.Values{"key": {"pay-1"}},
-			nil, 400, `unknown handler "charge": use one of charge_payment, notify_customer, http`},
-		{"empty key", "POST", "/admin/keys/charge_payment/release", url.Values{"force": {"true"}}, nil, 400, "key is empty"},
-		{"bad force", "POST", "/admin/keys/charge_payment/release", url.Values{"key": {"pay-2"}, "force": {"yes"}},
+		{"unknown handler", "POST", "/admin/keys/refund/evict", url.Values{"key": {"pay-1"}},
+			nil, 400, `unknown handler "refund": use one of charge, notify, http`},
+		{"empty key", "POST", "/admin/keys/charge/release", url.Values{"force": {"true"}}, nil, 400, "key is empty"},
+		{"bad force", "POST", "/admin/keys/charge/release", url.Values{"key": {"pay-2"}, "force": {"yes"}},
 			nil, 400, `force="yes"`},
-		{"client on a message handler", "GET", "/admin/keys/charge_payment", url.Values{"key": {"pay-1"}, "client": {"client-a"}},
+		{"client on a message handler", "GET", "/admin/keys/charge", url.Values{"key": {"pay-1"}, "client": {"client-a"}},
 			nil, 400, "apply to handler"},
 		{"another client's key", "POST", "/admin/keys/http/evict", url.Values{"key": {"k-1"}, "client": {"client-b"}},
 			nil, 404, "no live record"},
@@ -187,13 +187,13 @@ func TestAdminRefusesBadInputAndChangesNothing(t *testing.T) {
 			nil, 400, "not an sf-string"},
 		{"unknown route", "GET", "/admin/keys/http", url.Values{"key": {"k-1"}, "client": {"client-a"}, "route": {"POST /v1/x"}},
 			nil, 400, "unknown route"},
-		{"no such route", "DELETE", "/admin/keys/charge_payment", url.Values{"key": {"pay-1"}}, nil, 404, "no such admin route"},
-		{"absent key", "GET", "/admin/keys/charge_payment", url.Values{"key": {"pay-9"}}, nil, 404, "no live record"},
-		{"release without force", "POST", "/admin/keys/charge_payment/release", url.Values{"key": {"pay-2"}},
+		{"no such route", "DELETE", "/admin/keys/charge", url.Values{"key": {"pay-1"}}, nil, 404, "no such admin route"},
+		{"absent key", "GET", "/admin/keys/charge", url.Values{"key": {"pay-9"}}, nil, 404, "no live record"},
+		{"release without force", "POST", "/admin/keys/charge/release", url.Values{"key": {"pay-2"}},
 			nil, 409, "held by its owner until"},
-		{"release of a completed key", "POST", "/admin/keys/charge_payment/release", url.Values{"key": {"pay-1"}, "force": {"true"}},
+		{"release of a completed key", "POST", "/admin/keys/charge/release", url.Values{"key": {"pay-1"}, "force": {"true"}},
 			nil, 409, "evict it"},
-		{"evict of an in-progress key", "POST", "/admin/keys/charge_payment/evict", url.Values{"key": {"pay-2"}},
+		{"evict of an in-progress key", "POST", "/admin/keys/charge/evict", url.Values{"key": {"pay-2"}},
 			nil, 409, "release it"},
 	}
 	for _, tc := range cases {
@@ -210,9 +210,9 @@ func TestAdminRefusesBadInputAndChangesNothing(t *testing.T) {
 	}
 	// Nothing changed.
 	for key, want := range map[string]string{
-		receiver.RecordKey("charge_payment", "pay-1"):                                                         "completed",
-		receiver.RecordKey("charge_payment", "pay-2"):                                                         "in_progress",
-		receiver.RecordKey("http", idempotencykey.RequestKey("client-a", "POST", "POST /v1/payments", "k-1")): "completed",
+		receiver.RecordKey("charge", "pay-1"):                                                         "completed",
+		receiver.RecordKey("charge", "pay-2"):                                                         "in_progress",
+		receiver.RecordKey("http", idempotencykey.RequestKey("client-a", "POST", "POST /v1/charges", "k-1")): "completed",
 	} {
 		if got := f.state(t, key); got != want {
 			t.Errorf("record %s is %s, want %s", key, got, want)
@@ -238,13 +238,13 @@ func TestAdminActions(t *testing.T) {
 		return r
 	}
 
-	r := decode(f.call(t, "GET", "/admin/keys/charge_payment", url.Values{"key": {"pay-1"}}, nil))
+	r := decode(f.call(t, "GET", "/admin/keys/charge", url.Values{"key": {"pay-1"}}, nil))
 	if r.State != "completed" || r.ResultBytes != len("result") || r.ExpiresAt == nil || r.LeaseUntil != nil {
 		t.Fatalf("get pay-1 = %+v", r)
 	}
 
 	// Evict: the next copy runs the handler again.
-	r = decode(f.call(t, "POST", "/admin/keys/charge_payment/evict", url.Values{"key": {"pay-1"}}, nil))
+	r = decode(f.call(t, "POST", "/admin/keys/charge/evict", url.Values{"key": {"pay-1"}}, nil))
 	if r.State != "completed" || r.Key != "pay-1" {
 		t.Fatalf("evict pay-1 = %+v", r)
 	}
@@ -254,7 +254,7 @@ func TestAdminActions(t *testing.T) {
 	}
 
 	// Forced release: the key can be claimed at once.
-	r = decode(f.call(t, "POST", "/admin/keys/charge_payment/release", url.Values{"key": {"pay-2"}, "force": {"true"}}, nil))
+	r = decode(f.call(t, "POST", "/admin/keys/charge/release", url.Values{"key": {"pay-2"}, "force": {"true"}}, nil))
 	if r.State != "in_progress" || r.LeaseUntil == nil {
 		t.Fatalf("release pay-2 = %+v", r)
 	}
@@ -265,7 +265,7 @@ func TestAdminActions(t *testing.T) {
 
 	// The HTTP face: client-a's key, quoted or bare, on the only route.
 	r = decode(f.call(t, "GET", "/admin/keys/http", url.Values{"key": {`"k-1"`}, "client": {"client-a"}}, nil))
-	if r.Route != "POST /v1/payments" || r.Key != "k-1" || r.State != "completed" {
+	if r.Route != "POST /v1/charges" || r.Key != "k-1" || r.State != "completed" {
 		t.Fatalf("get http k-1 = %+v", r)
 	}
 	decode(f.call(t, "POST", "/admin/keys/http/evict", url.Values{"key": {"k-1"}, "client": {"client-a"}}, nil))
@@ -306,15 +306,15 @@ func TestAdminLeavesARecordThatChanged(t *testing.T) {
 	m := memory.New(memory.Config{})
 	t.Cleanup(func() { _ = m.Close() })
 	ctx := context.Background()
-	key := receiver.RecordKey("charge_payment", "pay-1")
+	key := receiver.RecordKey("charge", "pay-1")
 	if _, err := m.Claim(ctx, key, nil, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := admin.New(admin.Config{Store: takenOver{m}, Handlers: []string{"charge_payment"}})
+	svc, err := admin.New(admin.Config{Store: takenOver{m}, Handlers: []string{"charge"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = svc.Release(ctx, admin.Target{Handler: "charge_payment", Key: "pay-1"}, true)
+	_, err = svc.Release(ctx, admin.Target{Handler: "charge", Key: "pay-1"}, true)
 	if problem.KindOf(err) != problem.Conflict || !strings.Contains(err.Error(), "changed") {
 		t.Fatalf("Release of a record taken over meanwhile: %v, want a conflict", err)
 	}
@@ -329,11 +329,11 @@ func TestAdminStoreDownIsUnavailable(t *testing.T) {
 	t.Parallel()
 	m := memory.New(memory.Config{})
 	_ = m.Close()
-	svc, err := admin.New(admin.Config{Store: m, Handlers: []string{"charge_payment"}})
+	svc, err := admin.New(admin.Config{Store: m, Handlers: []string{"charge"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = svc.Get(context.Background(), admin.Target{Handler: "charge_payment", Key: "pay-1"})
+	_, err = svc.Get(context.Background(), admin.Target{Handler: "charge", Key: "pay-1"})
 	if problem.KindOf(err) != problem.Unavailable || !errors.Is(err, stores.ErrUnavailable) {
 		t.Fatalf("Get on a closed store: %v, want unavailable", err)
 	}
@@ -346,7 +346,7 @@ func TestClient(t *testing.T) {
 	f := newFixture(t)
 	c := admin.Client{BaseURL: f.admin.URL, APIKey: adminKey, Actor: "bob"}
 	ctx := context.Background()
-	held := admin.Target{Handler: "charge_payment", Key: "pay-2"}
+	held := admin.Target{Handler: "charge", Key: "pay-2"}
 	if _, err := c.Release(ctx, held, false); err == nil || !strings.HasPrefix(err.Error(), "409 Conflict: the key is held by its owner until") {
 		t.Fatalf("unforced release: %v", err)
 	}
@@ -356,7 +356,7 @@ func TestClient(t *testing.T) {
 	if _, err := c.Get(ctx, held); err == nil || !strings.HasPrefix(err.Error(), "404 Not Found: no live record") {
 		t.Fatalf("get after the release: %v", err)
 	}
-	if r, err := c.Evict(ctx, admin.Target{Handler: "http", Client: "client-a", Key: "k-1"}); err != nil || r.Route != "POST /v1/payments" {
+	if r, err := c.Evict(ctx, admin.Target{Handler: "http", Client: "client-a", Key: "k-1"}); err != nil || r.Route != "POST /v1/charges" {
 		t.Fatalf("evict of an Idempotency-Key: %+v, %v", r, err)
 	}
 	if !strings.Contains(f.logs.String(), `"actor":"bob"`) {

@@ -22,7 +22,7 @@ func TestAdminLogsAndCountsRefusedKeys(t *testing.T) {
 	t.Cleanup(func() { _ = store.Close() })
 	var logs testenv.Buffer
 	var failures atomic.Int32
-	svc, err := admin.New(admin.Config{Store: store, Handlers: []string{"charge_payment"},
+	svc, err := admin.New(admin.Config{Store: store, Handlers: []string{"charge"},
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), OnAuthFailure: func() { failures.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestAdminLogsAndCountsRefusedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := func(authorization string) int {
-		req := httptest.NewRequest(http.MethodGet, "/admin/keys/charge_payment?key=pay-1", nil)
+		req := httptest.NewRequest(http.MethodGet, "/admin/keys/charge?key=pay-1", nil)
 		req.RemoteAddr = "192.0.2.7:51234"
 		req.Header.Set(admin.ActorHeader, "mallory")
 		if authorization != "" {

@@ -20,7 +20,7 @@ type Config struct {
 	// Handlers are the message handlers' route names (domain.Routes).
 	Handlers []string
 	// HTTPRoutes are the route patterns behind the HTTP face, such as
-	// "POST /v1/payments".
+	// "POST /v1/charges".
 	HTTPRoutes []string
 	// Clients are the API_KEYS clients; nil when API_KEYS is unset, and
 	// every request comes from the anonymous client.

@@ -18,7 +18,7 @@ type Target struct {
 	// its UUID), or the request's Idempotency-Key, quoted or bare.
 	Key string `json:"key"`
 	// Route is, for handler "http", the route pattern, such as
-	// "POST /v1/payments"; it may be left empty when the service has one
+	// "POST /v1/charges"; it may be left empty when the service has one
 	// such route.
 	Route string `json:"route,omitempty"`
 	// Client is, for handler "http", the client the request came from (its

@@ -34,7 +34,7 @@ func ExampleInstall() {
 		panic(err)
 	}
 	var charges atomic.Int32
-	router.AddConsumerHandler("charge_payment", "payments.requested", pubSub, func(msg *message.Message) error {
+	router.AddConsumerHandler("charge", "charges.requested", pubSub, func(msg *message.Message) error {
 		charges.Add(1) // the side effect
 		return nil
 	})
@@ -45,7 +45,7 @@ func ExampleInstall() {
 	for range 2 { // the same payment, delivered twice
 		msg := message.NewMessage(watermill.NewUUID(), []byte(`{"payment_id":"pay-1"}`))
 		msg.Metadata.Set(consume.MetadataKey, "pay-1")
-		if err := pubSub.Publish("payments.requested", msg); err != nil { // returns once acked
+		if err := pubSub.Publish("charges.requested", msg); err != nil { // returns once acked
 			panic(err)
 		}
 	}

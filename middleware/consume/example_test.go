@@ -51,7 +51,7 @@ func ExampleMiddleware() {
 		consume.Middleware(r),
 	)
 	charges := make(chan string, 2)
-	router.AddConsumerHandler("charge_payment", "payments.requested", pubSub, func(msg *message.Message) error {
+	router.AddConsumerHandler("charge", "charges.requested", pubSub, func(msg *message.Message) error {
 		charges <- string(msg.Payload) // charge once
 		return nil
 	})
@@ -62,7 +62,7 @@ func ExampleMiddleware() {
 	for range 2 { // the broker delivers the payment twice, under one idempotency key
 		msg := message.NewMessage(watermill.NewUUID(), []byte(`{"payment_id":"pay-1"}`))
 		msg.Metadata.Set("idempotency_key", "pay-1")
-		if err := pubSub.Publish("payments.requested", msg); err != nil {
+		if err := pubSub.Publish("charges.requested", msg); err != nil {
 			panic(err)
 		}
 	}

@@ -120,14 +120,14 @@ func TestTwoHandlersOnOneTopicEachProcessOnce(t *testing.T) {
 	ps := newPubSub(t, true)
 	router := newRouter(t)
 	var charged, notified atomic.Int32
-	router.AddConsumerHandler("charge_payment", "payments", ps, func(msg *message.Message) error {
+	router.AddConsumerHandler("charge", "payments", ps, func(msg *message.Message) error {
 		if _, ok := receiver.TokenFromContext(msg.Context()); !ok {
 			t.Error("handler runs without the fencing token in msg.Context()")
 		}
 		charged.Add(1)
 		return nil
 	})
-	router.AddConsumerHandler("notify_customer", "payments", ps, func(*message.Message) error { notified.Add(1); return nil })
+	router.AddConsumerHandler("notify", "payments", ps, func(*message.Message) error { notified.Add(1); return nil })
 	router.AddMiddleware(Middleware(r))
 	run(t, router)
 

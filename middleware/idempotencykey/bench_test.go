@@ -27,17 +27,17 @@ var paymentsHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Reque
 	fmt.Fprintf(w, `{"payment_id":%q,"status":"accepted"}`, body[:8])
 })
 
-// paymentsMux serves h as POST /v1/payments.
+// paymentsMux serves h as POST /v1/charges.
 func paymentsMux(h http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/payments", h)
+	mux.Handle("POST /v1/charges", h)
 	return mux
 }
 
 // paymentRequest is the i-th request to paymentsMux: a payload unique to i
 // under the Idempotency-Key i.
 func paymentRequest(i int) *http.Request {
-	req := httptest.NewRequest(http.MethodPost, "/v1/payments", bytes.NewReader(receivertest.BenchPayload(i)))
+	req := httptest.NewRequest(http.MethodPost, "/v1/charges", bytes.NewReader(receivertest.BenchPayload(i)))
 	req.Header.Set(Header, strconv.Itoa(i))
 	return req
 }

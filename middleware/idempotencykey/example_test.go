@@ -30,12 +30,12 @@ func ExampleMiddleware() {
 		w.WriteHeader(http.StatusAccepted) // accept the payment once
 	})
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/payments", idempotent(createPayment))
+	mux.Handle("POST /v1/charges", idempotent(createPayment))
 	// Outermost first: authentication -> routing -> Idempotency-Key -> handler.
 	handler := apikey.Authenticate(keys, nil)(mux)
 
 	for range 2 { // the client sends the same request twice
-		req := httptest.NewRequest("POST", "/v1/payments", strings.NewReader(`{"payment_id":"pay-1"}`))
+		req := httptest.NewRequest("POST", "/v1/charges", strings.NewReader(`{"payment_id":"pay-1"}`))
 		req.Header.Set("Authorization", "Bearer k3y-1")
 		req.Header.Set("Idempotency-Key", "order-42")
 		rec := httptest.NewRecorder()

@@ -89,7 +89,7 @@ func Parse(value string) (string, error) {
 
 // RequestKey is the key, within [Scope], under which [Middleware] keeps
 // the response to client's request with idempotency key key to the
-// route pattern (such as "POST /v1/payments") by method: the four, each
+// route pattern (such as "POST /v1/charges") by method: the four, each
 // quoted, so that no two different tuples give the same key and no
 // client's key can name another client's record. Its record is
 // [receiver.RecordKey](Scope, RequestKey(...)).

@@ -57,10 +57,10 @@ func TestRecordKeysAddressTheReceiversRecords(t *testing.T) {
 		t.Fatalf("another client's key: %v, want %v", err, stores.ErrNotFound)
 	}
 
-	if _, err := r.Execute(ctx, "charge_payment", "pay-1", nil, func(context.Context) ([]byte, error) { return nil, nil }); err != nil {
+	if _, err := r.Execute(ctx, "charge", "pay-1", nil, func(context.Context) ([]byte, error) { return nil, nil }); err != nil {
 		t.Fatal(err)
 	}
-	if e, err := store.Lookup(ctx, receiver.RecordKey("charge_payment", "pay-1")); err != nil || e.Status != stores.Completed {
+	if e, err := store.Lookup(ctx, receiver.RecordKey("charge", "pay-1")); err != nil || e.Status != stores.Completed {
 		t.Fatalf("the handler's record: %v, %v; want completed", e.Status, err)
 	}
 }
@@ -78,7 +78,7 @@ func TestParseIdempotencyKey(t *testing.T) {
 }
 
 func ExampleRequestKey() {
-	fmt.Println(receiver.RecordKey(idempotencykey.Scope, idempotencykey.RequestKey("client-a", "POST", "POST /v1/payments", "k-1")))
+	fmt.Println(receiver.RecordKey(idempotencykey.Scope, idempotencykey.RequestKey("client-a", "POST", "POST /v1/charges", "k-1")))
 	// Output:
-	// http:"client-a" "POST" "POST /v1/payments" "k-1"
+	// http:"client-a" "POST" "POST /v1/charges" "k-1"
 }

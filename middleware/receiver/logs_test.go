@@ -24,11 +24,11 @@ func TestReceiverLogsEachDecisionAtDebug(t *testing.T) {
 	}
 	fn := func(context.Context) ([]byte, error) { return []byte("done"), nil }
 	for range 2 {
-		if _, err := r.Execute(context.Background(), "charge_payment", "pay-1", []byte("fp"), fn); err != nil {
+		if _, err := r.Execute(context.Background(), "charge", "pay-1", []byte("fp"), fn); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := r.Execute(context.Background(), "charge_payment", "pay-1", []byte("other"), fn); err == nil {
+	if _, err := r.Execute(context.Background(), "charge", "pay-1", []byte("other"), fn); err == nil {
 		t.Fatal("a reused key succeeded")
 	}
 	var outcomes []string
@@ -37,8 +37,8 @@ func TestReceiverLogsEachDecisionAtDebug(t *testing.T) {
 		if err := json.Unmarshal(line, &l); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
 		}
-		if l.Msg != "receiver decision" || l.Level != "DEBUG" || l.Scope != "charge_payment" || l.Key != "charge_payment:pay-1" {
-			t.Errorf("log line %s: want a debug receiver decision on charge_payment:pay-1", line)
+		if l.Msg != "receiver decision" || l.Level != "DEBUG" || l.Scope != "charge" || l.Key != "charge:pay-1" {
+			t.Errorf("log line %s: want a debug receiver decision on charge:pay-1", line)
 		}
 		if (l.Err != "") != (l.Outcome == string(receiver.OutcomeFingerprintMismatch)) {
 			t.Errorf("log line %s: want an error on the mismatch only", line)

@@ -7,7 +7,7 @@ import (
 )
 
 func ExampleRecordKey() {
-	fmt.Println(receiver.RecordKey("charge_payment", "pay-1"))
+	fmt.Println(receiver.RecordKey("charge", "pay-1"))
 	// Output:
-	// charge_payment:pay-1
+	// charge:pay-1
 }

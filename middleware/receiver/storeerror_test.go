@@ -23,9 +23,9 @@ func TestStoreOutageErrorSaysEachThingOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.Execute(context.Background(), "charge_payment", "pay-1", []byte("fp"),
+	_, err = r.Execute(context.Background(), "charge", "pay-1", []byte("fp"),
 		func(context.Context) ([]byte, error) { return nil, nil })
-	want := `claiming key "charge_payment:pay-1": store unavailable: dial tcp ` + addr + `: connect: connection refused`
+	want := `claiming key "charge:pay-1": store unavailable: dial tcp ` + addr + `: connect: connection refused`
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
 	}

@@ -194,10 +194,10 @@ func ExampleNew() {
 	defer s.Close()
 
 	ctx := context.Background()
-	c, _ := s.Claim(ctx, "charge_payment:p-1", []byte("payload-sha256"), 30*time.Second)
-	_ = s.Complete(ctx, "charge_payment:p-1", c.Token, []byte("charged"), 24*time.Hour)
+	c, _ := s.Claim(ctx, "charge:p-1", []byte("payload-sha256"), 30*time.Second)
+	_ = s.Complete(ctx, "charge:p-1", c.Token, []byte("charged"), 24*time.Hour)
 
-	dup, _ := s.Claim(ctx, "charge_payment:p-1", []byte("payload-sha256"), 30*time.Second)
+	dup, _ := s.Claim(ctx, "charge:p-1", []byte("payload-sha256"), 30*time.Second)
 	fmt.Println(c.Status, dup.Status, string(dup.Record.Result))
 	// Output: acquired completed charged
 }
