@@ -210,8 +210,8 @@ func TestAdminRefusesBadInputAndChangesNothing(t *testing.T) {
 	}
 	// Nothing changed.
 	for key, want := range map[string]string{
-		receiver.RecordKey("charge", "pay-1"):                                                         "completed",
-		receiver.RecordKey("charge", "pay-2"):                                                         "in_progress",
+		receiver.RecordKey("charge", "pay-1"): "completed",
+		receiver.RecordKey("charge", "pay-2"): "in_progress",
 		receiver.RecordKey("http", idempotencykey.RequestKey("client-a", "POST", "POST /v1/charges", "k-1")): "completed",
 	} {
 		if got := f.state(t, key); got != want {
