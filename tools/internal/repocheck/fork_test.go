@@ -204,18 +204,23 @@ const droppedBroker = "nats"
 
 // TestBrokerRemoved removes one broker from a copy of the repository as
 // docs/brokers.md says a fork that does not use it may: its folder under
-// transport/ and its one case in the package that picks a broker by
+// transport/ and its one entry in the package that picks a broker by
 // TRANSPORT (every clause or table entry of transport/'s own files that
-// names the broker's package, and the import). Then both modules must
-// build and vet, their unit tests pass, and the tests of the brokers that
-// remain, and of the picker, pass against the real services.
+// names the broker's package, and the import), then regenerates the
+// configuration page, which lists the brokers built in. Then both modules
+// must build and vet, their unit tests pass, and the tests of the picker,
+// of the brokers that remain and of the service pass against the real
+// services.
 func TestBrokerRemoved(t *testing.T) {
 	dir := copyTracked(t)
 	dropBroker(t, dir, droppedBroker)
+	// The configuration page lists the brokers the build has: it is
+	// generated, so removing one regenerates it.
+	gocmd(t, dir, ".", "generate", "./app")
 	for _, module := range []string{".", "tools"} {
 		gocmd(t, dir, module, "build", "./...")
 		gocmd(t, dir, module, "vet", "./...")
 		gocmd(t, dir, module, "test", "-short", "-count=1", "./...")
 	}
-	gocmd(t, dir, ".", "test", "-count=1", "./transport/...")
+	gocmd(t, dir, ".", "test", "-count=1", "./transport/...", "./app/...")
 }
