@@ -225,8 +225,8 @@ type Config struct {
 	// tests (make run and docker compose set it); start-up logs a warning.
 	// With API_KEYS set it changes nothing.
 	AllowAnonymous bool `env:"ALLOW_ANONYMOUS" envDefault:"false"`
-	// PublishAPIKey is the key `onceflow publish` sends to a service that
-	// has API_KEYS set.
+	// PublishAPIKey is the key a domain's traffic commands (the example's
+	// publish and load) send to a service that has API_KEYS set.
 	PublishAPIKey string `env:"PUBLISH_API_KEY" secret:"true"`
 	// AdminAPIKey, when set, serves the key admin under /admin/keys (see
 	// `onceflow keys`), behind "Authorization: Bearer <key>"; unset, those
@@ -259,7 +259,7 @@ type Config struct {
 	MaxMessageBytes int `env:"MAX_MESSAGE_BYTES" envDefault:"4194304"`
 	// MessageSigningSecrets, when set, closes the producer trust boundary:
 	// every message the service publishes (from its API, its handlers, its
-	// outbox, `onceflow publish` and `load`) is signed with the first of
+	// outbox, a domain's traffic commands) is signed with the first of
 	// these comma-separated secrets, and a handler takes only messages
 	// signed by one of them; any other goes to the poison topic with
 	// reason bad_signature, before its key is claimed. So a producer
