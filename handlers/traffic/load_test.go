@@ -153,7 +153,7 @@ func TestLoadRejectsBadOptions(t *testing.T) {
 		{with(func(o *traffic.LoadOptions) { o.Concurrency = 0 }), nil, "--concurrency=0 is not allowed: use 1 or more"},
 		{with(func(o *traffic.LoadOptions) { o.DupRatio = 1 }), nil, "--dup-ratio=1 is not allowed: use a fraction from 0 up to, not including, 1"},
 		{with(func(o *traffic.LoadOptions) { o.DupRatio = -0.1 }), nil, "--dup-ratio=-0.1 is not allowed"},
-		{with(func(o *traffic.LoadOptions) { o.Transport = "mqtt" }), nil, `--transport="mqtt" is not allowed: use one of gochannel, kafka, amqp, sql, nats, redisstream`},
+		{with(func(o *traffic.LoadOptions) { o.Transport = "mqtt" }), nil, `--transport="mqtt" is not allowed: use one of ` + strings.Join(cmdEnv(nil).Transports, ", ")},
 		{with(func(o *traffic.LoadOptions) { o.CheckTimeout = -time.Second }), nil, "--check-timeout=-1s is not allowed"},
 		{with(func(o *traffic.LoadOptions) { o.ServiceURL = "localhost:8080" }), nil, `--service-url="localhost:8080" is not allowed: use an http:// or https:// URL`},
 		{with(func(o *traffic.LoadOptions) { o.Transport = "kafka" }), nil, "KAFKA_BROKERS is required"},
