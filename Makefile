@@ -16,12 +16,12 @@ TOOLS_PKGS ?= ./...
 COMPOSE_FILES = docker-compose.yml $(wildcard handlers/compose.yml)
 COMPOSE   ?= docker compose $(addprefix -f ,$(COMPOSE_FILES))
 TEST_TIMEOUT ?= 9m
-# make test runs this many packages' tests at once. Most of its time the
-# longest (the service's end-to-end tests, the fault suite) wait on
-# brokers, stores and leases, so a third keeps the cores busy; their
-# PostgreSQL connections (8 per service instance) stay within the 100 a
-# default server allows.
-TEST_PACKAGES ?= 3
+# make test runs the root module's tests and tools/' side by side, each
+# this many packages at once. Most of the time the longest (the service's
+# tests in app/, the fault suite in tools/) wait on brokers, stores and
+# leases, so four keep two cores busy; their PostgreSQL connections (8 per
+# service instance) stay within the 100 a default server allows.
+TEST_PACKAGES ?= 2
 FUZZTIME  ?= 60s
 # Minimizing an input that found new coverage is bounded by runs: at the
 # default (60s) one derived from a 100 KiB seed holds a worker for the whole
@@ -64,11 +64,18 @@ bench_pkgs = $(shell cd $(1) && grep -rl --include='*_test.go' '^func Benchmark'
 BENCH_PKGS = $(call bench_pkgs,.)
 TOOLS_BENCH_PKGS = $(call bench_pkgs,$(TOOLS))
 
-test: lint ## lint, then every test (unit and integration) with the race detector, then every benchmark once; the root module, then tools/
-	$(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout $(TEST_TIMEOUT) $(PKGS)
-	cd $(TOOLS) && $(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout $(TEST_TIMEOUT) $(TOOLS_PKGS)
+test: lint ## lint, then every test (unit and integration) with the race detector, the root module beside tools/, then every benchmark once
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-root test-tools
 	BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
 	cd $(TOOLS) && BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(TOOLS_BENCH_PKGS)
+
+# test-root and test-tools are make test's two halves, run side by side.
+.PHONY: test-root test-tools
+test-root:
+	$(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout $(TEST_TIMEOUT) $(PKGS)
+
+test-tools:
+	cd $(TOOLS) && $(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout $(TEST_TIMEOUT) $(TOOLS_PKGS)
 
 test-short: ## unit tests only: no services needed
 	$(GO) test -short -count=1 $(PKGS)
