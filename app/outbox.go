@@ -40,12 +40,11 @@ func newRelay(ctx context.Context, cfg Config, pool *pgxpool.Pool, publisher mes
 		return nil, nil, err
 	}
 	sub, err := sqlsubscriber.New(consumers, sqlsubscriber.Config{
-		ConsumerGroup:  broker.Names{TopicPrefix: cfg.TopicPrefix, ServiceName: cfg.ServiceName}.ConsumerGroup(outboxHandler),
-		PollInterval:   cfg.SQLPollInterval,
-		ResendInterval: cfg.retryMaxInterval(),
-		AckDeadline:    cfg.deliveryBudget(),
-		Beginner:       exactlyonce.ConsumerBeginner,
-		Logger:         logger,
+		ConsumerGroup: broker.Names{TopicPrefix: cfg.TopicPrefix, ServiceName: cfg.ServiceName}.ConsumerGroup(outboxHandler),
+		PollInterval:  cfg.SQLPollInterval,
+		Redelivery:    broker.Redelivery{AckDeadline: cfg.deliveryBudget(), ResendInterval: cfg.retryMaxInterval()},
+		Beginner:      exactlyonce.ConsumerBeginner,
+		Logger:        logger,
 	})
 	if err != nil {
 		consumers.Close()

@@ -77,8 +77,7 @@ func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slo
 		Pool:               pool,
 		SQLPollInterval:    c.SQLPollInterval,
 		SQLBeginner:        exactlyonce.ConsumerBeginner,
-		ResendInterval:     c.retryMaxInterval(),
-		AckDeadline:        c.deliveryBudget(),
+		Redelivery:         broker.Redelivery{AckDeadline: c.deliveryBudget(), ResendInterval: c.retryMaxInterval()},
 		Logger:             logger,
 	}
 }

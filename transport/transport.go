@@ -113,18 +113,9 @@ type Config struct {
 	// mode's units of work join them. Nil: watermill-sql's own.
 	SQLBeginner func(wsql.Conn) wsql.Beginner
 
-	// ResendInterval is the pause before the SQL transport hands out a
-	// nacked message again (holding up its consumer group meanwhile),
-	// before JetStream redelivers one, and before a Redis Streams
-	// subscriber hands one to its handler again.
-	ResendInterval time.Duration
-	// AckDeadline is how long a delivered message may stay unacknowledged
-	// before the broker hands it out again: the SQL transport reads it
-	// again, JetStream redelivers it (its ack wait), and on Redis Streams
-	// another consumer claims it from the pending list of one that
-	// crashed. It should outlast everything a consumer does with one
-	// delivery, retries included.
-	AckDeadline time.Duration
+	// Redelivery is that of the brokers that redeliver by time: SQL,
+	// NATS and Redis Streams (each package's Config says how).
+	broker.Redelivery
 }
 
 // Names are what the transport names its consumer groups, queues and
@@ -161,18 +152,16 @@ var brokers = []struct {
 	}},
 	{SQL, func(ctx context.Context, c Config) (*broker.Transport, error) {
 		return sql.New(ctx, sql.Config{Pool: c.Pool, ServiceName: c.ServiceName, TopicPrefix: c.TopicPrefix,
-			PollInterval: c.SQLPollInterval, ResendInterval: c.ResendInterval, AckDeadline: c.AckDeadline,
-			Beginner: c.SQLBeginner, Logger: c.Logger})
+			PollInterval: c.SQLPollInterval, Redelivery: c.Redelivery, Beginner: c.SQLBeginner, Logger: c.Logger})
 	}},
 	{NATS, func(ctx context.Context, c Config) (*broker.Transport, error) {
 		return nats.New(ctx, nats.Config{URL: c.NATSURL, ServiceName: c.ServiceName, TopicPrefix: c.TopicPrefix,
-			Topics: c.Topics, MaxAge: c.NATSMaxAge, AckDeadline: c.AckDeadline, ResendInterval: c.ResendInterval,
-			KeyMetadata: c.KeyMetadata, Logger: c.Logger})
+			Topics: c.Topics, MaxAge: c.NATSMaxAge, Redelivery: c.Redelivery, KeyMetadata: c.KeyMetadata, Logger: c.Logger})
 	}},
 	{RedisStream, func(ctx context.Context, c Config) (*broker.Transport, error) {
 		return redisstream.New(ctx, redisstream.Config{URL: c.RedisStreamURL, Username: c.RedisStreamUsername,
 			Password: c.RedisStreamPassword, TLS: c.RedisStreamTLS, ServiceName: c.ServiceName, TopicPrefix: c.TopicPrefix,
-			MaxLen: c.RedisStreamMaxLen, AckDeadline: c.AckDeadline, ResendInterval: c.ResendInterval, Logger: c.Logger})
+			MaxLen: c.RedisStreamMaxLen, Redelivery: c.Redelivery, Logger: c.Logger})
 	}},
 }
 

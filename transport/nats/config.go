@@ -11,14 +11,12 @@ import (
 
 // Defaults that [Config] fills in for zero fields.
 const (
-	DefaultMaxAge         = 7 * 24 * time.Hour
-	DefaultAckDeadline    = 30 * time.Second
-	DefaultResendInterval = time.Second
+	DefaultMaxAge = 7 * 24 * time.Hour
 )
 
 // Config tunes the NATS JetStream transport. URL and ServiceName are
 // required; [New] fills the other zero fields with the defaults above and
-// then validates.
+// [broker.Redelivery]'s, and then validates.
 type Config struct {
 	// URL is the NATS server with JetStream, e.g. nats://127.0.0.1:4222.
 	URL string
@@ -38,13 +36,10 @@ type Config struct {
 	// acked or not (they retain by limits; see [New]). It bounds how long
 	// a handler may be down without losing messages.
 	MaxAge time.Duration
-	// AckDeadline is how long a delivered message may stay unacknowledged
-	// before JetStream redelivers it (its ack wait). It should outlast
-	// everything a consumer does with one delivery, retries included.
-	AckDeadline time.Duration
-	// ResendInterval is the pause before JetStream redelivers a nacked
-	// message.
-	ResendInterval time.Duration
+	// Redelivery is JetStream's: its ack deadline is the consumers' ack
+	// wait, and a nacked message is redelivered after the resend
+	// interval.
+	broker.Redelivery
 	// KeyMetadata is the metadata entry holding a message's idempotency
 	// key, the service's receiver's: the transport sets it as the message's
 	// JetStream id (Nats-Msg-Id), so that the stream drops a copy of one
@@ -60,18 +55,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxAge == 0 {
 		c.MaxAge = DefaultMaxAge
 	}
-	if c.AckDeadline == 0 {
-		c.AckDeadline = DefaultAckDeadline
-	}
-	if c.ResendInterval == 0 {
-		c.ResendInterval = DefaultResendInterval
-	}
+	c.Redelivery = c.Redelivery.WithDefaults()
 	return c
 }
 
 // Validate checks that c, its defaults filled, names a server and a
-// service, and has a positive ack deadline, stream age and resend
-// interval.
+// service, and has a positive stream age and [broker.Redelivery].
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	var errs []error
@@ -81,9 +70,11 @@ func (c Config) Validate() error {
 	if c.ServiceName == "" {
 		errs = append(errs, errors.New("nats: missing service name"))
 	}
-	if c.AckDeadline < 0 || c.MaxAge < 0 || c.ResendInterval < 0 {
-		errs = append(errs, fmt.Errorf("nats: ack deadline %v, stream max age %v, resend interval %v: want each more than 0",
-			c.AckDeadline, c.MaxAge, c.ResendInterval))
+	if c.MaxAge < 0 {
+		errs = append(errs, fmt.Errorf("nats: stream max age %v: want more than 0", c.MaxAge))
+	}
+	if err := c.Redelivery.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("nats: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -98,9 +98,9 @@ const (
 //     by every replica of the service as a queue group of the same name.
 //     Acks are explicit and synchronous: Watermill acks once the handler
 //     succeeded. An unacked message is redelivered after the ack wait
-//     ([Config.AckDeadline]) — to any replica, also when its consumer
+//     ([broker.Redelivery.AckDeadline]) — to any replica, also when its consumer
 //     crashed. A nacked message, such as a copy whose original is still
-//     in progress elsewhere, is redelivered after [Config.ResendInterval].
+//     in progress elsewhere, is redelivered after [broker.Redelivery.ResendInterval].
 //     Each replica handles the handler's in-flight count of messages at
 //     once; at most four times that (and at least 32) are out unacked at
 //     a time across the replicas. A subscription that ends (a replica

@@ -330,7 +330,7 @@ func testConfig(t *testing.T, url string, topics ...string) Config {
 	prefix, service := testenv.Names()
 	brokerenv.DeleteNATSStreamsOnCleanup(t, url, broker.NATSStream(prefix))
 	return Config{URL: url, TopicPrefix: prefix, ServiceName: service, Topics: topics,
-		ResendInterval: 100 * time.Millisecond, KeyMetadata: transporttest.KeyMetadata}
+		Redelivery: broker.Redelivery{ResendInterval: 100 * time.Millisecond}, KeyMetadata: transporttest.KeyMetadata}
 }
 
 // topicRequested is a topic of the service, as the tests use it.

@@ -5,20 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/onceflow/onceflow/transport/broker"
 )
 
-// Defaults that [Config] fills in for zero fields.
-const (
-	DefaultAckDeadline    = 30 * time.Second
-	DefaultResendInterval = time.Second
-)
-
 // Config tunes the Redis Streams transport. URL and ServiceName are
-// required; [New] fills the other zero fields with the defaults above and
-// then validates.
+// required; [New] fills the other zero fields with [broker.Redelivery]'s
+// defaults and then validates.
 type Config struct {
 	// URL is the Redis node holding the streams, e.g.
 	// redis://127.0.0.1:6379/0 (redis://, rediss:// or unix://).
@@ -43,33 +36,24 @@ type Config struct {
 	// default, never trims: acknowledged entries stay until an operator
 	// trims the stream.
 	MaxLen int64
-	// AckDeadline is how long a delivered entry may stay unacknowledged
-	// before another consumer of its group claims it from the pending list
-	// of one that crashed. It should outlast everything a consumer does
-	// with one delivery, retries included.
-	AckDeadline time.Duration
-	// ResendInterval is the pause before a subscriber hands a nacked
-	// message to its handler again (holding up that subscriber
-	// meanwhile).
-	ResendInterval time.Duration
+	// Redelivery: past the ack deadline a consumer of the group claims
+	// an entry from the pending list of one that crashed; a nacked entry
+	// is handed to its handler again after the resend interval, in the
+	// slot it holds.
+	broker.Redelivery
 	// Logger receives the clients' logs; nil discards them.
 	Logger *slog.Logger
 }
 
 // withDefaults returns c with its zero fields filled.
 func (c Config) withDefaults() Config {
-	if c.AckDeadline == 0 {
-		c.AckDeadline = DefaultAckDeadline
-	}
-	if c.ResendInterval == 0 {
-		c.ResendInterval = DefaultResendInterval
-	}
+	c.Redelivery = c.Redelivery.WithDefaults()
 	return c
 }
 
 // Validate checks that c, its defaults filled, names a Redis and a
-// service, a positive ack deadline and resend interval, and a stream
-// length cap of zero or more.
+// service, a positive [broker.Redelivery], and a stream length cap of
+// zero or more.
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	var errs []error
@@ -79,9 +63,8 @@ func (c Config) Validate() error {
 	if c.ServiceName == "" {
 		errs = append(errs, errors.New("redisstream: missing service name"))
 	}
-	if c.AckDeadline < 0 || c.ResendInterval < 0 {
-		errs = append(errs, fmt.Errorf("redisstream: ack deadline %v, resend interval %v: want each more than 0",
-			c.AckDeadline, c.ResendInterval))
+	if err := c.Redelivery.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("redisstream: %w", err))
 	}
 	if c.MaxLen < 0 {
 		errs = append(errs, fmt.Errorf("redisstream: stream length cap %d, want zero (no trimming) or more", c.MaxLen))

@@ -47,9 +47,9 @@ import (
 //   - Ack and claim: an entry is XACKed once its handler acked it, with
 //     the other acks of that moment in one XACK. A nacked entry is handed
 //     to the handler again by the same consumer after
-//     [Config.ResendInterval], Redis not told (one nacked for longer than
+//     [broker.Redelivery.ResendInterval], Redis not told (one nacked for longer than
 //     the ack deadline is claimed by another consumer as well). An entry
-//     left unacknowledged for [Config.AckDeadline] since it was delivered
+//     left unacknowledged for [broker.Redelivery.AckDeadline] since it was delivered
 //     (its consumer crashed) is claimed by another consumer of the group
 //     and delivered again; see subscriptionConfig. A
 //     subscription that ends (its context ended, its subscriber closed)

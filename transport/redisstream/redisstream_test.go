@@ -158,7 +158,7 @@ func testConfig(t *testing.T, url string) (Config, *redis.Client) {
 	prefix, service := testenv.Names()
 	testenv.DeleteRedisKeysOnCleanup(t, client, prefix)
 	return Config{URL: url, TopicPrefix: prefix, ServiceName: service,
-		ResendInterval: 50 * time.Millisecond}, client
+		Redelivery: broker.Redelivery{ResendInterval: 50 * time.Millisecond}}, client
 }
 
 // hasNo fails t if s contains secret.

@@ -25,7 +25,7 @@ const (
 
 // releasePending hands the entries that consumer read from stream and
 // did not ack back to its group, by making them look abandoned: XCLAIM to
-// itself with an idle time of [Config.AckDeadline]. Another consumer then
+// itself with an idle time of [broker.Redelivery.AckDeadline]. Another consumer then
 // claims them at its next look (see subscriptionConfig), a new
 // one as it starts, instead of an ack deadline after they were read.
 // Without this, a replica stopped for a rolling deployment would hold the

@@ -53,7 +53,7 @@ type readConfig struct {
 //   - New entries: XREADGROUP ">" with a COUNT of the free slots and a
 //     BLOCK of blockTime, never forever, so that a
 //     subscription that is ending is not stuck in a read.
-//   - MinIdle is [Config.AckDeadline]: an entry delivered to a consumer
+//   - MinIdle is [broker.Redelivery.AckDeadline]: an entry delivered to a consumer
 //     and unacknowledged for that long is claimed by another. The service
 //     sets it longer than its router may spend on one delivery, retries
 //     included, so an entry still being handled is not taken over; only a
@@ -68,7 +68,7 @@ type readConfig struct {
 //     time, which Redis checks as it claims, so two subscriptions never
 //     both claim one entry; a look that found a full batch goes on at
 //     once from where it stopped. Reads wait for a look that is due.
-//   - ResendInterval is [Config.ResendInterval]: the service continues its
+//   - ResendInterval is [broker.Redelivery.ResendInterval]: the service continues its
 //     router's retry backoff at its ceiling. Redis is not told of a nack;
 //     the entry stays with its consumer, and its idle time keeps counting
 //     towards AckDeadline.

@@ -27,15 +27,12 @@ type Config struct {
 	// one database. Callers keep using the plain topic names.
 	TopicPrefix string
 	// PollInterval is the pause after a read that found no message
-	// (see [sqlsubscriber.Config] for this and the two below).
+	// (see [sqlsubscriber.Config] for this and the redelivery).
 	PollInterval time.Duration
-	// ResendInterval is the pause before a nacked message is handed out
-	// again, holding up its consumer group meanwhile.
-	ResendInterval time.Duration
-	// AckDeadline is how long a delivered message may stay unacknowledged
-	// before it is read again. It should outlast everything a consumer
-	// does with one delivery, retries included.
-	AckDeadline time.Duration
+	// Redelivery: a nacked message is handed out again after the resend
+	// interval, holding up its consumer group; one unacknowledged past the
+	// ack deadline is read again.
+	broker.Redelivery
 	// Beginner opens the subscribers' transactions on their pool:
 	// [wsql.BeginnerFromPgx] when nil. The service passes
 	// exactlyonce.ConsumerBeginner, so that transaction mode's units of
@@ -66,11 +63,10 @@ func (c Config) Validate() error {
 // subscriberConfig is the subscriber of handler in its consumer group.
 func (c Config) subscriberConfig(handler string) sqlsubscriber.Config {
 	return sqlsubscriber.Config{
-		ConsumerGroup:  broker.Names{TopicPrefix: c.TopicPrefix, ServiceName: c.ServiceName}.ConsumerGroup(handler),
-		PollInterval:   c.PollInterval,
-		ResendInterval: c.ResendInterval,
-		AckDeadline:    c.AckDeadline,
-		Beginner:       c.Beginner,
-		Logger:         c.Logger,
+		ConsumerGroup: broker.Names{TopicPrefix: c.TopicPrefix, ServiceName: c.ServiceName}.ConsumerGroup(handler),
+		PollInterval:  c.PollInterval,
+		Redelivery:    c.Redelivery,
+		Beginner:      c.Beginner,
+		Logger:        c.Logger,
 	}
 }

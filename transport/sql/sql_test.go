@@ -30,7 +30,7 @@ func newTestSQL(t *testing.T, pool *pgxpool.Pool) *broker.Transport {
 	t.Helper()
 	const resend = 100 * time.Millisecond
 	return transporttest.Open(t, New, Config{Pool: pool, ServiceName: "onceflow", Beginner: exactlyonce.ConsumerBeginner,
-		PollInterval: 10 * time.Millisecond, ResendInterval: resend, AckDeadline: 4 * (10*time.Second + resend)})
+		PollInterval: 10 * time.Millisecond, Redelivery: broker.Redelivery{ResendInterval: resend, AckDeadline: 4 * (10*time.Second + resend)}})
 }
 
 // delivery is one message handed to the subscriber named sub.

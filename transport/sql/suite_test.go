@@ -11,6 +11,7 @@ import (
 
 	"github.com/onceflow/onceflow/exactlyonce"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/transport/broker"
 	"github.com/onceflow/onceflow/transport/transporttest"
 )
 
@@ -22,7 +23,8 @@ var suite = transporttest.Suite{
 	Open: func(t *testing.T) transporttest.Opener {
 		prefix, service := testenv.Names()
 		return transporttest.OpenerOf(New, Config{Pool: testenv.Postgres(t), TopicPrefix: prefix, ServiceName: service,
-			Beginner: exactlyonce.ConsumerBeginner, PollInterval: 10 * time.Millisecond, ResendInterval: 100 * time.Millisecond})
+			Beginner: exactlyonce.ConsumerBeginner, PollInterval: 10 * time.Millisecond,
+			Redelivery: broker.Redelivery{ResendInterval: 100 * time.Millisecond}})
 	},
 	// As watermill-sql's PostgreSQL runs, at every in-flight count: the
 	// transport holds one message at a time whatever it is (see New).

@@ -29,13 +29,12 @@ const (
 
 // Defaults that [Config] fills in for zero fields.
 const (
-	DefaultPollInterval   = 100 * time.Millisecond
-	DefaultResendInterval = time.Second
-	DefaultAckDeadline    = 30 * time.Second
+	DefaultPollInterval = 100 * time.Millisecond
 )
 
 // Config is a subscriber's consumer group and pace. ConsumerGroup is
-// required; [New] fills the other zero fields with their defaults.
+// required; [New] fills the other zero fields with their defaults and
+// [broker.Redelivery]'s.
 type Config struct {
 	// ConsumerGroup names the group the subscriber reads in: its position
 	// in each topic is a row of the topic's offsets table.
@@ -43,15 +42,11 @@ type Config struct {
 	// PollInterval is the pause after a read that found no message;
 	// DefaultPollInterval when zero.
 	PollInterval time.Duration
-	// ResendInterval is the pause before a nacked message is handed out
-	// again, in the same transaction, holding up its group;
-	// DefaultResendInterval when zero.
-	ResendInterval time.Duration
-	// AckDeadline is how long a message handed out may stay unacked: when
-	// it passes, the subscriber commits the offsets acked so far and reads
-	// the message again. It should outlast everything a consumer does
-	// with one delivery, retries included; DefaultAckDeadline when zero.
-	AckDeadline time.Duration
+	// Redelivery: a nacked message is handed out again after the resend
+	// interval, in the same transaction, holding up its group; past the
+	// ack deadline the subscriber commits the offsets acked so far and
+	// reads the message again.
+	broker.Redelivery
 	// Beginner opens the subscriber's transactions on its pool:
 	// [wsql.BeginnerFromPgx] when nil. The service passes
 	// exactlyonce.ConsumerBeginner, so that transaction mode's units of
@@ -66,12 +61,7 @@ func (c Config) withDefaults() Config {
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
 	}
-	if c.ResendInterval == 0 {
-		c.ResendInterval = DefaultResendInterval
-	}
-	if c.AckDeadline == 0 {
-		c.AckDeadline = DefaultAckDeadline
-	}
+	c.Redelivery = c.Redelivery.WithDefaults()
 	if c.Beginner == nil {
 		c.Beginner = wsql.BeginnerFromPgx
 	}
@@ -86,9 +76,11 @@ func (c Config) Validate() error {
 	if c.ConsumerGroup == "" {
 		errs = append(errs, errors.New("sql: missing consumer group"))
 	}
-	if c.PollInterval < 0 || c.ResendInterval < 0 || c.AckDeadline < 0 {
-		errs = append(errs, fmt.Errorf("sql: poll interval %v, resend interval %v, ack deadline %v: want each more than 0",
-			c.PollInterval, c.ResendInterval, c.AckDeadline))
+	if c.PollInterval < 0 {
+		errs = append(errs, fmt.Errorf("sql: poll interval %v: want more than 0", c.PollInterval))
+	}
+	if err := c.Redelivery.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("sql: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -102,7 +94,7 @@ func (c Config) Validate() error {
 //   - PollInterval is the pause after an empty read, and after a batch
 //     that delivered messages it pauses 5ms, which lets a replica waiting
 //     for the group's lock take the next; after a failed query, a second.
-//   - ResendInterval and AckDeadline are the caller's (see [Config]).
+//   - Its redelivery is the caller's (see [Config]).
 //
 // The caller closes it.
 func New(consumers *pgxpool.Pool, cfg Config) (*wsql.Subscriber, error) {
