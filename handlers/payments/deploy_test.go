@@ -2,13 +2,11 @@ package payments_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/handlers/payments"
 	"github.com/onceflow/onceflow/handlers/provider"
+	"github.com/onceflow/onceflow/internal/testenv/k8s"
 )
 
 // The example's deployment files, beside its code: its Kubernetes
@@ -29,64 +28,6 @@ import (
 const (
 	k8sDir         = "../deploy/k8s"
 	composeOverlay = "../compose.yml"
-)
-
-// The parts of the manifests these tests read.
-type (
-	k8sObject struct {
-		Kind     string `yaml:"kind"`
-		Metadata struct {
-			Name string `yaml:"name"`
-		} `yaml:"metadata"`
-		Data map[string]string `yaml:"data"` // a ConfigMap's
-		Spec struct {
-			Selector    yaml.Node `yaml:"selector"` // a Service's labels, a Deployment's matchLabels
-			PodSelector struct {
-				MatchLabels map[string]string `yaml:"matchLabels"`
-			} `yaml:"podSelector"`
-			Ports []struct {
-				Port       int    `yaml:"port"`
-				TargetPort string `yaml:"targetPort"`
-			} `yaml:"ports"`
-			Template struct {
-				Metadata struct {
-					Labels map[string]string `yaml:"labels"`
-				} `yaml:"metadata"`
-				Spec struct {
-					Containers []k8sContainer `yaml:"containers"`
-				} `yaml:"spec"`
-			} `yaml:"template"`
-		} `yaml:"spec"`
-	}
-	k8sContainer struct {
-		Args  []string `yaml:"args"`
-		Ports []struct {
-			Name          string `yaml:"name"`
-			ContainerPort int    `yaml:"containerPort"`
-		} `yaml:"ports"`
-		Env []struct {
-			Name      string `yaml:"name"`
-			Value     string `yaml:"value"`
-			ValueFrom *struct {
-				SecretKeyRef *struct {
-					Name     string `yaml:"name"`
-					Key      string `yaml:"key"`
-					Optional bool   `yaml:"optional"`
-				} `yaml:"secretKeyRef"`
-			} `yaml:"valueFrom"`
-		} `yaml:"env"`
-		ReadinessProbe struct {
-			HTTPGet struct {
-				Path string `yaml:"path"`
-				Port string `yaml:"port"`
-			} `yaml:"httpGet"`
-		} `yaml:"readinessProbe"`
-		LivenessProbe struct {
-			TCPSocket *struct {
-				Port string `yaml:"port"`
-			} `yaml:"tcpSocket"`
-		} `yaml:"livenessProbe"`
-	}
 )
 
 // TestK8sProvider checks the payment provider of the example's manifests
@@ -100,14 +41,30 @@ type (
 // and port of the domain ConfigMap's PAYMENT_PROVIDER_URL.
 func TestK8sProvider(t *testing.T) {
 	t.Parallel()
-	objects := readManifests(t)
-	var prov *k8sObject
-	for i, o := range objects {
-		if cs := o.Spec.Template.Spec.Containers; o.Kind == "Deployment" && len(cs) == 1 && len(cs[0].Args) > 0 && cs[0].Args[0] == "provider" {
-			if prov != nil {
-				t.Fatalf("Deployments %s and %s both run the provider: want one", prov.Metadata.Name, o.Metadata.Name)
+	var prov *k8s.Deployment
+	services := map[string]k8s.Service{}
+	var cm *k8s.ConfigMap
+	for _, m := range k8s.Read(t, k8sDir, ".") {
+		switch m.Kind {
+		case "Deployment":
+			var d k8s.Deployment
+			m.Decode(t, &d)
+			if cs := d.Spec.Template.Spec.Containers; len(cs) == 1 && len(cs[0].Args) > 0 && cs[0].Args[0] == "provider" {
+				if prov != nil {
+					t.Fatalf("Deployments %s and %s both run the provider: want one", prov.Metadata.Name, d.Metadata.Name)
+				}
+				prov = &d
 			}
-			prov = &objects[i]
+		case "Service":
+			var svc k8s.Service
+			m.Decode(t, &svc)
+			services[m.Name] = svc
+		case "ConfigMap":
+			var c k8s.ConfigMap
+			m.Decode(t, &c)
+			if c.Data["PAYMENT_PROVIDER_URL"] != "" {
+				cm = &c
+			}
 		}
 	}
 	if prov == nil {
@@ -150,13 +107,10 @@ func TestK8sProvider(t *testing.T) {
 
 	// The Service at the ConfigMap's URL, selecting the provider's pods.
 	plabels := prov.Spec.Template.Metadata.Labels
-	var ps, cm *k8sObject
-	for i, o := range objects {
-		switch {
-		case o.Kind == "Service" && subset(labelsOf(t, o), plabels):
-			ps = &objects[i]
-		case o.Kind == "ConfigMap" && o.Data["PAYMENT_PROVIDER_URL"] != "":
-			cm = &objects[i]
+	var ps *k8s.Service
+	for _, svc := range services {
+		if k8s.Subset(svc.Spec.Selector, plabels) {
+			ps = &svc
 		}
 	}
 	if ps == nil || cm == nil {
@@ -209,33 +163,6 @@ func TestComposeProvider(t *testing.T) {
 	}
 }
 
-// readManifests reads every document of the example's manifests.
-func readManifests(t *testing.T) []k8sObject {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("%s: %d manifests, %v", k8sDir, len(files), err)
-	}
-	var objects []k8sObject
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec := yaml.NewDecoder(strings.NewReader(string(b)))
-		for {
-			var o k8sObject
-			if err := dec.Decode(&o); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			objects = append(objects, o)
-		}
-	}
-	return objects
-}
-
 // readYAML decodes the YAML file path into v.
 func readYAML(t *testing.T, path string, v any) {
 	t.Helper()
@@ -246,16 +173,6 @@ func readYAML(t *testing.T, path string, v any) {
 	if err := yaml.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-}
-
-// labelsOf is the labels a Service's selector names.
-func labelsOf(t *testing.T, o k8sObject) map[string]string {
-	t.Helper()
-	labels := map[string]string{}
-	if err := o.Spec.Selector.Decode(&labels); err != nil && !o.Spec.Selector.IsZero() {
-		t.Fatalf("%s %s: selector: %v", o.Kind, o.Metadata.Name, err)
-	}
-	return labels
 }
 
 // providerCommandTakes runs the binary's command args[0] with the flags of
@@ -303,17 +220,4 @@ func providerServes(t *testing.T, path string) bool {
 	rec := httptest.NewRecorder()
 	p.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 	return path != "" && rec.Code == http.StatusOK
-}
-
-// subset reports whether sel, not empty, selects labels.
-func subset(sel, labels map[string]string) bool {
-	if len(sel) == 0 {
-		return false
-	}
-	for k, v := range sel {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/onceflow/onceflow/app"
+	"github.com/onceflow/onceflow/internal/testenv/k8s"
 )
 
 // TestConfigMapsMirrorEnvFiles: each deploy/<transport>.env has a
@@ -40,7 +41,7 @@ func TestConfigMapsMirrorEnvFiles(t *testing.T) {
 		if !deployedBrokerBuiltIn(t, path, want["TRANSPORT"]) {
 			continue
 		}
-		var cm configMap
+		var cm k8s.ConfigMap
 		readYAML(t, filepath.Join("deploy", "k8s", "configmap-"+transport+".yaml"), &cm)
 		if cm.Kind != "ConfigMap" || cm.Metadata.Name != binary+"-"+transport {
 			t.Errorf("configmap-%s.yaml: %s %q, want ConfigMap %q", transport, cm.Kind, cm.Metadata.Name, binary+"-"+transport)
@@ -102,12 +103,12 @@ func TestDomainConfigMapMirrorsComposeOverlay(t *testing.T) {
 	t.Parallel()
 	name := domainConfigMap(filepath.Base(readDockerfile(t).Entrypoint[0]))
 	var (
-		cm   configMap
+		cm   k8s.ConfigMap
 		file string
 	)
-	for _, m := range manifests(t, domainManifestDirs(t)...) {
+	for _, m := range k8s.Read(t, root, domainManifestDirs(t)...) {
 		if m.Kind == "ConfigMap" && m.Name == name {
-			m.decode(t, &cm)
+			m.Decode(t, &cm)
 			file = m.File
 		}
 	}

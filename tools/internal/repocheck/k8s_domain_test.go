@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/onceflow/onceflow/internal/testenv/k8s"
 )
 
 // TestK8sDomainManifests checks what the domain ships for Kubernetes (the
@@ -27,7 +29,7 @@ import (
 // own (the fork check's shop) ships its ConfigMap alone.
 func TestK8sDomainManifests(t *testing.T) {
 	t.Parallel()
-	var svc deployment
+	var svc k8s.Deployment
 	readYAML(t, "deploy/k8s/deployment.yaml", &svc)
 	if len(svc.Spec.Template.Spec.Containers) != 1 {
 		t.Fatalf("deploy/k8s/deployment.yaml: %d containers, want the service's one", len(svc.Spec.Template.Spec.Containers))
@@ -40,12 +42,12 @@ func TestK8sDomainManifests(t *testing.T) {
 
 	var (
 		// Each by where it is defined ("file: Kind/name"), ConfigMaps by name.
-		deployments = map[string]deployment{}
-		services    = map[string]service{}
-		policies    = map[string]networkPolicy{}
-		configMaps  = map[string]configMap{}
+		deployments = map[string]k8s.Deployment{}
+		services    = map[string]k8s.Service{}
+		policies    = map[string]k8s.NetworkPolicy{}
+		configMaps  = map[string]k8s.ConfigMap{}
 	)
-	for _, m := range manifests(t, domainManifestDirs(t)...) {
+	for _, m := range k8s.Read(t, root, domainManifestDirs(t)...) {
 		at := m.File + ": " + m.Kind + "/" + m.Name
 		switch m.Kind {
 		case "Deployment":
@@ -82,9 +84,9 @@ func TestK8sDomainManifests(t *testing.T) {
 	// The service's selectors: its Deployment's, and those of its Service,
 	// PodDisruptionBudget and NetworkPolicy.
 	var (
-		api    service
-		budget pdb
-		np     networkPolicy
+		api    k8s.Service
+		budget k8s.PDB
+		np     k8s.NetworkPolicy
 	)
 	readYAML(t, "deploy/k8s/service.yaml", &api)
 	readYAML(t, "deploy/k8s/pdb.yaml", &budget)
@@ -106,14 +108,14 @@ func TestK8sDomainManifests(t *testing.T) {
 
 		// Its selectors and the service's keep their pods apart.
 		dlabels := d.Spec.Template.Metadata.Labels
-		if !subset(d.Spec.Selector.MatchLabels, dlabels) {
+		if !k8s.Subset(d.Spec.Selector.MatchLabels, dlabels) {
 			t.Errorf("%s: selector %v does not select the template's labels %v", at, d.Spec.Selector.MatchLabels, dlabels)
 		}
-		if subset(d.Spec.Selector.MatchLabels, labels) {
+		if k8s.Subset(d.Spec.Selector.MatchLabels, labels) {
 			t.Errorf("%s: selector %v picks the service's pods %v too", at, d.Spec.Selector.MatchLabels, labels)
 		}
 		for _, file := range slices.Sorted(maps.Keys(serviceSelectors)) {
-			if subset(serviceSelectors[file], dlabels) {
+			if k8s.Subset(serviceSelectors[file], dlabels) {
 				t.Errorf("%s selects %v, which picks the pods %v of %s too", file, serviceSelectors[file], dlabels, at)
 			}
 		}
@@ -122,7 +124,7 @@ func TestK8sDomainManifests(t *testing.T) {
 		// else (checkDomainPolicy).
 		guarded := false
 		for _, p := range policies {
-			guarded = guarded || subset(p.Spec.PodSelector.MatchLabels, dlabels)
+			guarded = guarded || k8s.Subset(p.Spec.PodSelector.MatchLabels, dlabels)
 		}
 		if !guarded {
 			t.Errorf("%s: no NetworkPolicy of the domain selects its pods %v: want one admitting the service's pods only", at, dlabels)
@@ -147,7 +149,7 @@ func TestK8sDomainManifests(t *testing.T) {
 			if u.Hostname() != s.Metadata.Name {
 				continue
 			}
-			if !slices.ContainsFunc(s.Spec.Ports, func(p servicePort) bool { return strconv.Itoa(p.Port) == u.Port() }) {
+			if !slices.ContainsFunc(s.Spec.Ports, func(p k8s.ServicePort) bool { return strconv.Itoa(p.Port) == u.Port() }) {
 				t.Errorf("ConfigMap %s: %s=%s: want a port of the Service it names (%s), not %q", name, k, cm.Data[k], at, u.Port())
 			}
 		}
@@ -179,7 +181,7 @@ var credentialName = regexp.MustCompile(`(^|_)(URLS?|DSN|PASSWORD|SECRET|TOKEN|K
 // such as a database down); every variable one the binary reads, and
 // each that may hold a password from a required Secret; every ConfigMap
 // it reads defined and required (checkEnvFrom).
-func checkDomainContainer(t *testing.T, at string, c container, image string, bin binaryFacts, objects map[string]string) {
+func checkDomainContainer(t *testing.T, at string, c k8s.Container, image string, bin binaryFacts, objects map[string]string) {
 	t.Helper()
 	if c.Image != image {
 		t.Errorf("%s: image %q, the service's %q: want the same build", at, c.Image, image)
@@ -231,14 +233,14 @@ func checkDomainContainer(t *testing.T, at string, c container, image string, bi
 // checkDomainService checks the domain's Service at: it selects the pods
 // of one of the domain's Deployments, none of the service's (labels), on
 // ports their container names.
-func checkDomainService(t *testing.T, at string, s service, deployments map[string]deployment, labels map[string]string) {
+func checkDomainService(t *testing.T, at string, s k8s.Service, deployments map[string]k8s.Deployment, labels map[string]string) {
 	t.Helper()
 	target, ok := selected(deployments, s.Spec.Selector)
 	if !ok {
 		t.Errorf("%s: selector %v: want the pods of one Deployment of the domain", at, s.Spec.Selector)
 		return
 	}
-	if subset(s.Spec.Selector, labels) {
+	if k8s.Subset(s.Spec.Selector, labels) {
 		t.Errorf("%s: selector %v picks the service's pods %v", at, s.Spec.Selector, labels)
 	}
 	if len(s.Spec.Ports) == 0 {
@@ -254,14 +256,14 @@ func checkDomainService(t *testing.T, at string, s service, deployments map[stri
 // checkDomainPolicy checks the domain's NetworkPolicy at: it selects the
 // pods of one of the domain's Deployments and restricts their Ingress to
 // the service's pods (labels), on ports their container names.
-func checkDomainPolicy(t *testing.T, at string, np networkPolicy, deployments map[string]deployment, labels map[string]string) {
+func checkDomainPolicy(t *testing.T, at string, np k8s.NetworkPolicy, deployments map[string]k8s.Deployment, labels map[string]string) {
 	t.Helper()
 	target, ok := selected(deployments, np.Spec.PodSelector.MatchLabels)
 	if !ok || !slices.Contains(np.Spec.PolicyTypes, "Ingress") || len(np.Spec.Ingress) == 0 {
 		t.Errorf("%s: %+v: want it to select the pods of one Deployment of the domain and restrict their Ingress", at, np.Spec)
 		return
 	}
-	if subset(np.Spec.PodSelector.MatchLabels, labels) {
+	if k8s.Subset(np.Spec.PodSelector.MatchLabels, labels) {
 		t.Errorf("%s: selector %v picks the service's pods %v", at, np.Spec.PodSelector.MatchLabels, labels)
 	}
 	for _, rule := range np.Spec.Ingress {
@@ -269,7 +271,7 @@ func checkDomainPolicy(t *testing.T, at string, np networkPolicy, deployments ma
 			t.Errorf("%s: a rule admits every source or every port: want the service's pods, on named ports", at)
 		}
 		for _, peer := range rule.From {
-			if len(peer) != 1 || !subset(podSelectorLabels(peer), labels) {
+			if len(peer) != 1 || !k8s.Subset(podSelectorLabels(peer), labels) {
 				t.Errorf("%s admits %v: want the service's pods (%v) only", at, peer, labels)
 			}
 		}
@@ -283,22 +285,22 @@ func checkDomainPolicy(t *testing.T, at string, np networkPolicy, deployments ma
 
 // selected is the container of the one Deployment of deployments whose
 // pods sel selects; false when none does, or more than one.
-func selected(deployments map[string]deployment, sel map[string]string) (container, bool) {
-	var found []container
+func selected(deployments map[string]k8s.Deployment, sel map[string]string) (k8s.Container, bool) {
+	var found []k8s.Container
 	for _, d := range deployments {
-		if subset(sel, d.Spec.Template.Metadata.Labels) && len(d.Spec.Template.Spec.Containers) == 1 {
+		if k8s.Subset(sel, d.Spec.Template.Metadata.Labels) && len(d.Spec.Template.Spec.Containers) == 1 {
 			found = append(found, d.Spec.Template.Spec.Containers[0])
 		}
 	}
 	if len(found) != 1 {
-		return container{}, false
+		return k8s.Container{}, false
 	}
 	return found[0], true
 }
 
 // portNumber is the number of the port of c named name; 0 if it names
 // none so.
-func portNumber(c container, name string) int {
+func portNumber(c k8s.Container, name string) int {
 	for _, p := range c.Ports {
 		if p.Name == name && name != "" {
 			return p.ContainerPort
@@ -356,9 +358,9 @@ func envReads(t *testing.T, dirs []string) map[string]bool {
 }
 
 // collect decodes m into a T and adds it to into under key.
-func collect[T any](t *testing.T, m manifest, key string, into map[string]T) {
+func collect[T any](t *testing.T, m k8s.Manifest, key string, into map[string]T) {
 	t.Helper()
 	var v T
-	m.decode(t, &v)
+	m.Decode(t, &v)
 	into[key] = v
 }

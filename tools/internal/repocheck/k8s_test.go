@@ -2,14 +2,10 @@ package repocheck
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,137 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/onceflow/onceflow/app"
 	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/internal/testenv"
-)
-
-// The parts of the manifests the checks read.
-type (
-	metadata struct {
-		Name        string            `yaml:"name"`
-		Labels      map[string]string `yaml:"labels"`
-		Annotations map[string]string `yaml:"annotations"`
-	}
-	probe struct {
-		HTTPGet struct {
-			Path string `yaml:"path"`
-			Port string `yaml:"port"`
-		} `yaml:"httpGet"`
-		TCPSocket *struct {
-			Port string `yaml:"port"`
-		} `yaml:"tcpSocket"`
-	}
-	container struct {
-		Name    string   `yaml:"name"`
-		Image   string   `yaml:"image"`
-		Command []string `yaml:"command"`
-		Args    []string `yaml:"args"`
-		Ports   []struct {
-			Name          string `yaml:"name"`
-			ContainerPort int    `yaml:"containerPort"`
-		} `yaml:"ports"`
-		Env []struct {
-			Name      string `yaml:"name"`
-			Value     string `yaml:"value"`
-			ValueFrom *struct {
-				SecretKeyRef *struct {
-					Name     string `yaml:"name"`
-					Key      string `yaml:"key"`
-					Optional bool   `yaml:"optional"`
-				} `yaml:"secretKeyRef"`
-			} `yaml:"valueFrom"`
-		} `yaml:"env"`
-		EnvFrom []struct {
-			ConfigMapRef *envSource `yaml:"configMapRef"`
-			SecretRef    *envSource `yaml:"secretRef"`
-		} `yaml:"envFrom"`
-		ReadinessProbe probe `yaml:"readinessProbe"`
-		LivenessProbe  probe `yaml:"livenessProbe"`
-		Resources      struct {
-			Requests map[string]string `yaml:"requests"`
-		} `yaml:"resources"`
-		SecurityContext struct {
-			AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
-			ReadOnlyRootFilesystem   bool  `yaml:"readOnlyRootFilesystem"`
-			Capabilities             struct {
-				Drop []string `yaml:"drop"`
-			} `yaml:"capabilities"`
-		} `yaml:"securityContext"`
-	}
-	envSource struct {
-		Name     string `yaml:"name"`
-		Optional bool   `yaml:"optional"`
-	}
-	podSecurityContext struct {
-		RunAsNonRoot   bool `yaml:"runAsNonRoot"`
-		RunAsUser      int  `yaml:"runAsUser"`
-		RunAsGroup     int  `yaml:"runAsGroup"`
-		SeccompProfile struct {
-			Type string `yaml:"type"`
-		} `yaml:"seccompProfile"`
-	}
-	deployment struct {
-		Kind     string   `yaml:"kind"`
-		Metadata metadata `yaml:"metadata"`
-		Spec     struct {
-			Replicas int `yaml:"replicas"`
-			Selector struct {
-				MatchLabels map[string]string `yaml:"matchLabels"`
-			} `yaml:"selector"`
-			Template struct {
-				Metadata metadata `yaml:"metadata"`
-				Spec     struct {
-					AutomountServiceAccountToken *bool              `yaml:"automountServiceAccountToken"`
-					SecurityContext              podSecurityContext `yaml:"securityContext"`
-					Containers                   []container        `yaml:"containers"`
-				} `yaml:"spec"`
-			} `yaml:"template"`
-		} `yaml:"spec"`
-	}
-	service struct {
-		Kind     string   `yaml:"kind"`
-		Metadata metadata `yaml:"metadata"`
-		Spec     struct {
-			Selector map[string]string `yaml:"selector"`
-			Ports    []servicePort     `yaml:"ports"`
-		} `yaml:"spec"`
-	}
-	servicePort struct {
-		Port       int    `yaml:"port"`
-		TargetPort string `yaml:"targetPort"`
-	}
-	networkPolicy struct {
-		Kind string `yaml:"kind"`
-		Spec struct {
-			PodSelector struct {
-				MatchLabels map[string]string `yaml:"matchLabels"`
-			} `yaml:"podSelector"`
-			PolicyTypes []string `yaml:"policyTypes"`
-			Ingress     []struct {
-				From  []map[string]any `yaml:"from"`
-				Ports []struct {
-					Port string `yaml:"port"`
-				} `yaml:"ports"`
-			} `yaml:"ingress"`
-		} `yaml:"spec"`
-	}
-	pdb struct {
-		Kind string `yaml:"kind"`
-		Spec struct {
-			MinAvailable int `yaml:"minAvailable"`
-			Selector     struct {
-				MatchLabels map[string]string `yaml:"matchLabels"`
-			} `yaml:"selector"`
-		} `yaml:"spec"`
-	}
-	configMap struct {
-		Kind     string            `yaml:"kind"`
-		Metadata metadata          `yaml:"metadata"`
-		Data     map[string]string `yaml:"data"`
-	}
+	"github.com/onceflow/onceflow/internal/testenv/k8s"
 )
 
 // distrolessUsers maps the users of the distroless images to their ids
@@ -165,7 +34,7 @@ var distrolessUsers = map[string]int{"root": 0, "nonroot": 65532, "nobody": 6553
 // the Secret read last.
 func TestDeployment(t *testing.T) {
 	t.Parallel()
-	var d deployment
+	var d k8s.Deployment
 	readYAML(t, "deploy/k8s/deployment.yaml", &d)
 	df := readDockerfile(t)
 	spec := d.Spec.Template.Spec
@@ -212,7 +81,7 @@ func TestDeployment(t *testing.T) {
 		t.Fatalf("container port internal is %d, INTERNAL_ADDR %q: want the probes and /metrics on a port of their own",
 			ports["internal"], cfg.InternalAddr)
 	}
-	for name, p := range map[string]probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+	for name, p := range map[string]k8s.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
 		if p.HTTPGet.Port != "internal" {
 			t.Errorf("%s probe on port %q, want internal (INTERNAL_ADDR)", name, p.HTTPGet.Port)
 		}
@@ -230,23 +99,23 @@ func TestDeployment(t *testing.T) {
 	// Service, PodDisruptionBudget and NetworkPolicy select the
 	// Deployment's pods; the Service exposes the API only.
 	labels := d.Spec.Template.Metadata.Labels
-	if !subset(d.Spec.Selector.MatchLabels, labels) {
+	if !k8s.Subset(d.Spec.Selector.MatchLabels, labels) {
 		t.Errorf("selector %v does not select the template's labels %v", d.Spec.Selector.MatchLabels, labels)
 	}
-	var svc service
+	var svc k8s.Service
 	readYAML(t, "deploy/k8s/service.yaml", &svc)
-	if svc.Kind != "Service" || !subset(svc.Spec.Selector, labels) || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort != "http" {
+	if svc.Kind != "Service" || !k8s.Subset(svc.Spec.Selector, labels) || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort != "http" {
 		t.Errorf("Service %+v: want it to select %v and expose the container port http only", svc.Spec, labels)
 	}
-	var budget pdb
+	var budget k8s.PDB
 	readYAML(t, "deploy/k8s/pdb.yaml", &budget)
-	if budget.Kind != "PodDisruptionBudget" || !subset(budget.Spec.Selector.MatchLabels, labels) ||
+	if budget.Kind != "PodDisruptionBudget" || !k8s.Subset(budget.Spec.Selector.MatchLabels, labels) ||
 		budget.Spec.MinAvailable < 1 || budget.Spec.MinAvailable >= d.Spec.Replicas {
 		t.Errorf("PodDisruptionBudget %+v: want it to select %v and keep 1 to %d pods", budget.Spec, labels, d.Spec.Replicas-1)
 	}
-	var np networkPolicy
+	var np k8s.NetworkPolicy
 	readYAML(t, "deploy/k8s/networkpolicy.yaml", &np)
-	if np.Kind != "NetworkPolicy" || !subset(np.Spec.PodSelector.MatchLabels, labels) {
+	if np.Kind != "NetworkPolicy" || !k8s.Subset(np.Spec.PodSelector.MatchLabels, labels) {
 		t.Errorf("NetworkPolicy %+v: want it to select %v", np.Spec, labels)
 	}
 	internalAdmitted := false
@@ -286,7 +155,7 @@ func TestDeployment(t *testing.T) {
 	// The ConfigMaps it reads exist: a transport's first, then any the
 	// domain's settings are in; the Secret last, its credentials
 	// overriding theirs.
-	var cm configMap
+	var cm k8s.ConfigMap
 	if len(c.EnvFrom) == 0 || c.EnvFrom[0].ConfigMapRef == nil {
 		t.Fatal("envFrom: want a transport's ConfigMap first")
 	}
@@ -302,7 +171,7 @@ func TestDeployment(t *testing.T) {
 // image of the Dockerfile df: its user, non-root, the runtime's seccomp
 // profile, no service account token; a read-only root filesystem, no
 // privilege escalation and no capabilities; resource requests.
-func hardened(t *testing.T, file string, d deployment, df dockerfile) {
+func hardened(t *testing.T, file string, d k8s.Deployment, df dockerfile) {
 	t.Helper()
 	spec := d.Spec.Template.Spec
 	user, group, _ := strings.Cut(df.User, ":")
@@ -336,7 +205,7 @@ func hardened(t *testing.T, file string, d deployment, df dockerfile) {
 // be defined in objects, and not optional: a pod that starts before an
 // optional one exists runs without its settings, and keeps them so. A
 // Secret comes last, so that its credentials override the ConfigMaps.
-func checkEnvFrom(t *testing.T, c container, objects map[string]string) {
+func checkEnvFrom(t *testing.T, c k8s.Container, objects map[string]string) {
 	t.Helper()
 	for i, from := range c.EnvFrom {
 		switch {
@@ -360,7 +229,7 @@ func checkEnvFrom(t *testing.T, c container, objects map[string]string) {
 func k8sObjects(t *testing.T) map[string]string {
 	t.Helper()
 	objects := map[string]string{}
-	for _, m := range manifests(t, k8sDirs(t)...) {
+	for _, m := range k8s.Read(t, root, k8sDirs(t)...) {
 		key := m.Kind + "/" + m.Name
 		if prev, ok := objects[key]; ok {
 			t.Errorf("%s defines %s, as %s does", m.File, key, prev)
@@ -368,63 +237,6 @@ func k8sObjects(t *testing.T) map[string]string {
 		objects[key] = m.File
 	}
 	return objects
-}
-
-// manifest is one document of a Kubernetes manifest.
-type manifest struct {
-	File       string // relative to the root
-	Kind, Name string
-	doc        yaml.Node
-}
-
-// decode decodes the document into v.
-func (m manifest) decode(t *testing.T, v any) {
-	t.Helper()
-	if err := m.doc.Decode(v); err != nil {
-		t.Fatalf("%s: %s %q: %v", m.File, m.Kind, m.Name, err)
-	}
-}
-
-// manifests reads every document of every .yaml file under dirs (relative
-// to the root, in any directory below them), as `kubectl apply -R` does.
-func manifests(t *testing.T, dirs ...string) []manifest {
-	t.Helper()
-	var all []manifest
-	for _, dir := range dirs {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
-				return err
-			}
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			rel := filepath.ToSlash(mustRel(t, p))
-			dec := yaml.NewDecoder(f)
-			for {
-				m := manifest{File: rel}
-				if err := dec.Decode(&m.doc); errors.Is(err, io.EOF) {
-					return nil
-				} else if err != nil {
-					return fmt.Errorf("%s: %w", rel, err)
-				}
-				var obj struct {
-					Kind     string   `yaml:"kind"`
-					Metadata metadata `yaml:"metadata"`
-				}
-				if err := m.doc.Decode(&obj); err != nil {
-					return fmt.Errorf("%s: %w", rel, err)
-				}
-				m.Kind, m.Name = obj.Kind, obj.Metadata.Name
-				all = append(all, m)
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return all
 }
 
 // port is the port of the listening address addr.
@@ -480,16 +292,4 @@ func probesAnswer(t *testing.T, paths ...string) {
 			t.Errorf("GET %s on the public port: %d, want 404", path, code)
 		}
 	}
-}
-
-func subset(sel, labels map[string]string) bool {
-	if len(sel) == 0 {
-		return false
-	}
-	for k, v := range sel {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
 }
