@@ -64,18 +64,19 @@ bench_pkgs = $(shell cd $(1) && grep -rl --include='*_test.go' '^func Benchmark'
 BENCH_PKGS = $(call bench_pkgs,.)
 TOOLS_BENCH_PKGS = $(call bench_pkgs,$(TOOLS))
 
-test: lint ## lint, then every test (unit and integration) with the race detector, the root module beside tools/, then every benchmark once
+test: lint ## lint, then every test (unit and integration) and every benchmark once, with the race detector, the root module beside tools/
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-root test-tools
-	BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
-	cd $(TOOLS) && BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(TOOLS_BENCH_PKGS)
 
-# test-root and test-tools are make test's two halves, run side by side.
+# test-root and test-tools are make test's two halves, run side by side:
+# each module's tests, then its benchmarks once.
 .PHONY: test-root test-tools
 test-root:
 	$(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout $(TEST_TIMEOUT) $(PKGS)
+	BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
 
 test-tools:
 	cd $(TOOLS) && $(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout $(TEST_TIMEOUT) $(TOOLS_PKGS)
+	cd $(TOOLS) && BENCH_SMOKE=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime=1x $(TOOLS_BENCH_PKGS)
 
 test-short: ## unit tests only: no services needed
 	$(GO) test -short -count=1 $(PKGS)
