@@ -505,9 +505,3 @@ func (c Config) redisKeyPrefix() string {
 // retryMaxInterval is the ceiling of the in-process retry backoff; the sql
 // transport and the outbox relay resend nacked messages at the same pace.
 func (c Config) retryMaxInterval() time.Duration { return 10 * c.RetryInterval }
-
-// deliveryBudget is the longest one delivery can spend in the router:
-// every attempt's timeout plus the backoff between attempts.
-func (c Config) deliveryBudget() time.Duration {
-	return time.Duration(c.RetryMax+1) * (c.HandlerTimeout + c.retryMaxInterval())
-}

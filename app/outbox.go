@@ -42,7 +42,7 @@ func newRelay(ctx context.Context, cfg Config, pool *pgxpool.Pool, publisher mes
 	sub, err := sqlsubscriber.New(consumers, sqlsubscriber.Config{
 		ConsumerGroup: broker.Names{TopicPrefix: cfg.TopicPrefix, ServiceName: cfg.ServiceName}.ConsumerGroup(outboxHandler),
 		PollInterval:  cfg.SQLPollInterval,
-		Redelivery:    broker.Redelivery{AckDeadline: cfg.deliveryBudget(), ResendInterval: cfg.retryMaxInterval()},
+		Redelivery:    cfg.redelivery(),
 		Beginner:      exactlyonce.ConsumerBeginner,
 		Logger:        logger,
 	})

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -77,7 +78,7 @@ func (c Config) transportConfig(pool *pgxpool.Pool, topics []string, logger *slo
 		Pool:               pool,
 		SQLPollInterval:    c.SQLPollInterval,
 		SQLBeginner:        exactlyonce.ConsumerBeginner,
-		Redelivery:         broker.Redelivery{AckDeadline: c.deliveryBudget(), ResendInterval: c.retryMaxInterval()},
+		Redelivery:         c.redelivery(),
 		Logger:             logger,
 	}
 }
@@ -131,4 +132,16 @@ func (c Config) AMQPDeclared(routes domain.Routes) (exchanges, queues []string) 
 		queues = append(queues, names.AMQPQueue(r.Consumes, r.Name))
 	}
 	return exchanges, queues
+}
+
+// redelivery is when the brokers that redeliver by time, and the outbox
+// relay, hand a message out again: a nacked one at the ceiling of the
+// in-process retry backoff, an unacknowledged one once the longest a
+// delivery can spend in the router has passed (every attempt's timeout
+// plus the backoff between attempts).
+func (c Config) redelivery() broker.Redelivery {
+	return broker.Redelivery{
+		AckDeadline:    time.Duration(c.RetryMax+1) * (c.HandlerTimeout + c.retryMaxInterval()),
+		ResendInterval: c.retryMaxInterval(),
+	}
 }
