@@ -26,22 +26,23 @@ type idempotencyStore struct {
 // newStore builds the store STORE names on the backends already opened;
 // observe, when not nil, is told the size of every batch it sends.
 func newStore(cfg Config, pool *pgxpool.Pool, rdb redis.UniversalClient, observe func(op string, calls int)) (idempotencyStore, error) {
-	redisBatch, pgBatch := cfg.StoreBatchSize, cfg.StoreBatchSize
-	if !cfg.batched() {
-		redisBatch, pgBatch = redisstore.Unbatched, postgres.Unbatched
-	}
+	unbatched := !cfg.batched()
 	switch cfg.Store {
 	case "redis":
+		s, err := redisstore.New(rdb, redisstore.Config{
+			KeyPrefix:    cfg.redisKeyPrefix(),
+			WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout, BatchSize: cfg.StoreBatchSize, Unbatched: unbatched, BatchObserver: observe,
+		})
+		if err != nil {
+			return idempotencyStore{}, err
+		}
 		return idempotencyStore{
-			Store: redisstore.New(rdb, redisstore.Config{
-				KeyPrefix:    cfg.redisKeyPrefix(),
-				WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout, BatchSize: redisBatch, BatchObserver: observe,
-			}),
+			Store: s,
 			ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 			close: rdb.Close,
 		}, nil
 	case "postgres":
-		s, err := postgres.New(pool, postgres.Config{BatchSize: pgBatch, BatchObserver: observe, Layout: postgres.Layout(cfg.PGRecordsLayout)})
+		s, err := postgres.New(pool, postgres.Config{BatchSize: cfg.StoreBatchSize, Unbatched: unbatched, BatchObserver: observe, Layout: postgres.Layout(cfg.PGRecordsLayout)})
 		if err != nil {
 			return idempotencyStore{}, fmt.Errorf("postgres store: %w", err)
 		}

@@ -31,7 +31,7 @@ func newFixture(t *testing.T) fixture {
 	if _, err := pool.Exec(t.Context(), "CREATE TABLE effects (key text NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	store, err := postgres.New(pool, postgres.Config{BatchSize: postgres.Unbatched})
+	store, err := postgres.New(pool, postgres.Config{Unbatched: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 // which starts a goroutine for a context it cannot register with.
 func BenchmarkPostgresFinish(b *testing.B) {
 	pool := testenv.MigratedPostgres(b)
-	for _, batch := range []int{0, postgres.Unbatched} {
+	for _, batch := range []int{0, 1} {
 		s, err := postgres.New(pool, postgres.Config{BatchSize: batch})
 		if err != nil {
 			b.Fatal(err)

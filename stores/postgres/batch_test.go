@@ -143,21 +143,22 @@ func TestZeroConfigBatches(t *testing.T) {
 	pool := testenv.MigratedPostgres(t)
 	ctx := batchCtx(t)
 	for _, c := range []struct {
-		name    string
-		size    int
-		batched bool
+		name      string
+		size      int
+		unbatched bool
+		batched   bool
 	}{
-		{"zero", 0, true},
-		{"unbatched", postgres.Unbatched, false},
-		{"one", 1, false},
+		{"zero", 0, false, true},
+		{"unbatched", 0, true, false},
+		{"one", 1, false, false},
 	} {
 		var sizes storetest.BatchSizes
-		s := mustNew(t, pool, postgres.Config{BatchSize: c.size, BatchObserver: sizes.Observe})
+		s := mustNew(t, pool, postgres.Config{BatchSize: c.size, Unbatched: c.unbatched, BatchObserver: sizes.Observe})
 		if _, err := s.Claim(ctx, c.name, []byte("fp"), time.Minute); err != nil {
 			t.Fatalf("%s: Claim: %v", c.name, err)
 		}
 		if batches, _ := sizes.Of("claim"); (batches > 0) != c.batched {
-			t.Errorf("BatchSize %d: %d claim batches observed, want batching %v", c.size, batches, c.batched)
+			t.Errorf("%s: %d claim batches observed, want batching %v", c.name, batches, c.batched)
 		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // partitioned is the configuration of a store on the partitioned layout.
-var partitioned = postgres.Config{Layout: postgres.LayoutPartitioned, BatchSize: postgres.Unbatched}
+var partitioned = postgres.Config{Layout: postgres.LayoutPartitioned, Unbatched: true}
 
 // TestConformancePartitioned runs the suite on the partitioned layout. The
 // cases share one migrated schema, each on a table of its own made like the

@@ -52,9 +52,6 @@ import (
 // DefaultTable is the records table the migrations create.
 const DefaultTable = "idempotency_records"
 
-// Unbatched as Config.BatchSize runs each call alone.
-const Unbatched = -1
-
 // Querier runs SQL statements. *pgxpool.Pool, *pgx.Conn and pgx.Tx satisfy
 // it; a Store on a pgx.Tx runs its statements in that transaction.
 type Querier interface {
@@ -78,7 +75,7 @@ type Config struct {
 	// BatchSize coalesces concurrent Claims, and concurrent Completes,
 	// into statements over arrays (unnest) of at most that many keys: one
 	// round trip and one commit for the lot. Default DefaultBatchSize, the
-	// service's; 1 or Unbatched (any negative) runs each call alone. Every
+	// service's; 1 (or Unbatched) runs each call alone. Every
 	// call keeps its own outcome and error, so the contract holds call by
 	// call; two calls on one key never share a statement, they run one
 	// after the other. A call runs at once, alone, while fewer than
@@ -92,6 +89,8 @@ type Config struct {
 	// that batch wait with it: a Store that serves transaction mode beside
 	// its units should be Unbatched.
 	BatchSize int
+	// Unbatched runs each call alone, whatever BatchSize says.
+	Unbatched bool
 	// BatchWorkers is how many batches may be in flight at once, each on
 	// its own connection. Default DefaultBatchWorkers.
 	BatchWorkers int
@@ -134,8 +133,8 @@ var _ stores.Store = (*Store)(nil)
 
 // New returns a Store that runs its statements on db, typically a
 // *pgxpool.Pool. It fails only when db is nil, cfg.Table is not "name"
-// or "schema.name", cfg.Layout is unknown, or a batching setting other
-// than BatchSize is negative. In the partitioned layout db must also send batches
+// or "schema.name", cfg.Layout is unknown, or a batching setting is
+// negative. In the partitioned layout db must also send batches
 // (SendBatch, as a pool, a pgx.Conn and a pgx.Tx do).
 func New(db Querier, cfg Config) (*Store, error) {
 	if db == nil {
@@ -149,11 +148,11 @@ func New(db Querier, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 || cfg.BatchLinger < 0 {
-		return nil, fmt.Errorf("negative batch setting: workers %d, timeout %v, linger %v",
-			cfg.BatchWorkers, cfg.BatchTimeout, cfg.BatchLinger)
+	if cfg.BatchSize < 0 || cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 || cfg.BatchLinger < 0 {
+		return nil, fmt.Errorf("negative batch setting: size %d, workers %d, timeout %v, linger %v: zero is the default",
+			cfg.BatchSize, cfg.BatchWorkers, cfg.BatchTimeout, cfg.BatchLinger)
 	}
-	if cfg.BatchSize == 0 {
+	if cfg.BatchSize == 0 && !cfg.Unbatched {
 		cfg.BatchSize = DefaultBatchSize
 	}
 	s := &Store{db: db, table: quoted, name: table}
@@ -168,7 +167,7 @@ func New(db Querier, cfg Config) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("unknown layout %q: use %s or %s", cfg.Layout, LayoutRows, LayoutPartitioned)
 	}
-	if pool, ok := db.(*pgxpool.Pool); ok && cfg.BatchSize > 1 {
+	if pool, ok := db.(*pgxpool.Pool); ok && cfg.BatchSize > 1 && !cfg.Unbatched {
 		s.pool = pool
 		s.batch = newBatchers(s, batch.Config{
 			MaxSize: cfg.BatchSize, Workers: cfg.BatchWorkers, Timeout: cfg.BatchTimeout, Linger: cfg.BatchLinger,

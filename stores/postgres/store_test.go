@@ -43,7 +43,7 @@ func TestConformanceBatched(t *testing.T) {
 // that of a store that runs each call alone.
 var (
 	batched   = postgres.Config{BatchSize: 16, BatchWorkers: 1}
-	unbatched = postgres.Config{BatchSize: postgres.Unbatched}
+	unbatched = postgres.Config{Unbatched: true}
 )
 
 // newStore returns an unbatched store on a freshly migrated schema of its

@@ -36,7 +36,7 @@ func TestBatchedClaimsTakeFewerRoundTrips(t *testing.T) {
 	c.AddHook(&rt)
 	var sizes storetest.BatchSizes
 	const keys, claimers, size, workers = 100, 4, 64, 2
-	s := redisstore.New(c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: size, BatchWorkers: workers,
+	s := newRedisStore(t, c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: size, BatchWorkers: workers,
 		BatchTimeout: time.Hour, BatchObserver: sizes.Observe})
 	// The first two calls take the workers; the rest go in full batches.
 	wantBatches := func(calls int) int { return workers + (calls-workers+size-1)/size }
@@ -92,7 +92,7 @@ func TestBatchedClaimsOnClusterAfterScriptFlush(t *testing.T) {
 	c.AddHook(g)
 	var rt redismeter.Meter
 	c.AddHook(&rt)
-	s := redisstore.New(c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Hour})
+	s := newRedisStore(t, c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Hour})
 	const keys, claimers = 60, 3
 	g.shut()
 	g.openWhen(func() bool { return g.held() == 1 && s.QueuedClaims() == keys*claimers-1 })
@@ -108,7 +108,7 @@ func TestBatchedCallsOfAnUnreachableServerAreUnavailable(t *testing.T) {
 	t.Parallel()
 	c := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	s := redisstore.New(c, redisstore.Config{BatchSize: 64, BatchWorkers: 1})
+	s := newRedisStore(t, c, redisstore.Config{BatchSize: 64, BatchWorkers: 1})
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
@@ -142,7 +142,7 @@ func TestBatchedCallFailsAlone(t *testing.T) {
 	var rt redismeter.Meter
 	c.AddHook(&rt)
 	var sizes storetest.BatchSizes
-	s := redisstore.New(c, redisstore.Config{KeyPrefix: prefix, BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Hour,
+	s := newRedisStore(t, c, redisstore.Config{KeyPrefix: prefix, BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Hour,
 		BatchObserver: sizes.Observe})
 	claim := func(key string) {
 		cl, err := s.Claim(ctx, key, []byte("fp"), time.Minute)
@@ -268,21 +268,22 @@ func TestZeroConfigBatches(t *testing.T) {
 	c := testenv.Redis(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name    string
-		size    int
-		batched bool
+		name      string
+		size      int
+		unbatched bool
+		batched   bool
 	}{
-		{"zero", 0, true},
-		{"unbatched", redisstore.Unbatched, false},
-		{"one", 1, false},
+		{"zero", 0, false, true},
+		{"unbatched", 0, true, false},
+		{"one", 1, false, false},
 	} {
 		var sizes storetest.BatchSizes
-		s := redisstore.New(c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: tc.size, BatchObserver: sizes.Observe})
+		s := newRedisStore(t, c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: tc.size, Unbatched: tc.unbatched, BatchObserver: sizes.Observe})
 		if _, err := s.Claim(ctx, tc.name, []byte("fp"), time.Minute); err != nil {
 			t.Fatalf("%s: Claim: %v", tc.name, err)
 		}
 		if batches, _ := sizes.Of("claim"); (batches > 0) != tc.batched {
-			t.Errorf("BatchSize %d: %d claim batches observed, want batching %v", tc.size, batches, tc.batched)
+			t.Errorf("%s: %d claim batches observed, want batching %v", tc.name, batches, tc.batched)
 		}
 	}
 }

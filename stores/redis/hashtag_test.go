@@ -26,11 +26,11 @@ func TestKeysWithBracesDoNotPickTheSlot(t *testing.T) {
 	ctx := testCtx(t)
 	prefix := testenv.KeyPrefix(t)
 	for name, cfg := range map[string]redisstore.Config{
-		"unbatched": {KeyPrefix: prefix + "u:", BatchSize: redisstore.Unbatched},
+		"unbatched": {KeyPrefix: prefix + "u:", Unbatched: true},
 		"batched":   {KeyPrefix: prefix + "b:", BatchSize: 16},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := redisstore.New(c, cfg)
+			s := newRedisStore(t, c, cfg)
 			const n = 64
 			for i := range n {
 				k := "http:client-a:{same-slot}-" + strconv.Itoa(i)

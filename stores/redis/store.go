@@ -54,6 +54,8 @@
 package redisstore
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -68,9 +70,6 @@ const DefaultKeyPrefix = "onceflow:idem:"
 
 // DefaultWaitTimeout is Config.WaitTimeout when it is zero.
 const DefaultWaitTimeout = time.Second
-
-// Unbatched as Config.BatchSize sends each call alone.
-const Unbatched = -1
 
 // Config configures a Store. The zero value is ready to use.
 type Config struct {
@@ -94,15 +93,16 @@ type Config struct {
 	// single server one script that runs every call of the batch in turn;
 	// on a Cluster (or a Ring) a pipeline of one script per call, one per
 	// node, sent concurrently. Default DefaultBatchSize, the service's;
-	// 1 or Unbatched (any negative) sends each call alone, a round trip
-	// each, which under concurrent load costs about a third of the calls
-	// per second. Every call keeps its own reply and error, so the
+	// 1 (or Unbatched) sends each call alone, a round trip each, which
+	// under concurrent load costs about a third of the calls per second. Every call keeps its own reply and error, so the
 	// contract holds call by call. A call runs at once, alone, while fewer
 	// than BatchWorkers batches are in flight, so an idle store adds no
 	// wait; otherwise it joins the next batch, and waits at most
 	// BatchTimeout before that batch is sent. Complete with WaitReplicas
 	// set is never batched.
 	BatchSize int
+	// Unbatched sends each call alone, whatever BatchSize says.
+	Unbatched bool
 	// BatchWorkers is how many batches may be in flight at once. Default
 	// DefaultBatchWorkers.
 	BatchWorkers int
@@ -136,19 +136,25 @@ type Store struct {
 var _ stores.Store = (*Store)(nil)
 
 // New returns a Store on client, which may be a *redis.Client, a
-// *redis.ClusterClient or any other UniversalClient. It panics if client is
-// nil or a numeric setting of cfg other than BatchSize is negative.
-func New(client redis.UniversalClient, cfg Config) *Store {
+// *redis.ClusterClient or any other UniversalClient. It fails only when
+// client is nil or a numeric setting of cfg is negative.
+func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if client == nil {
-		panic("redisstore: New called with a nil client")
+		return nil, errors.New("redisstore: missing client")
 	}
-	if cfg.WaitReplicas < 0 || cfg.WaitTimeout < 0 {
-		panic("redisstore: New called with a negative WaitReplicas or WaitTimeout")
+	for _, f := range []struct {
+		name  string
+		value int64
+	}{
+		{"BatchSize", int64(cfg.BatchSize)}, {"BatchWorkers", int64(cfg.BatchWorkers)},
+		{"BatchTimeout", int64(cfg.BatchTimeout)}, {"BatchLinger", int64(cfg.BatchLinger)},
+		{"WaitReplicas", int64(cfg.WaitReplicas)}, {"WaitTimeout", int64(cfg.WaitTimeout)},
+	} {
+		if f.value < 0 {
+			return nil, fmt.Errorf("redisstore: Config.%s is negative: zero is the default", f.name)
+		}
 	}
-	if cfg.BatchWorkers < 0 || cfg.BatchTimeout < 0 || cfg.BatchLinger < 0 {
-		panic("redisstore: New called with a negative BatchWorkers, BatchTimeout or BatchLinger")
-	}
-	if cfg.BatchSize == 0 {
+	if cfg.BatchSize == 0 && !cfg.Unbatched {
 		cfg.BatchSize = DefaultBatchSize
 	}
 	if cfg.KeyPrefix == "" {
@@ -158,12 +164,12 @@ func New(client redis.UniversalClient, cfg Config) *Store {
 		cfg.WaitTimeout = DefaultWaitTimeout
 	}
 	s := &Store{client: client, prefix: cfg.KeyPrefix, waitReplicas: cfg.WaitReplicas, waitTimeout: cfg.WaitTimeout}
-	if cfg.BatchSize > 1 {
+	if cfg.BatchSize > 1 && !cfg.Unbatched {
 		s.batch = newBatchers(s, batch.Config{
 			MaxSize: cfg.BatchSize, Workers: cfg.BatchWorkers, Timeout: cfg.BatchTimeout, Linger: cfg.BatchLinger,
 		}.Or(batch.Config{Workers: DefaultBatchWorkers, Timeout: DefaultBatchTimeout, Linger: DefaultBatchLinger}), cfg.BatchObserver)
 	}
-	return s
+	return s, nil
 }
 
 // redisKey is the Redis key of the record of storage key k: the prefix,

@@ -62,7 +62,7 @@ func NewTxReceiver(t *testing.T, failCommit bool) (*receiver.Receiver, *Recorder
 	if _, err := pool.Exec(ctx, "CREATE TABLE effects (key text NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	s, err := postgres.New(pool, postgres.Config{BatchSize: postgres.Unbatched})
+	s, err := postgres.New(pool, postgres.Config{Unbatched: true})
 	if err != nil {
 		t.Fatal(err)
 	}

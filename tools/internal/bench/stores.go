@@ -153,7 +153,11 @@ func (e *Env) newStore(b Backend, client *redis.Client, observe func(op string, 
 		m := memory.New(memory.Config{MaxEntries: 1 << 20})
 		return m, func() { _ = m.Close() }, nil
 	case Redis, RedisPlain:
-		s = redisstore.New(client, redisstore.Config{KeyPrefix: e.Prefix + "rec:", BatchSize: batch, BatchObserver: observe})
+		r, err := redisstore.New(client, redisstore.Config{KeyPrefix: e.Prefix + "rec:", BatchSize: batch, BatchObserver: observe})
+		if err != nil {
+			return nil, nil, err
+		}
+		s = r
 	case Postgres, PostgresPlain:
 		p, err := postgres.New(e.Postgres, postgres.Config{Table: e.RecordsTable(), BatchSize: batch, BatchObserver: observe})
 		if err != nil {

@@ -49,7 +49,7 @@ func TestLinearizablePostgres(t *testing.T) {
 		for _, layout := range layouts {
 			t.Run(string(layout)+", unbatched", func(t *testing.T) {
 				pool, _ := linearizablePool(t, testenv.PostgresSchema(t), layout)
-				linearizable.Run(t, linearizableStore(t, pool, layout, postgres.Unbatched), linearizable.Config{ClockBeforeEffect: true})
+				linearizable.Run(t, linearizableStore(t, pool, layout, 1), linearizable.Config{ClockBeforeEffect: true})
 			})
 			t.Run(string(layout)+", strict, without Lookup", func(t *testing.T) {
 				pool, app := linearizablePool(t, testenv.PostgresSchema(t), layout)

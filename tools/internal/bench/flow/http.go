@@ -133,7 +133,10 @@ func (b *HTTPBench) handler(v Variant) (http.Handler, func(), error) {
 		if b.opts.Redis == nil {
 			return nil, nil, errors.New("the redis variant needs a Redis client")
 		}
-		store = serviceStore(b.opts.Redis, b.keyPrefix, nil)
+		var err error
+		if store, err = serviceStore(b.opts.Redis, b.keyPrefix, nil); err != nil {
+			return nil, nil, err
+		}
 	default:
 		return nil, nil, fmt.Errorf("unknown variant %q: use %s, %s or %s", v, NoMiddleware, MemoryStore, RedisStore)
 	}

@@ -84,7 +84,7 @@ func (b *ModeBench) prepare(ctx context.Context) error {
 		return fmt.Errorf("creating the effects table: %w", err)
 	}
 	var err error
-	b.store, err = postgres.New(b.schema.pool, postgres.Config{BatchSize: postgres.Unbatched})
+	b.store, err = postgres.New(b.schema.pool, postgres.Config{Unbatched: true})
 	return err
 }
 

@@ -320,7 +320,11 @@ func (b *TransportBench) Close() error {
 // newReceiver is the receiver of one round: on a fresh store (see
 // serviceStore), its waits and batches counted in tl; defaults otherwise.
 func (b *TransportBench) newReceiver(tl *tally) (*receiver.Receiver, error) {
-	store := waitingStore{Store: serviceStore(b.opts.Redis, b.keyPrefix, tl.observeBatch), waited: &tl.storeWait}
+	s, err := serviceStore(b.opts.Redis, b.keyPrefix, tl.observeBatch)
+	if err != nil {
+		return nil, err
+	}
+	store := waitingStore{Store: s, waited: &tl.storeWait}
 	return receiver.New(receiver.Config{Store: store, TTL: recordTTL, Logger: b.opts.Logger})
 }
 
@@ -329,7 +333,10 @@ func (b *TransportBench) newReceiver(tl *tally) (*receiver.Receiver, error) {
 // Completes as a zero Config does (STORE_BATCH_SIZE's default), behind
 // the local cache of completed records (DEDUP_CACHE_SIZE's default).
 // observe, when not nil, is told the size of every batch it sends.
-func serviceStore(client redis.UniversalClient, keyPrefix string, observe func(op string, calls int)) stores.Store {
-	s := redisstore.New(client, redisstore.Config{KeyPrefix: keyPrefix, BatchObserver: observe})
-	return cache.New(s, cache.Config{})
+func serviceStore(client redis.UniversalClient, keyPrefix string, observe func(op string, calls int)) (stores.Store, error) {
+	s, err := redisstore.New(client, redisstore.Config{KeyPrefix: keyPrefix, BatchObserver: observe})
+	if err != nil {
+		return nil, err
+	}
+	return cache.New(s, cache.Config{}), nil
 }

@@ -72,7 +72,7 @@ func Open(ctx context.Context, opts Options) (*Bench, error) {
 		b.pool.Close()
 		return nil, b.closeWith(err)
 	}
-	if b.store, err = postgres.New(b.pool, postgres.Config{Layout: opts.Layout, BatchSize: postgres.Unbatched}); err != nil {
+	if b.store, err = postgres.New(b.pool, postgres.Config{Layout: opts.Layout, Unbatched: true}); err != nil {
 		return nil, b.closeWith(err)
 	}
 	return b, nil
