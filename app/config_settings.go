@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/caarlos0/env/v11"
 )
@@ -99,6 +100,9 @@ func (s setting) logAttr(v reflect.Value) slog.Attr {
 		return slog.String(key, maskAPIKeys(v.String()))
 	case secretWhole:
 		return slog.Bool(key+"_set", v.String() != "")
+	}
+	if d, ok := v.Interface().(time.Duration); ok {
+		return slog.String(key, d.String()) // the JSON handler would write nanoseconds
 	}
 	return slog.Any(key, v.Interface())
 }

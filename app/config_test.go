@@ -110,6 +110,20 @@ func TestConfigLogMasksSecrets(t *testing.T) {
 	}
 }
 
+// The JSON log of the configuration writes durations as the settings
+// take them, not as nanoseconds.
+func TestConfigLogWritesDurations(t *testing.T) {
+	cfg, err := LoadConfig([]string{"DEDUP_TTL=24h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	slog.New(slog.NewJSONHandler(&b, nil)).Info("config", "config", cfg)
+	if out := b.String(); !strings.Contains(out, `"dedup_ttl":"24h0m0s"`) {
+		t.Errorf("logged config: %s, want dedup_ttl 24h0m0s", out)
+	}
+}
+
 // The redisstream transport uses REDIS_STREAM_URL, or REDIS_URL when it is
 // unset, and its start-up errors name the variable the URL came from.
 func TestRedisStreamURLFallsBackToRedisURL(t *testing.T) {
