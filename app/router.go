@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/components/metrics"
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
@@ -50,7 +49,7 @@ type routerParts struct {
 // in flight unless the route sets its Concurrency), and the poison log.
 func newRouter(p routerParts) (*message.Router, error) {
 	cfg, t, tr := p.cfg, p.transport, p.tracing
-	wlog := watermill.NewSlogLogger(p.logger)
+	wlog := consume.NewLogger(p.logger) // a duplicate race at Info
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.ShutdownTimeout}, wlog)
 	if err != nil {
 		return nil, err
@@ -63,9 +62,9 @@ func newRouter(p routerParts) (*message.Router, error) {
 	if p.outbox != nil {
 		receiverOpts = append(receiverOpts, consume.WithOutbox(p.outbox))
 	}
-	retries := cfg.RetryMax
-	if retries == 0 {
-		retries = consume.NoRetries
+	var retry *consume.Retry // RETRY_MAX=0: none
+	if cfg.RetryMax > 0 {
+		retry = &consume.Retry{Max: cfg.RetryMax, Interval: cfg.RetryInterval, MaxInterval: cfg.retryMaxInterval()}
 	}
 	// The order is consume.Install's; here, outside the poison queue:
 	//   metrics      Watermill's handler execution time, per delivery;
@@ -77,21 +76,18 @@ func newRouter(p routerParts) (*message.Router, error) {
 	//                before the receiver stores them (or the outbox does).
 	// A route's own timeout, key and fingerprint apply to it alone.
 	err = consume.Install(router, consume.RouterConfig{
-		Receiver:         p.receiver,
-		Options:          receiverOpts,
-		PoisonPublisher:  poisonPublisher,
-		PoisonTopic:      PoisonTopic,
-		Permanent:        p.permanent,
-		MaxPayload:       cfg.MaxMessageBytes,
-		Signer:           p.signer,
-		Retries:          retries,
-		RetryInterval:    cfg.RetryInterval,
-		RetryMaxInterval: cfg.retryMaxInterval(),
-		Timeout:          cfg.HandlerTimeout,
-		Handlers:         routeSettings(p.routes),
-		Outer:            []message.HandlerMiddleware{p.metrics.NewRouterMiddleware().Middleware, wmmw.CorrelationID, tr.Consume, logContext},
-		Inner:            []message.HandlerMiddleware{tr.Produce},
-		Logger:           wlog,
+		Receiver:   p.receiver,
+		Options:    receiverOpts,
+		Retry:      retry,
+		Poison:     &consume.Poison{Publisher: poisonPublisher, Topic: PoisonTopic},
+		Permanent:  p.permanent,
+		MaxPayload: cfg.MaxMessageBytes,
+		Signer:     p.signer,
+		Timeout:    cfg.HandlerTimeout,
+		Handlers:   routeSettings(p.routes),
+		Outer:      []message.HandlerMiddleware{p.metrics.NewRouterMiddleware().Middleware, wmmw.CorrelationID, tr.Consume, logContext},
+		Inner:      []message.HandlerMiddleware{tr.Produce},
+		Logger:     p.logger,
 	})
 	if err != nil {
 		return nil, err

@@ -85,8 +85,12 @@ func (o Outbox) Publish(ctx context.Context, topic string, msgs ...*message.Mess
 
 // send is Publish without the decoration.
 func (o Outbox) send(ctx context.Context, topic string, msgs ...*message.Message) error {
-	tx, ok := postgres.TxFromContext(ctx)
-	if !ok {
+	var tx wsql.Tx
+	if pgxTx, ok := postgres.TxFromContext(ctx); ok {
+		tx = wsql.TxFromPgx(pgxTx)
+	} else if sqlTx, ok := postgres.SQLTxFromContext(ctx); ok {
+		tx = wsql.TxFromStdSQL(sqlTx)
+	} else {
 		return o.Publisher.Publish(topic, msgs...)
 	}
 	schema := o.SchemaAdapter
@@ -97,7 +101,7 @@ func (o Outbox) send(ctx context.Context, topic string, msgs ...*message.Message
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	pub, err := wsql.NewPublisher(wsql.TxFromPgx(tx), wsql.PublisherConfig{SchemaAdapter: schema}, watermill.NewSlogLogger(logger))
+	pub, err := wsql.NewPublisher(tx, wsql.PublisherConfig{SchemaAdapter: schema}, watermill.NewSlogLogger(logger))
 	if err != nil {
 		return fmt.Errorf("creating the SQL publisher on the transaction: %w", err)
 	}

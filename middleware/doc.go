@@ -9,7 +9,7 @@
 //   - consume: the Watermill face. consume.Middleware scopes keys by
 //     handler, stores the produced messages and replays them;
 //     consume.Install puts it on a router with what its guarantees
-//     depend on.
+//     depend on, innermost of the router's chain.
 //   - idempotencykey: the net/http face. idempotencykey.Middleware
 //     guards unsafe requests by their Idempotency-Key header, per client;
 //     idempotencykey.EffectKeys sends a run's effect key on outbound
@@ -22,12 +22,14 @@
 //
 // The router order consume.Install builds, outermost first:
 //
-//	recoverer -> Outer (metrics, correlation, consumer span) -> poison queue
-//	-> MaxPayload -> Signer -> KeepContext -> retry -> OutliveClose
-//	-> timeout -> receiver -> Inner (producer trace context) -> handler
+//	(the router's own middlewares) -> recoverer -> Outer (metrics,
+//	correlation, consumer span) -> [poison queue] -> [MaxPayload]
+//	-> [Signer] -> KeepContext -> [retry] -> OutliveClose -> timeout
+//	-> receiver -> Inner (producer trace context) -> handler
 //
-// The receiver sits innermost, where no middleware added later can run
-// inside it; the timeout bounds one attempt within the receiver's lease.
+// The chain is added when the router runs, after the router's own
+// middlewares, so none of them can run inside the receiver; the timeout
+// bounds one attempt within the receiver's lease.
 // On the HTTP side: authentication (apikey) -> routing (http.ServeMux)
 // -> Idempotency-Key (idempotencykey) -> handler.
 package middleware

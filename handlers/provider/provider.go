@@ -87,7 +87,7 @@ func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
 		if err != nil {
 			return nil, err
 		}
-		rc.Store, rc.Transactor = store, exactlyonce.Transactor{DB: cfg.DB, Store: store}
+		rc.Transactor = exactlyonce.Transactor{DB: cfg.DB, Store: store}
 	}
 	r, err := receiver.New(rc)
 	if err != nil {
@@ -116,9 +116,7 @@ func (p *Provider) openPostgres(ctx context.Context, db *pgxpool.Pool) (*storepg
 	if err := migrations.Up(ctx, sqlDB, migrations.Of(Name, Migrations())); err != nil {
 		return nil, fmt.Errorf("migrating the provider's charges: %w", err)
 	}
-	// Unbatched: transaction mode's units hold rows that a batch would
-	// wait on as a whole.
-	store, err := storepg.New(db, storepg.Config{BatchSize: storepg.Unbatched})
+	store, err := storepg.New(db, storepg.Config{})
 	if err != nil {
 		return nil, err
 	}

@@ -7,10 +7,12 @@
 // fingerprint from the payload ([FingerprintFunc]), stores the handler's
 // produced messages and replays them to duplicates. [Install] puts it on a
 // [message.Router] with the middlewares its guarantees depend on, in their
-// order: the poison queue for errors a redelivery cannot fix ([Permanent],
-// [PermanentErrors]), a payload limit ([MaxPayload]), signature checks
-// (package signing), [KeepContext], the retries, [OutliveClose] and the
-// timeout. [Tracing] carries the W3C trace context through Watermill, in
+// order, always innermost of the router's, so that none of a service's own
+// middlewares can run inside it: [KeepContext], [OutliveClose] and the
+// timeout, and when asked for, the poison queue for errors a redelivery
+// cannot fix ([Poison], [Permanent], [PermanentErrors]), a payload limit
+// ([MaxPayload]), signature checks (package signing) and the retries
+// ([Retry]). [Tracing] carries the W3C trace context through Watermill, in
 // message metadata ([MetadataCarrier]), so that one trace follows a message
 // from its publisher into every handler.
 //

@@ -28,7 +28,7 @@ func TestEffectKeyInTheMessageContext(t *testing.T) {
 		}
 		return nil
 	})
-	if err := Install(router, RouterConfig{Receiver: r, PoisonPublisher: ps, RetryInterval: time.Millisecond}); err != nil {
+	if err := Install(router, RouterConfig{Receiver: r, Poison: &Poison{Publisher: ps}, Retry: &Retry{Interval: time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
 	run(t, router)

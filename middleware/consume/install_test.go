@@ -40,7 +40,7 @@ func TestInstallRunsOuterPerDeliveryAndInnerPerAttempt(t *testing.T) {
 		}
 		return nil
 	})
-	err := Install(router, RouterConfig{Receiver: r, PoisonPublisher: ps, RetryInterval: time.Millisecond,
+	err := Install(router, RouterConfig{Receiver: r, Poison: &Poison{Publisher: ps}, Retry: &Retry{Interval: time.Millisecond},
 		Outer: []message.HandlerMiddleware{counter(&deliveries)}, Inner: []message.HandlerMiddleware{counter(&runs)}})
 	if err != nil {
 		t.Fatal(err)
@@ -60,9 +60,9 @@ func TestInstallRunsOuterPerDeliveryAndInnerPerAttempt(t *testing.T) {
 	}
 }
 
-// With NoRetries every failed attempt goes back to the broker, which
+// Without Retry every failed attempt goes back to the broker, which
 // redelivers it.
-func TestInstallNoRetriesNacksAtOnce(t *testing.T) {
+func TestInstallWithoutRetryNacksAtOnce(t *testing.T) {
 	r, _ := receivertest.NewReceiver(t, receiver.Config{})
 	ps := newPubSub(t, true)
 	router := newRouter(t)
@@ -73,7 +73,7 @@ func TestInstallNoRetriesNacksAtOnce(t *testing.T) {
 		}
 		return nil
 	})
-	err := Install(router, RouterConfig{Receiver: r, PoisonPublisher: ps, Retries: NoRetries,
+	err := Install(router, RouterConfig{Receiver: r, Poison: &Poison{Publisher: ps},
 		Outer: []message.HandlerMiddleware{counter(&deliveries)}})
 	if err != nil {
 		t.Fatal(err)
@@ -117,8 +117,8 @@ func TestInstallPoisonsPermanentErrors(t *testing.T) {
 		}
 		return nil
 	})
-	err := Install(router, RouterConfig{Receiver: r, PoisonPublisher: refusingPublisher{ps}, PoisonTopic: "dead",
-		Permanent: PermanentErrors(errMalformed), RetryInterval: time.Millisecond})
+	err := Install(router, RouterConfig{Receiver: r, Poison: &Poison{Publisher: refusingPublisher{ps}, Topic: "dead"},
+		Permanent: PermanentErrors(errMalformed), Retry: &Retry{Interval: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,13 +153,13 @@ func TestInstallRefusesAnIncompleteConfig(t *testing.T) {
 		cfg  RouterConfig
 		want string
 	}{
-		{"no receiver", RouterConfig{PoisonPublisher: ps}, "missing receiver"},
-		{"no poison publisher", RouterConfig{Receiver: r}, "missing poison publisher"},
-		{"the default timeout outlives the lease", RouterConfig{Receiver: r, PoisonPublisher: ps}, "below the receiver's lease"},
-		{"a timeout as long as the lease", RouterConfig{Receiver: r, PoisonPublisher: ps, Timeout: 5 * time.Second}, "below the receiver's lease"},
-		{"negative retries", RouterConfig{Receiver: r, PoisonPublisher: ps, Timeout: time.Second, Retries: -2}, "retries -2"},
-		{"negative interval", RouterConfig{Receiver: r, PoisonPublisher: ps, Timeout: time.Second, RetryInterval: -time.Second}, "retry interval"},
-		{"a handler's timeout as long as the lease", RouterConfig{Receiver: r, PoisonPublisher: ps, Timeout: time.Second,
+		{"no receiver", RouterConfig{Poison: &Poison{Publisher: ps}}, "missing receiver"},
+		{"no poison publisher", RouterConfig{Receiver: r, Poison: &Poison{Topic: "dead"}, Timeout: time.Second}, "poison: missing publisher"},
+		{"the default timeout outlives the lease", RouterConfig{Receiver: r}, "below the receiver's lease"},
+		{"a timeout as long as the lease", RouterConfig{Receiver: r, Poison: &Poison{Publisher: ps}, Timeout: 5 * time.Second}, "below the receiver's lease"},
+		{"negative retries", RouterConfig{Receiver: r, Timeout: time.Second, Retry: &Retry{Max: -2}}, "retry: max -2"},
+		{"negative interval", RouterConfig{Receiver: r, Timeout: time.Second, Retry: &Retry{Interval: -time.Second}}, "interval -1s"},
+		{"a handler's timeout as long as the lease", RouterConfig{Receiver: r, Poison: &Poison{Publisher: ps}, Timeout: time.Second,
 			Handlers: map[string]HandlerConfig{"slow": {Timeout: 5 * time.Second}}}, "handler slow: timeout 5s must be below the receiver's lease"},
 	} {
 		err := Install(newRouter(t), c.cfg)
@@ -167,7 +167,7 @@ func TestInstallRefusesAnIncompleteConfig(t *testing.T) {
 			t.Errorf("%s: Install = %v, want an error containing %q", c.name, err, c.want)
 		}
 	}
-	if err := Install(newRouter(t), RouterConfig{Receiver: r, PoisonPublisher: ps, Timeout: time.Second}); err != nil {
+	if err := Install(newRouter(t), RouterConfig{Receiver: r, Poison: &Poison{Publisher: ps}, Timeout: time.Second}); err != nil {
 		t.Errorf("Install with a timeout below the lease: %v", err)
 	}
 }
@@ -200,7 +200,7 @@ func TestInstallHandlerSettings(t *testing.T) {
 	}
 	router.AddConsumerHandler("orders", "in", ps, work(&orders))
 	router.AddConsumerHandler("audit", "in", ps, work(&audit))
-	err := Install(router, RouterConfig{Receiver: r, PoisonPublisher: ps, Retries: NoRetries, Timeout: 10 * time.Second,
+	err := Install(router, RouterConfig{Receiver: r, Poison: &Poison{Publisher: ps}, Timeout: 10 * time.Second,
 		Handlers: map[string]HandlerConfig{"orders": {
 			Timeout: 50 * time.Millisecond,
 			Options: []Option{WithKey(KeyFromMetadata("order_id"))},

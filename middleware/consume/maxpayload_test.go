@@ -26,7 +26,7 @@ func TestInstallPoisonsAPayloadOverTheLimit(t *testing.T) {
 	router.AddConsumerHandler("charge", "in", ps, func(*message.Message) error { runs.Add(1); return nil })
 	router.AddConsumerHandler("poison_reader", "poison", ps, func(*message.Message) error { poisonRead.Add(1); return nil })
 	const limit = 64
-	if err := Install(router, RouterConfig{Receiver: r, PoisonPublisher: ps, RetryInterval: time.Millisecond, MaxPayload: limit}); err != nil {
+	if err := Install(router, RouterConfig{Receiver: r, Poison: &Poison{Publisher: ps}, Retry: &Retry{Interval: time.Millisecond}, MaxPayload: limit}); err != nil {
 		t.Fatal(err)
 	}
 	run(t, router)

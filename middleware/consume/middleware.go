@@ -78,9 +78,12 @@ func WithFingerprint(f FingerprintFunc) Option {
 //     retry middleware with ShouldRetry: !Permanent(err) and the poison queue
 //     with PoisonQueueWithFilter(pub, topic, Permanent), outside this one.
 //
-// Register it innermost, right around the handler: recoverer -> poison
-// queue -> retry -> timeout -> this -> handler. The lease must exceed the
-// timeout. [Install] registers it so, with the rest of that order.
+// It must be innermost, right around the handler: recoverer -> poison
+// queue -> retry -> timeout -> this -> handler. A middleware between it
+// and the handler that turns a failure into a success would have it
+// complete the record of an effect that did not happen. The lease must
+// exceed the timeout. [Install] registers it so, with the rest of that
+// order, and keeps it there whatever else the router is given.
 func Middleware(r *receiver.Receiver, opts ...Option) message.HandlerMiddleware {
 	o := messageOptions{key: KeyFromMetadata(MetadataKey), fingerprint: PayloadFingerprint}
 	for _, opt := range opts {

@@ -36,7 +36,7 @@ func TestInstallSignerStopsAPreemptingProducer(t *testing.T) {
 				return nil
 			})
 			router.AddConsumerHandler("poison_reader", "poison", ps, func(*message.Message) error { poisonRead.Add(1); return nil })
-			cfg := RouterConfig{Receiver: r, PoisonPublisher: ps, RetryInterval: time.Millisecond}
+			cfg := RouterConfig{Receiver: r, Poison: &Poison{Publisher: ps}, Retry: &Retry{Interval: time.Millisecond}}
 			if verify {
 				cfg.Signer = signer
 			}

@@ -22,10 +22,12 @@ const (
 // millisecond.
 const minLease = time.Millisecond
 
-// Config configures a Receiver. Its zero value is usable once Store is set:
-// [New] fills every other field with its default.
+// Config configures a Receiver. Its zero value is usable once Store (or,
+// in transaction mode, Transactor) is set: [New] fills every other field
+// with its default.
 type Config struct {
-	// Store keeps the idempotency records. Required.
+	// Store keeps the idempotency records in lease mode. Required unless
+	// Transactor is set, whose units bring their own.
 	Store stores.Store
 
 	// Lease is how long a claim is held without a heartbeat. While the
@@ -52,8 +54,7 @@ type Config struct {
 
 	// Transactor, when set, selects transaction mode: each Execute claims,
 	// runs and completes in one unit of work that it opens, through the
-	// unit's store (see Transactor and Execute). Store is still required
-	// and should be the store the units bind, on its own connection.
+	// unit's store (see Transactor and Execute); Store is then not used.
 	// Lease bounds how long a claim is held should a unit end without a
 	// commit or rollback; no heartbeat runs. Default nil: lease mode.
 	Transactor Transactor
@@ -98,8 +99,8 @@ func (c *Config) setDefaults() {
 
 func (c Config) validate() error {
 	var errs []error
-	if c.Store == nil {
-		errs = append(errs, errors.New("missing store"))
+	if c.Store == nil && c.Transactor == nil {
+		errs = append(errs, errors.New("missing store: set Store (lease mode) or Transactor (transaction mode)"))
 	}
 	if c.Lease < minLease {
 		errs = append(errs, fmt.Errorf("lease %v must be at least %v", c.Lease, minLease))

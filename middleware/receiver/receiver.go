@@ -33,7 +33,9 @@ func New(cfg Config) (*Receiver, error) {
 	if cfg.TracerProvider != nil {
 		r.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
-	r.store = r.observed(cfg.Store)
+	if cfg.Transactor == nil {
+		r.store = r.observed(cfg.Store)
+	}
 	return r, nil
 }
 

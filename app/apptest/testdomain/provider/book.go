@@ -87,7 +87,5 @@ func openPostgres(ctx context.Context, db *pgxpool.Pool) (*storepg.Store, error)
 			return nil, fmt.Errorf("migrating the provider: %w", err)
 		}
 	}
-	// Unbatched: a batch would wait as a whole on a row an open unit
-	// holds.
-	return storepg.New(db, storepg.Config{BatchSize: storepg.Unbatched})
+	return storepg.New(db, storepg.Config{})
 }

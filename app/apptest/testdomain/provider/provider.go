@@ -99,7 +99,7 @@ func Start(ctx context.Context, cfg Config) (_ *Provider, err error) {
 			return nil, err
 		}
 		// Each charge commits in one transaction with its record.
-		rc.Store, rc.Transactor = store, exactlyonce.Transactor{DB: cfg.DB, Store: store}
+		rc.Transactor = exactlyonce.Transactor{DB: cfg.DB, Store: store}
 		p.charges = postgresBook{cfg.DB}
 	}
 	r, err := receiver.New(rc)
