@@ -277,7 +277,10 @@ type Config struct {
 	// (domain.Route.Concurrency). See "Concurrency and order" in
 	// docs/brokers.md.
 	HandlerConcurrency int `env:"HANDLER_CONCURRENCY" envDefault:"16"`
-	// HandlerTimeout cancels a handler's context after this long.
+	// HandlerTimeout cancels a handler's context after this long: a message
+	// handler's attempt, and an API request's, so that a request waiting
+	// on a message's delivery (on gochannel, until its handler acks it) is
+	// answered, 503, instead of waiting without limit.
 	HandlerTimeout time.Duration `env:"HANDLER_TIMEOUT" envDefault:"10s"`
 	// RetryMax is how often a failing message is retried in process before
 	// it goes to the poison topic.
@@ -385,6 +388,9 @@ func (c Config) Validate() error {
 	}
 	if c.DedupLease <= c.HandlerTimeout {
 		return fmt.Errorf("DEDUP_LEASE=%v must exceed HANDLER_TIMEOUT=%v: a lease that ends while its handler runs lets a duplicate in", c.DedupLease, c.HandlerTimeout)
+	}
+	if c.HandlerTimeout >= writeTimeout {
+		return fmt.Errorf("HANDLER_TIMEOUT=%v must be below the API's write timeout, %v: an API request ends at HANDLER_TIMEOUT, and its answer must still be written", c.HandlerTimeout, writeTimeout)
 	}
 	if c.DedupMode == "transaction" && c.Store != "postgres" {
 		return fmt.Errorf("DEDUP_MODE=transaction requires STORE=postgres (STORE=%q): use DEDUP_MODE=lease with other stores", c.Store)

@@ -117,8 +117,24 @@ func newAPI(p httpParts) (http.Handler, error) {
 	if keys != nil {
 		apiHandler = apikey.Authenticate(keys, nil)(apiHandler)
 	}
-	return apiHandler, nil
+	return withDeadline(cfg.HandlerTimeout, apiHandler), nil
 }
+
+// withDeadline ends each request's context timeout after the request
+// begins: what the handler waits on (a message's delivery, the database)
+// gives up then, and the handler answers, within the server's write
+// timeout and the shutdown's bound.
+func withDeadline(timeout time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// writeTimeout bounds the writing of an answer, HANDLER_TIMEOUT's request
+// deadline included.
+const writeTimeout = 30 * time.Second
 
 // newServer is an HTTP server of h with the service's timeouts, logging
 // its errors to logger.
@@ -127,7 +143,7 @@ func newServer(h http.Handler, logger *slog.Logger) *http.Server {
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
+		WriteTimeout:      writeTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

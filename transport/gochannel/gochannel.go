@@ -50,8 +50,10 @@ var errSubscriptionEnded = errors.New("the subscription ended before the message
 // count, as a broker's prefetch bounds it; an API that publishes answers
 // once the message is handled. A message published to a topic nobody
 // subscribes to is dropped. Publish fails if a subscription ends (its
-// subscriber closed, its context ended) before acking the message: the
-// caller has it back.
+// subscriber closed, its context ended) before acking the message, or if
+// the message's own context ends first (an API request's, at its
+// deadline, while its handler keeps failing): the caller has it back, and
+// is told so, instead of waiting without limit.
 //
 // It stands in for Watermill's GoChannel, whose Publish, when it blocks
 // until the subscribers ack, holds a lock of the topic until they have:
@@ -123,13 +125,16 @@ func (p *inProcess) deliveries(topic string) ([]*inProcessSub, error) {
 }
 
 // deliver hands msg to s once it has a free slot, again after each nack,
-// and returns once s acked it or ended.
+// and returns once s acked it, s ended or msg's context ended.
 func (s *inProcessSub) deliver(msg *message.Message) error {
 	defer s.sending.Done()
+	gaveUp := msg.Context().Done()
 	select {
 	case s.slots <- struct{}{}:
 	case <-s.done:
 		return errSubscriptionEnded
+	case <-gaveUp:
+		return notAcked(msg)
 	}
 	defer func() { <-s.slots }()
 	ctx, cancel := context.WithCancel(s.ctx)
@@ -141,6 +146,8 @@ func (s *inProcessSub) deliver(msg *message.Message) error {
 		case s.out <- m:
 		case <-s.done:
 			return errSubscriptionEnded
+		case <-gaveUp:
+			return notAcked(msg)
 		}
 		select {
 		case <-m.Acked():
@@ -153,8 +160,21 @@ func (s *inProcessSub) deliver(msg *message.Message) error {
 			default:
 				return errSubscriptionEnded
 			}
+		case <-gaveUp:
+			select {
+			case <-m.Acked(): // acked as the publisher gave up
+				return nil
+			default:
+				return notAcked(msg)
+			}
 		}
 	}
+}
+
+// notAcked is the error of a delivery whose message's context ended before
+// it was acked.
+func notAcked(msg *message.Message) error {
+	return fmt.Errorf("not acked before the message's context ended: %w", context.Cause(msg.Context()))
 }
 
 // subscribe opens a subscription to topic holding up to inFlight messages,

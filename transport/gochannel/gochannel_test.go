@@ -2,8 +2,10 @@ package gochannel
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -98,6 +100,36 @@ func TestGoChannelTransport(t *testing.T) {
 		}
 		if err := tr.Publisher().Publish("ending", message.NewMessage(watermill.NewUUID(), nil)); err != nil {
 			t.Errorf("publishing after a subscription ended, the pub/sub open: %v", err)
+		}
+	})
+
+	t.Run("a message's context bounds its Publish", func(t *testing.T) {
+		tr := newTestTransport(t, Config{})
+		sub, err := tr.Subscriber("h", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, err := sub.Subscribe(t.Context(), "failing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		msg := message.NewMessage(watermill.NewUUID(), nil)
+		msg.SetContext(ctx) // an API request's
+		published := make(chan error, 1)
+		go func() { published <- tr.Publisher().Publish("failing", msg) }()
+		for range 3 { // a handler that keeps failing
+			m := transporttest.Receive(t, ch, 1, transporttest.Hold)[0]
+			m.Nack()
+		}
+		cancel() // the request's deadline
+		select {
+		case err := <-published:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Publish = %v, want the message's context's error", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Publish still waiting 10s after its message's context ended")
 		}
 	})
 
