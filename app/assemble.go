@@ -25,13 +25,16 @@ type assembly struct {
 	*App
 	seams    seams
 	reg      *prometheus.Registry
-	outbox   consume.Outbox    // transaction mode's; nil in lease mode
-	api      message.Publisher // the HTTP API's: through the outbox in transaction mode
-	receiver *receiver.Receiver
-	domain   domain.Domain
-	parts    *domain.Parts   // what the domain's Open built
-	tracing  tracing         // the zero value when tracing is off
-	signer   *signing.Signer // MESSAGE_SIGNING_SECRETS'; nil when unset
+	outbox   consume.Outbox     // transaction mode's; nil when nothing runs in it
+	api      message.Publisher  // the HTTP API's: through the outbox in DEDUP_MODE=transaction
+	receiver *receiver.Receiver // DEDUP_MODE's: the HTTP face's and the routes' by default
+	// receivers are the receivers by mode: receiver, and the other mode's
+	// when a route chooses it (domain.Route.Mode).
+	receivers map[domain.Mode]*receiver.Receiver
+	domain    domain.Domain
+	parts     *domain.Parts   // what the domain's Open built
+	tracing   tracing         // the zero value when tracing is off
+	signer    *signing.Signer // MESSAGE_SIGNING_SECRETS'; nil when unset
 }
 
 // newApp builds an App step by step, each on what the steps before it
@@ -161,14 +164,15 @@ func (b *assembly) publisher(pub message.Publisher) message.Publisher {
 	return b.signer.Publisher(b.tracing.messages.Publisher(pub))
 }
 
-// openOutbox, in transaction mode, routes the handlers' and the API's
-// messages through the outbox, and on a broker other than sql opens the
-// relay that forwards them. The tables the outbox writes must exist before
-// a transaction writes to them: every topic written is subscribed by this
-// service, and the subscribers create them at start-up, the relay's before
-// the router's.
+// openOutbox, when anything runs in transaction mode, routes the
+// produced messages of what does through the outbox (the API's in
+// DEDUP_MODE=transaction, the handlers' of the routes in that mode), and
+// on a broker other than sql opens the relay that forwards them. The
+// tables the outbox writes must exist before a transaction writes to them:
+// every topic written is subscribed by this service, and the subscribers
+// create them at start-up, the relay's before the router's.
 func (b *assembly) openOutbox(ctx context.Context) error {
-	if b.cfg.DedupMode != "transaction" {
+	if !b.cfg.inTransaction(b.parts.Routes) {
 		return nil
 	}
 	direct := b.cfg.Transport == "sql"
@@ -177,7 +181,10 @@ func (b *assembly) openOutbox(ctx context.Context) error {
 	if !direct {
 		o.RelayTopic = b.cfg.TopicPrefix + outboxTopic
 	}
-	b.outbox, b.api = o.Write, o.UnitPublisher()
+	b.outbox = o.Write
+	if b.cfg.DedupMode == string(domain.ModeTransaction) {
+		b.api = o.UnitPublisher()
+	}
 	if direct {
 		return nil
 	}
@@ -190,32 +197,38 @@ func (b *assembly) openOutbox(ctx context.Context) error {
 	return nil
 }
 
-// newReceiver is the idempotent receiver on the store, its outcomes
-// counted on the registry; in transaction mode its unit of work is a
-// PostgreSQL transaction.
+// newReceiver is the idempotent receiver of each mode the service runs
+// in, their outcomes counted on the registry: in lease mode on the store,
+// in transaction mode in units of work that are PostgreSQL transactions.
 func (b *assembly) newReceiver(context.Context) error {
 	observer, err := receiverMetrics(b.reg, b.cfg.Store, b.parts.Routes)
 	if err != nil {
 		return err
 	}
-	var transactor receiver.Transactor
-	if b.cfg.DedupMode == "transaction" {
-		transactor = exactlyonce.Transactor{DB: b.pool, Store: b.store.pg}
+	b.receivers = map[domain.Mode]*receiver.Receiver{}
+	for _, mode := range b.cfg.modes(b.parts.Routes) {
+		rc := receiver.Config{
+			Lease:        b.cfg.DedupLease,
+			TTL:          b.cfg.DedupTTL,
+			OnInProgress: receiver.InProgressPolicy(b.cfg.DedupOnInProgress),
+			Wait:         b.cfg.DedupWait,
+			OnStoreError: receiver.StoreErrorPolicy(b.cfg.DedupOnStoreError),
+			Observer:     observer,
+			Logger:       b.logger,
+			// nil when tracing is off: no spans at all
+			TracerProvider: b.tracing.provider,
+		}
+		if mode == domain.ModeTransaction {
+			rc.Transactor = exactlyonce.Transactor{DB: b.pool, Store: b.store.pg}
+		} else {
+			rc.Store = b.store
+		}
+		if b.receivers[mode], err = receiver.New(rc); err != nil {
+			return err
+		}
 	}
-	b.receiver, err = receiver.New(receiver.Config{
-		Store:        b.store,
-		Transactor:   transactor,
-		Lease:        b.cfg.DedupLease,
-		TTL:          b.cfg.DedupTTL,
-		OnInProgress: receiver.InProgressPolicy(b.cfg.DedupOnInProgress),
-		Wait:         b.cfg.DedupWait,
-		OnStoreError: receiver.StoreErrorPolicy(b.cfg.DedupOnStoreError),
-		Observer:     observer,
-		Logger:       b.logger,
-		// nil when tracing is off: no spans at all
-		TracerProvider: b.tracing.provider,
-	})
-	return err
+	b.receiver = b.receivers[domain.Mode(b.cfg.DedupMode)]
+	return nil
 }
 
 // openDomain opens the domain on the database and the API's publisher
@@ -233,7 +246,7 @@ func (b *assembly) openDomain(ctx context.Context) (err error) {
 	if b.parts.Close != nil {
 		b.closers = append(b.closers, b.parts.Close)
 	}
-	return checkRoutes(b.parts.Routes, b.cfg.DedupLease)
+	return checkRoutes(b.parts.Routes, b.cfg)
 }
 
 // apiPublisher is the publisher the domain's HTTP API is given: b.api,
@@ -259,7 +272,7 @@ func (b *assembly) newRouter(context.Context) error {
 		return err
 	}
 	b.router, err = newRouter(routerParts{
-		cfg: b.cfg, transport: b.transport, receiver: b.receiver, outbox: b.outbox,
+		cfg: b.cfg, transport: b.transport, receivers: b.receivers, outbox: b.outbox,
 		routes: b.parts.Routes, permanent: b.domain.Permanent, poison: poison,
 		metrics: routerMetrics(b.reg), tracing: b.tracing.messages, signer: b.signer, logger: b.logger,
 	})

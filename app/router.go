@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/ThreeDotsLabs/watermill/components/metrics"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -24,10 +23,12 @@ const PoisonTopic = "poison"
 type routerParts struct {
 	cfg       Config
 	transport messageBroker
-	receiver  *receiver.Receiver
-	// outbox, in DEDUP_MODE=transaction, writes the handlers' produced
-	// messages inside their unit of work instead of the router publishing
-	// them; nil in lease mode.
+	// receivers are the idempotent receivers by mode: DEDUP_MODE's, and
+	// the other when a route chooses it.
+	receivers map[domain.Mode]*receiver.Receiver
+	// outbox writes the produced messages of the routes in transaction
+	// mode inside their unit of work instead of the router publishing
+	// them; nil when none is.
 	outbox consume.Outbox
 	routes domain.Routes
 	// permanent is the domain's classifier of errors a redelivery can
@@ -58,10 +59,6 @@ func newRouter(p routerParts) (*message.Router, error) {
 	// forged message replayed from there must fail its check again.
 	poisonPublisher := tr.Publisher(t.Publisher()) // tr is nil when tracing is off
 	publisher := p.signer.Publisher(poisonPublisher)
-	var receiverOpts []consume.Option
-	if p.outbox != nil {
-		receiverOpts = append(receiverOpts, consume.WithOutbox(p.outbox))
-	}
 	var retry *consume.Retry // RETRY_MAX=0: none
 	if cfg.RetryMax > 0 {
 		retry = &consume.Retry{Max: cfg.RetryMax, Interval: cfg.RetryInterval, MaxInterval: cfg.retryMaxInterval()}
@@ -74,17 +71,16 @@ func newRouter(p routerParts) (*message.Router, error) {
 	// and inside the receiver:
 	//   produce      writes the trace context into the produced messages,
 	//                before the receiver stores them (or the outbox does).
-	// A route's own timeout, key and fingerprint apply to it alone.
+	// A route's own timeout, key, fingerprint and mode apply to it alone.
 	err = consume.Install(router, consume.RouterConfig{
-		Receiver:   p.receiver,
-		Options:    receiverOpts,
+		Receiver:   p.receivers[domain.Mode(cfg.DedupMode)],
 		Retry:      retry,
 		Poison:     &consume.Poison{Publisher: poisonPublisher, Topic: PoisonTopic},
 		Permanent:  p.permanent,
 		MaxPayload: cfg.MaxMessageBytes,
 		Signer:     p.signer,
 		Timeout:    cfg.HandlerTimeout,
-		Handlers:   routeSettings(p.routes),
+		Handlers:   p.routeSettings(),
 		Outer:      []message.HandlerMiddleware{p.metrics.NewRouterMiddleware().Middleware, wmmw.CorrelationID, tr.Consume, logContext},
 		Inner:      []message.HandlerMiddleware{tr.Produce},
 		Logger:     p.logger,
@@ -120,36 +116,46 @@ func newRouter(p routerParts) (*message.Router, error) {
 }
 
 // routeSettings are the settings the routes set for themselves: a timeout
-// of their own, a key or fingerprint function.
-func routeSettings(routes domain.Routes) map[string]consume.HandlerConfig {
+// of their own, a key or fingerprint function; and in transaction mode
+// the outbox, with the receiver of that mode when it is not DEDUP_MODE.
+func (p routerParts) routeSettings() map[string]consume.HandlerConfig {
 	own := map[string]consume.HandlerConfig{}
-	for _, r := range routes {
-		var opts []consume.Option
+	for _, r := range p.routes {
+		hc := consume.HandlerConfig{Timeout: r.Timeout}
 		if r.Key != nil {
-			opts = append(opts, consume.WithKey(r.Key))
+			hc.Options = append(hc.Options, consume.WithKey(r.Key))
 		}
 		if r.Fingerprint != nil {
-			opts = append(opts, consume.WithFingerprint(r.Fingerprint))
+			hc.Options = append(hc.Options, consume.WithFingerprint(r.Fingerprint))
 		}
-		if r.Timeout > 0 || len(opts) > 0 {
-			own[r.Name] = consume.HandlerConfig{Timeout: r.Timeout, Options: opts}
+		mode := p.cfg.mode(r)
+		if mode == domain.ModeTransaction {
+			hc.Options = append(hc.Options, consume.WithOutbox(p.outbox))
+		}
+		if mode != domain.Mode(p.cfg.DedupMode) {
+			hc.Receiver = p.receivers[mode]
+		}
+		if hc.Timeout > 0 || len(hc.Options) > 0 || hc.Receiver != nil {
+			own[r.Name] = hc
 		}
 	}
 	return own
 }
 
 // checkRoutes reports routes that cannot be wired (domain.Routes.Validate),
-// that take the name of a handler of the service's own, or whose own
-// timeout the lease does not outlive.
-func checkRoutes(routes domain.Routes, lease time.Duration) error {
+// that take the name of a handler of the service's own, whose own
+// timeout the lease does not outlive, or whose own mode the service
+// cannot run.
+func checkRoutes(routes domain.Routes, cfg Config) error {
 	err := routes.Validate()
 	for _, r := range routes {
 		if r.Name == poisonLogHandler || r.Name == outboxHandler {
 			err = errors.Join(err, fmt.Errorf("route %q: the name is the service's own handler's", r.Name))
 		}
-		if r.Timeout >= lease {
-			err = errors.Join(err, fmt.Errorf("route %q: Timeout %v must be shorter than DEDUP_LEASE=%v, or a claim could expire while its handler still runs", r.Name, r.Timeout, lease))
+		if r.Timeout >= cfg.DedupLease {
+			err = errors.Join(err, fmt.Errorf("route %q: Timeout %v must be shorter than DEDUP_LEASE=%v, or a claim could expire while its handler still runs", r.Name, r.Timeout, cfg.DedupLease))
 		}
+		err = errors.Join(err, cfg.checkRouteMode(r))
 	}
 	if err != nil {
 		return fmt.Errorf("message routes: %w", err)

@@ -23,12 +23,12 @@ import (
 func TestCheckRoutesRefusesTheServicesOwnNames(t *testing.T) {
 	consume := func(*message.Message) error { return nil }
 	for _, name := range []string{poisonLogHandler, outboxHandler} {
-		err := checkRoutes(domain.Routes{{Name: name, Consumes: "in", Consume: consume}}, time.Minute)
+		err := checkRoutes(domain.Routes{{Name: name, Consumes: "in", Consume: consume}}, Config{DedupLease: time.Minute})
 		if err == nil || !strings.Contains(err.Error(), "the service's own handler") {
 			t.Errorf("checkRoutes(route %q) = %v, want it refused", name, err)
 		}
 	}
-	if err := checkRoutes(testdomain.Routes(), time.Minute); err != nil {
+	if err := checkRoutes(testdomain.Routes(), Config{DedupLease: time.Minute}); err != nil {
 		t.Errorf("checkRoutes(the test domain's routes) = %v", err)
 	}
 }
@@ -38,11 +38,35 @@ func TestCheckRoutesRefusesTheServicesOwnNames(t *testing.T) {
 func TestCheckRoutesRefusesATimeoutTheLeaseDoesNotOutlive(t *testing.T) {
 	consume := func(*message.Message) error { return nil }
 	r := domain.Route{Name: "slow", Consumes: "in", Consume: consume, Timeout: time.Minute}
-	if err := checkRoutes(domain.Routes{r}, time.Minute); err == nil || !strings.Contains(err.Error(), "must be shorter than DEDUP_LEASE=1m0s") {
+	if err := checkRoutes(domain.Routes{r}, Config{DedupLease: time.Minute}); err == nil || !strings.Contains(err.Error(), "must be shorter than DEDUP_LEASE=1m0s") {
 		t.Errorf("checkRoutes(timeout 1m, lease 1m) = %v, want it refused", err)
 	}
-	if err := checkRoutes(domain.Routes{r}, 2*time.Minute); err != nil {
+	if err := checkRoutes(domain.Routes{r}, Config{DedupLease: 2 * time.Minute}); err != nil {
 		t.Errorf("checkRoutes(timeout 1m, lease 2m) = %v", err)
+	}
+}
+
+// A route may run in transaction mode where DEDUP_MODE could: on
+// STORE=postgres, and not with partitioned records on the sql transport.
+func TestCheckRoutesRefusesATransactionRouteItCannotRun(t *testing.T) {
+	consume := func(*message.Message) error { return nil }
+	r := domain.Routes{{Name: "ledger", Consumes: "in", Consume: consume, Mode: domain.ModeTransaction}}
+	lease := Config{DedupLease: time.Minute, DedupMode: "lease"}
+	for _, c := range []struct {
+		store, layout, transport, want string
+	}{
+		{"redis", "rows", "amqp", "requires STORE=postgres"},
+		{"memory", "rows", "gochannel", "requires STORE=postgres"},
+		{"postgres", "partitioned", "sql", "PG_RECORDS_LAYOUT=partitioned"},
+		{"postgres", "rows", "sql", ""},
+		{"postgres", "partitioned", "amqp", ""},
+	} {
+		cfg := lease
+		cfg.Store, cfg.PGRecordsLayout, cfg.Transport = c.store, c.layout, c.transport
+		err := checkRoutes(r, cfg)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("STORE=%s PG_RECORDS_LAYOUT=%s TRANSPORT=%s: checkRoutes = %v, want %q", c.store, c.layout, c.transport, err, c.want)
+		}
 	}
 }
 
@@ -83,7 +107,7 @@ func TestRouterSubscribersHoldTheRoutesConcurrency(t *testing.T) {
 	consume := func(*message.Message) error { return nil }
 	b := inFlightBroker{tr, map[string]int{}}
 	_, err = newRouter(routerParts{
-		cfg: cfg, transport: b, receiver: rcv, poison: poison,
+		cfg: cfg, transport: b, receivers: map[domain.Mode]*receiver.Receiver{domain.ModeLease: rcv}, poison: poison,
 		routes: domain.Routes{
 			{Name: "default", Consumes: "in", Consume: consume},
 			{Name: "own", Consumes: "in", Consume: consume, Concurrency: 2},

@@ -57,7 +57,28 @@ type Route struct {
 	// message at a time per replica, for a handler whose work must not
 	// overlap.
 	Concurrency int
+	// Mode is the route's own DEDUP_MODE: ModeLease for a handler whose
+	// effect is a call to another system (made once with effect keys),
+	// ModeTransaction for one whose effect is a write to the service's
+	// database, which then commits with the message's record. Default
+	// (empty) DEDUP_MODE. Transaction mode needs STORE=postgres, which
+	// the service checks at start-up.
+	Mode Mode
 }
+
+// Mode is how a route's handler runs at most once (Route.Mode).
+type Mode string
+
+// The modes, as DEDUP_MODE spells them.
+const (
+	// ModeLease claims the key with a lease and a heartbeat, runs the
+	// handler, then completes the record: the effect and the record are
+	// two steps.
+	ModeLease Mode = "lease"
+	// ModeTransaction claims, runs and completes in one PostgreSQL
+	// transaction that the handler's writes join.
+	ModeTransaction Mode = "transaction"
+)
 
 // Routes is a service's message handlers, the one list the application
 // loops over.
@@ -74,8 +95,8 @@ var routeName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 
 // Validate reports every route that cannot be wired: a name that is
 // missing, malformed, reserved or used twice, a missing topic, a route with neither
-// or both of Handle and Consume, a Handle without Produces, or a negative
-// Timeout or Concurrency.
+// or both of Handle and Consume, a Handle without Produces, a negative
+// Timeout or Concurrency, or an unknown Mode.
 func (rs Routes) Validate() error {
 	var errs []error
 	seen := map[string]bool{}
@@ -108,6 +129,9 @@ func (rs Routes) Validate() error {
 		}
 		if r.Concurrency < 0 {
 			errs = append(errs, fmt.Errorf("%s: Concurrency %d is negative: leave it 0 for HANDLER_CONCURRENCY", what, r.Concurrency))
+		}
+		if r.Mode != "" && r.Mode != ModeLease && r.Mode != ModeTransaction {
+			errs = append(errs, fmt.Errorf("%s: Mode %q is not %q or %q: leave it empty for DEDUP_MODE", what, r.Mode, ModeLease, ModeTransaction))
 		}
 	}
 	return errors.Join(errs...)

@@ -37,6 +37,7 @@ func TestRoutesValidate(t *testing.T) {
 		{"consumer with output", domain.Routes{{Name: "x", Consumes: "in", Produces: "out", Consume: consume}}, "Produces must be empty"},
 		{"negative timeout", domain.Routes{{Name: "x", Consumes: "in", Consume: consume, Timeout: -time.Second}}, "Timeout -1s is negative"},
 		{"negative concurrency", domain.Routes{{Name: "x", Consumes: "in", Consume: consume, Concurrency: -1}}, "Concurrency -1 is negative"},
+		{"unknown mode", domain.Routes{{Name: "x", Consumes: "in", Consume: consume, Mode: "exactly"}}, `Mode "exactly" is not "lease" or "transaction"`},
 		{"own concurrency", domain.Routes{{Name: "x", Consumes: "in", Consume: consume, Concurrency: 4}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -54,7 +54,14 @@ const (
 	ReceiptRoute = "receipt"
 )
 
-// ProviderSetting is the domain's one setting: the base URL of the
-// provider that ChargeRoute charges, such as http://127.0.0.1:8090.
-// Unset, the domain starts one in process, its charges in memory.
+// ProviderSetting is the base URL of the provider that ChargeRoute
+// charges, such as http://127.0.0.1:8090. Unset, the domain starts one in
+// process, its charges in memory.
 const ProviderSetting = "TESTDOMAIN_PROVIDER_URL"
+
+// ModesSetting gives routes a mode of their own (domain.Route.Mode), as
+// comma-separated route=mode pairs, such as
+// "notify=transaction,receipt=transaction": the ledger's routes then
+// commit their rows with their records while ChargeRoute, which calls the
+// provider, runs in lease mode. Unset, every route runs in DEDUP_MODE.
+const ModesSetting = "TESTDOMAIN_ROUTE_MODES"

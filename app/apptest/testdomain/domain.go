@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
@@ -63,7 +65,29 @@ func open(ctx context.Context, deps domain.Deps, o options) (*domain.Parts, erro
 		return nil, err
 	}
 	h := handlers{ledger: ledger, charge: charge, logger: logger}
-	return &domain.Parts{Routes: h.routes(o.middleware), HTTP: API(ledger, deps.Publisher, logger), Close: closeCharger}, nil
+	routes, err := withModes(h.routes(o.middleware), deps.Getenv(ModesSetting))
+	if err != nil {
+		_ = closeCharger()
+		return nil, err
+	}
+	return &domain.Parts{Routes: routes, HTTP: API(ledger, deps.Publisher, logger), Close: closeCharger}, nil
+}
+
+// withModes is routes with the modes that modes, ModesSetting's value,
+// gives them.
+func withModes(routes domain.Routes, modes string) (domain.Routes, error) {
+	if strings.TrimSpace(modes) == "" {
+		return routes, nil
+	}
+	for pair := range strings.SplitSeq(modes, ",") {
+		name, mode, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		i := slices.IndexFunc(routes, func(r domain.Route) bool { return r.Name == name })
+		if !ok || i < 0 {
+			return nil, fmt.Errorf("%s: %q is not route=mode for a route of %v", ModesSetting, pair, routes.Names())
+		}
+		routes[i].Mode = domain.Mode(mode)
+	}
+	return routes, nil
 }
 
 // openCharger returns what charges at the provider at raw, its base URL,

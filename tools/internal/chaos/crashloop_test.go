@@ -9,7 +9,8 @@ import (
 
 // Scenario 1, crash loop, on every broker of the picker: two instances
 // share the work while one of them is killed with SIGKILL at random
-// moments and restarted at once. The requests are published in kills+1
+// moments and restarted at once; on mixedTransport also a service whose
+// routes mix lease and transaction mode. The requests are published in kills+1
 // batches, one before each kill, so that every kill hits work in flight.
 func TestChaos(t *testing.T) {
 	svc := setUp(t)
@@ -26,6 +27,19 @@ func TestChaos(t *testing.T) {
 					t.Run(m.name, func(t *testing.T) {
 						sc.parallel(t)
 						crashLoop(t, svc, sc, Setup{Transport: transport, Store: m.store, Mode: m.mode})
+					})
+				}
+				for _, noKeys := range []bool{false, true} {
+					name := "mixed-postgres"
+					if noKeys {
+						name += "-no-effect-keys"
+					}
+					if transport != mixedTransport || !sc.full && !shortRow("crash_loop", transport, name) {
+						continue
+					}
+					t.Run(name, func(t *testing.T) {
+						sc.parallel(t)
+						crashLoop(t, svc, sc, Setup{Transport: transport, Store: "postgres", Mode: "lease", Mixed: true, NoEffectKeys: noKeys})
 					})
 				}
 				if transport == noKeysTransport && (sc.full || shortRow("crash_loop", transport, "lease-redis-no-effect-keys")) {
@@ -49,17 +63,18 @@ func TestChaos(t *testing.T) {
 // scenario family, on the transports that start fastest, all in parallel
 // (each row has its own namespace, Redis or proxy).
 var shortRows = map[string]bool{
-	"crash_loop/amqp/lease-redis":                 true,
-	"crash_loop/sql/transaction-postgres":         true,
-	"crash_loop/nats/lease-redis":                 true,
-	"crash_loop/redisstream/lease-postgres":       true,
-	"handler_faults/sql/fail-after-tx":            true,
-	"graceful_shutdown/amqp/lease-redis":          true,
-	"store_outage/amqp/redis-restart-fail-closed": true,
-	"broker_outage/amqp/lease-redis":              true,
-	"broker_outage/nats/lease-redis":              true,
-	"broker_outage/redisstream/lease-redis":       true,
-	"network/amqp/partition/lease-redis":          true,
+	"crash_loop/amqp/lease-redis":                   true,
+	"crash_loop/amqp/mixed-postgres-no-effect-keys": true,
+	"crash_loop/sql/transaction-postgres":           true,
+	"crash_loop/nats/lease-redis":                   true,
+	"crash_loop/redisstream/lease-postgres":         true,
+	"handler_faults/sql/fail-after-tx":              true,
+	"graceful_shutdown/amqp/lease-redis":            true,
+	"store_outage/amqp/redis-restart-fail-closed":   true,
+	"broker_outage/amqp/lease-redis":                true,
+	"broker_outage/nats/lease-redis":                true,
+	"broker_outage/redisstream/lease-redis":         true,
+	"network/amqp/partition/lease-redis":            true,
 }
 
 func shortRow(parts ...string) bool {

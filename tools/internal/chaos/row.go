@@ -48,6 +48,10 @@ type Setup struct {
 	// handlers (CHAOS_NO_EFFECT_KEYS): their charges at the provider and
 	// their ledger rows carry no key, which measures what the keys close.
 	NoEffectKeys bool
+	// Mixed runs the ledger's routes (notify, receipt) in transaction
+	// mode, their own (testdomain.ModesSetting), beside the charge route,
+	// which calls the provider, in Mode.
+	Mixed bool
 	// StoreLinks puts a Link of its own between each instance and the
 	// record store (Row.StoreLink), for faults on one instance's path.
 	StoreLinks bool
@@ -112,6 +116,9 @@ func NewRow(t testing.TB, svc Services, setup Setup) *Row {
 	}
 	r.env = append([]string{testdomain.ProviderSetting + "=" + providerURL, "TRANSPORT=" + setup.Transport, "STORE=" + setup.Store, "DEDUP_MODE=" + setup.Mode,
 		"DATABASE_URL=" + r.DatabaseURL, "TOPIC_PREFIX=" + r.Prefix, "SERVICE_NAME=onceflow_" + id}, RowDefaults...)
+	if setup.Mixed {
+		r.env = append(r.env, testdomain.ModesSetting+"="+testdomain.NotifyRoute+"=transaction,"+testdomain.ReceiptRoute+"=transaction")
+	}
 	switch setup.Transport {
 	case "kafka":
 		r.env = append(r.env, "KAFKA_BROKERS="+strings.Join(svc.Kafka.Brokers(), ","))
