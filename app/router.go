@@ -13,6 +13,7 @@ import (
 	"github.com/onceflow/onceflow/middleware/consume"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/middleware/signing"
+	"github.com/onceflow/onceflow/middleware/tracecontext"
 )
 
 // PoisonTopic receives messages that redelivery can never fix, with the
@@ -36,7 +37,7 @@ type routerParts struct {
 	permanent func(error) bool
 	poison    *poisonLog
 	metrics   metrics.PrometheusMetricsBuilder
-	tracing   *consume.Tracing // nil when tracing is off
+	tracing   *tracecontext.Messages // nil when tracing is off
 	// signer signs the messages the handlers produce and verifies the
 	// messages they consume; nil when MESSAGE_SIGNING_SECRETS is unset.
 	signer *signing.Signer

@@ -18,7 +18,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/middleware/tracecontext"
 )
 
 // tracingFlushTimeout bounds the export of the last spans at Close.
@@ -32,7 +32,7 @@ const tracingFlushTimeout = 5 * time.Second
 type tracing struct {
 	provider trace.TracerProvider          // nil when off
 	prop     propagation.TextMapPropagator // W3C trace context only: see below
-	messages *consume.Tracing              // nil when off
+	messages *tracecontext.Messages        // nil when off
 }
 
 // openTracing starts the tracer provider: spans are batched to the OTLP/HTTP
@@ -82,7 +82,7 @@ func (b *assembly) openTracing(ctx context.Context) error {
 	// No baggage: the service reads none, and a client's (up to 8 KB)
 	// would ride every message it causes.
 	b.tracing.prop = propagation.TraceContext{}
-	b.tracing.messages = consume.NewTracing(tp, b.tracing.prop)
+	b.tracing.messages = tracecontext.New(tp, b.tracing.prop)
 	return nil
 }
 

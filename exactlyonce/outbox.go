@@ -51,7 +51,7 @@ type Outbox struct {
 	// [wsql.DefaultPostgreSQLSchema].
 	SchemaAdapter wsql.SchemaAdapter
 	// Decorate, when set, wraps the publisher of every write: for
-	// instance [consume.Tracing.Publisher], for a publish span per
+	// instance [tracecontext.Messages.Publisher], for a publish span per
 	// message.
 	Decorate func(message.Publisher) message.Publisher
 	// Logger receives the watermill-sql publisher's logs; nil discards

@@ -19,6 +19,7 @@
 //   - signing: message signatures, so that no untrusted producer can
 //     pre-empt a key.
 //   - metrics: the receiver's Prometheus observer.
+//   - tracecontext: the W3C trace context through Watermill messages.
 //
 // The router order consume.Install builds, outermost first:
 //

@@ -12,9 +12,8 @@
 // timeout, and when asked for, the poison queue for errors a redelivery
 // cannot fix ([Poison], [Permanent], [PermanentErrors]), a payload limit
 // ([MaxPayload]), signature checks (package signing) and the retries
-// ([Retry]). [Tracing] carries the W3C trace context through Watermill, in
-// message metadata ([MetadataCarrier]), so that one trace follows a message
-// from its publisher into every handler.
+// ([Retry]). Package tracecontext carries the W3C trace context through
+// Watermill, for RouterConfig.Outer and Inner.
 //
 // Everything here is safe for concurrent use: one middleware serves every
 // message of its handlers.

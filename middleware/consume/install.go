@@ -89,12 +89,12 @@ type RouterConfig struct {
 
 	// Outer are middlewares run once per delivery, outside Poison and
 	// Retry, in order, right inside the recoverer: metrics, Watermill's
-	// CorrelationID, a consumer span ([Tracing.Consume]), logging.
+	// CorrelationID, a consumer span (tracecontext.Messages.Consume), logging.
 	Outer []message.HandlerMiddleware
 	// Inner are middlewares run inside the receiver, in order, right
 	// around the handler: only when the handler runs, and what they do to
 	// the produced messages is stored with them and replayed to
-	// duplicates ([Tracing.Produce]). An Inner middleware must return the
+	// duplicates (tracecontext.Messages.Produce). An Inner middleware must return the
 	// handler's error as it came: one that turns a failure into a success
 	// completes the record of an effect that did not happen.
 	Inner []message.HandlerMiddleware

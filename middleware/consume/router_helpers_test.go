@@ -6,52 +6,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 
 	"github.com/onceflow/onceflow/middleware/internal/receivertest"
 )
 
-// newPubSub returns an in-process pub/sub. With blocking set, Publish
-// returns only once every subscriber acked the message: after the router
-// processed it, redeliveries included. That is the tests' signal that a
-// message is done.
-func newPubSub(t *testing.T, blocking bool) *gochannel.GoChannel {
-	t.Helper()
-	ps := gochannel.NewGoChannel(gochannel.Config{BlockPublishUntilSubscriberAck: blocking}, watermill.NopLogger{})
-	t.Cleanup(func() { _ = ps.Close() })
-	return ps
-}
-
-func newRouter(t *testing.T) *message.Router {
-	t.Helper()
-	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 5 * time.Second}, watermill.NopLogger{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return router
-}
-
-// run starts router and returns once its handlers are subscribed.
-func run(t *testing.T, router *message.Router) {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- router.Run(context.Background()) }()
-	select {
-	case <-router.Running():
-	case err := <-done:
-		t.Fatalf("router stopped at start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := router.Close(); err != nil {
-			t.Errorf("closing router: %v", err)
-		}
-		if err := <-done; err != nil {
-			t.Errorf("router: %v", err)
-		}
-	})
-}
+// The router helpers of the receiver's tests (receivertest): newPubSub's
+// blocking Publish returns once every subscriber acked the message, the
+// tests' signal that a message is done.
+var (
+	newPubSub = receivertest.PubSub
+	newRouter = receivertest.Router
+	run       = receivertest.Run
+	publish   = receivertest.Publish
+	keyed     = receivertest.Keyed // metadata MetadataKey
+)
 
 // collect subscribes to topic and hands every message over, then acks it:
 // a blocking publisher returns only once the message is in the channel.
@@ -85,20 +54,6 @@ func receive(t *testing.T, ch <-chan *message.Message, n int) []*message.Message
 		}
 	}
 	return msgs
-}
-
-func publish(t *testing.T, pub message.Publisher, topic string, msgs ...*message.Message) {
-	t.Helper()
-	if err := pub.Publish(topic, msgs...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// keyed returns a message with an idempotency key in its metadata.
-func keyed(uuid, key, payload string) *message.Message {
-	msg := message.NewMessage(uuid, []byte(payload))
-	msg.Metadata.Set(MetadataKey, key)
-	return msg
 }
 
 // failingPublisher fails its first failures Publish calls, like a broker

@@ -31,7 +31,7 @@ var layers = []layer{
 	{"transport", []string{"transport"}, []string{"broker", "brokers"}},
 	{"brokers", []string{"transport/..."}, []string{"broker"}},
 	{"exactlyonce", []string{"exactlyonce"}, []string{"faces", "receiver", "stores", "store"}},
-	{"faces", []string{"middleware", "middleware/consume", "middleware/idempotencykey", "middleware/apikey", "middleware/signing", "middleware/metrics"}, []string{"faces", "receiver", "store", "problem"}},
+	{"faces", []string{"middleware", "middleware/consume", "middleware/idempotencykey", "middleware/apikey", "middleware/signing", "middleware/metrics", "middleware/tracecontext"}, []string{"faces", "receiver", "store", "problem"}},
 	{"receiver", []string{"middleware/receiver"}, []string{"store"}},
 	{"domain", []string{"domain"}, nil},
 	{"store", []string{"stores"}, nil},

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go/version"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,4 +194,177 @@ func (m libraryModule) downloads() []string {
 		}
 		paths = append(paths, mod.Path)
 	}
+}
+
+// libraryWeightFigure is the marked weight of docs/library.md.
+var libraryWeightFigure = regexp.MustCompile(`<!-- library-weight -->(.*?)<!-- /library-weight -->`)
+
+// libraryUser is a Watermill program that takes the receiver on Redis
+// with one Install; libraryBase is the same program without it.
+const (
+	libraryUser = `package main
+
+import (
+	"context"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/middleware/receiver"
+	redisstore "github.com/onceflow/onceflow/stores/redis"
+)
+
+func main() {
+	pubSub := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
+	router, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
+	if err != nil {
+		panic(err)
+	}
+	router.AddConsumerHandler("charge", "payments", pubSub, func(*message.Message) error { return nil })
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	store, err := redisstore.New(rdb, redisstore.Config{})
+	if err != nil {
+		panic(err)
+	}
+	r, err := receiver.New(receiver.Config{Store: store})
+	if err != nil {
+		panic(err)
+	}
+	if err := consume.Install(router, consume.RouterConfig{Receiver: r}); err != nil {
+		panic(err)
+	}
+	_ = router.Run(context.Background())
+}
+`
+	libraryBase = `package main
+
+import (
+	"context"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	pubSub := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
+	router, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
+	if err != nil {
+		panic(err)
+	}
+	router.AddConsumerHandler("charge", "payments", pubSub, func(*message.Message) error { return nil })
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	_ = rdb.Ping(context.Background())
+	_ = router.Run(context.Background())
+}
+`
+)
+
+// unaskedPackages are what a library user that asks for no metrics and
+// no traces must not link: Prometheus, OpenTelemetry's SDK and
+// propagation, protobuf, and net/http, which propagation imports.
+var unaskedPackages = []string{"github.com/prometheus/", "google.golang.org/protobuf", "go.opentelemetry.io/otel/sdk",
+	"go.opentelemetry.io/otel/propagation", "net/http"}
+
+// TestLibraryWeight builds libraryUser and libraryBase and checks that the
+// user links nothing of unaskedPackages, and that docs/library.md states
+// what the receiver adds to the program, as measured: the binary's size
+// within sizeSlack (a patch of the toolchain moves it), the packages
+// outside the standard library exactly (-update writes both).
+func TestLibraryWeight(t *testing.T) {
+	m := newLibraryModule(t)
+	const sizeSlack = 0.05
+	type build struct {
+		size     int64
+		packages []string // outside the standard library
+	}
+	measure := func(dir, src string) build {
+		m.write(filepath.Join(dir, "main.go"), src)
+		bin := filepath.Join(m.dir, dir, "bin")
+		m.goCmd("build", "-o", bin, "./"+dir)
+		info, err := os.Stat(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pkgs []string
+		for _, p := range strings.Fields(m.goCmd("list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./"+dir)) {
+			if !strings.HasPrefix(p, "example.com/") {
+				pkgs = append(pkgs, p)
+			}
+		}
+		return build{info.Size(), pkgs}
+	}
+	for _, dir := range []string{"user", "base"} {
+		if err := os.Mkdir(filepath.Join(m.dir, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user, base := measure("user", libraryUser), measure("base", libraryBase)
+	for _, p := range strings.Fields(m.goCmd("list", "-deps", "./user")) {
+		for _, unasked := range unaskedPackages {
+			if p == unasked || strings.HasPrefix(p, unasked) {
+				t.Errorf("the library user links %s, which it does not ask for", p)
+			}
+		}
+	}
+	mb := func(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+	figure := fmt.Sprintf("%s, %s more than the same program without it (%s); %d packages outside the standard library, %d more",
+		mb(user.size), mb(user.size-base.size), mb(base.size), len(user.packages), len(user.packages)-len(base.packages))
+	t.Log(figure)
+	page := filepath.Join(root, "docs", "library.md")
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := libraryWeightFigure.FindSubmatch(b)
+	if sub == nil {
+		t.Fatalf("docs/library.md has no <!-- library-weight --> figure")
+	}
+	var stated float64
+	var rest string
+	if _, err := fmt.Sscanf(string(sub[1]), "%f MB,", &stated); err == nil {
+		_, rest, _ = strings.Cut(string(sub[1]), "; ")
+	}
+	_, measuredRest, _ := strings.Cut(figure, "; ")
+	if within := stated > 0 && math.Abs(stated*1e6-float64(user.size)) <= sizeSlack*float64(user.size); within && rest == measuredRest {
+		return
+	}
+	if !*update {
+		t.Fatalf("docs/library.md says %q, measured %q: write it with go test ./internal/repocheck -run LibraryWeight -update (in tools/)", sub[1], figure)
+	}
+	b = libraryWeightFigure.ReplaceAll(b, []byte("<!-- library-weight -->"+figure+"<!-- /library-weight -->"))
+	if err := os.WriteFile(page, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGoDirectiveIsTheDependenciesLowest checks that the root go.mod asks
+// for no newer Go than the modules a library user builds ask for: its go
+// directive is the newest of theirs, so a library user needs no newer
+// toolchain than the receiver's dependencies do.
+func TestGoDirectiveIsTheDependenciesLowest(t *testing.T) {
+	m := newLibraryModule(t)
+	own := ""
+	newest, by := "", ""
+	for line := range strings.Lines(m.goCmd("list", "-deps", "-f", "{{with .Module}}{{.Path}} {{.GoVersion}}{{end}}", ".")) {
+		path, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		switch {
+		case !ok || v == "":
+		case path == "github.com/onceflow/onceflow":
+			own = v
+		case newest == "" || version.Compare("go"+v, "go"+newest) > 0:
+			newest, by = v, path
+		}
+	}
+	if own == "" || newest == "" {
+		t.Fatalf("go list -deps gave no go directive for onceflow (%q) or its dependencies (%q)", own, newest)
+	}
+	if version.Compare("go"+own, "go"+newest) != 0 {
+		t.Errorf("the root go.mod says go %s; the newest its library user's dependencies ask for is %s (%s): make it that", own, newest, by)
+	}
+	t.Logf("go %s, asked for by %s", own, by)
 }

@@ -1,4 +1,4 @@
-package consume
+package tracecontext_test
 
 import (
 	"context"
@@ -14,8 +14,10 @@ import (
 
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/internal/testenv/spantest"
+	"github.com/onceflow/onceflow/middleware/consume"
 	"github.com/onceflow/onceflow/middleware/internal/receivertest"
 	"github.com/onceflow/onceflow/middleware/receiver"
+	"github.com/onceflow/onceflow/middleware/tracecontext"
 )
 
 // newTraced returns a tracer provider that hands every ended span to the
@@ -35,27 +37,27 @@ func newTraced(t *testing.T) (*sdktrace.TracerProvider, *tracetest.InMemoryExpor
 func TestTracingFollowsMessagesThroughHandlers(t *testing.T) {
 	t.Parallel()
 	tp, spans := newTraced(t)
-	tr := NewTracing(tp, propagation.TraceContext{})
+	tr := tracecontext.New(tp, propagation.TraceContext{})
 	r, _ := receivertest.NewReceiver(t, receiver.Config{TracerProvider: tp})
-	ps := newPubSub(t, true)
+	ps := receivertest.PubSub(t, true)
 	pub := tr.Publisher(ps)
 
-	router := newRouter(t)
-	router.AddMiddleware(tr.Consume, Middleware(r), tr.Produce)
+	router := receivertest.Router(t)
+	router.AddMiddleware(tr.Consume, consume.Middleware(r), tr.Produce)
 	router.AddHandler("first", "in", ps, "mid", pub, func(msg *message.Message) ([]*message.Message, error) {
-		return []*message.Message{keyed("out-"+msg.UUID, "k-out", "produced")}, nil
+		return []*message.Message{receivertest.Keyed("out-"+msg.UUID, "k-out", "produced")}, nil
 	})
 	second := make(chan struct{}, 4)
 	router.AddConsumerHandler("second", "mid", ps, func(*message.Message) error {
 		second <- struct{}{}
 		return nil
 	})
-	run(t, router)
+	receivertest.Run(t, router)
 
 	ctx, root := tp.Tracer("test").Start(context.Background(), "request")
-	msg := keyed("m-1", "k-1", "payload")
+	msg := receivertest.Keyed("m-1", "k-1", "payload")
 	msg.SetContext(ctx)
-	publish(t, pub, "in", msg)
+	receivertest.Publish(t, pub, "in", msg)
 	root.End()
 	waitSignal(t, second)
 
@@ -91,7 +93,7 @@ func TestTracingFollowsMessagesThroughHandlers(t *testing.T) {
 	spans.Reset()
 	// A copy of m-1 with a new UUID; the blocking publish returns once
 	// "first" acked it.
-	publish(t, pub, "in", keyed("m-2", "k-1", "payload"))
+	receivertest.Publish(t, pub, "in", receivertest.Keyed("m-2", "k-1", "payload"))
 	dup := spantest.New(spans.GetSpans())
 	if o := spantest.Attr(dup.Named(t, "receiver first"), receiver.AttrOutcome); o != string(receiver.OutcomeDuplicate) {
 		t.Errorf("the copy's decision: outcome %q, want duplicate", o)
@@ -103,13 +105,13 @@ func TestTracingFollowsMessagesThroughHandlers(t *testing.T) {
 func TestTracingRecordsAPanic(t *testing.T) {
 	t.Parallel()
 	tp, spans := newTraced(t)
-	tr := NewTracing(tp, propagation.TraceContext{})
-	ps := newPubSub(t, false)
-	router := newRouter(t)
+	tr := tracecontext.New(tp, propagation.TraceContext{})
+	ps := receivertest.PubSub(t, false)
+	router := receivertest.Router(t)
 	router.AddMiddleware(middleware.Recoverer, tr.Consume)
 	router.AddConsumerHandler("panics", "in", ps, func(*message.Message) error { panic("boom") })
-	run(t, router)
-	publish(t, ps, "in", keyed("m-1", "k-1", "payload"))
+	receivertest.Run(t, router)
+	receivertest.Publish(t, ps, "in", receivertest.Keyed("m-1", "k-1", "payload"))
 
 	testenv.WaitFor(t, receivertest.WaitTimeout, "the span of the panic", func() bool { return len(spans.GetSpans()) > 0 })
 	// The router retries the panicking handler until the test ends: every

@@ -1,4 +1,10 @@
-package consume
+// Package tracecontext carries the W3C trace context through Watermill, in
+// message metadata ([MetadataCarrier]), so that one trace follows a message
+// from its publisher into every handler and the messages they produce. It
+// is apart from package consume so that a service that does not trace
+// links none of OpenTelemetry's propagation (nor net/http, which it
+// imports).
+package tracecontext
 
 import (
 	"fmt"
@@ -13,7 +19,7 @@ import (
 )
 
 // tracerName is the instrumentation scope of every span this package starts.
-const tracerName = "github.com/onceflow/onceflow/middleware/consume"
+const tracerName = "github.com/onceflow/onceflow/middleware/tracecontext"
 
 // MetadataCarrier carries a trace context in a message's metadata, for an
 // OpenTelemetry [propagation.TextMapPropagator]: with the W3C propagator,
@@ -47,20 +53,20 @@ func carrier(msg *message.Message) MetadataCarrier {
 	return MetadataCarrier(msg.Metadata)
 }
 
-// Tracing carries W3C trace context through Watermill: [Tracing.Consume]
-// continues the trace a message carries, [Tracing.Produce] and
-// [Tracing.Publisher] write the current one into the messages going out. A
-// nil *Tracing traces nothing and costs nothing: each method returns what it
-// was given. Safe for concurrent use.
-type Tracing struct {
+// Messages carries W3C trace context through Watermill: [Messages.Consume]
+// continues the trace a message carries, [Messages.Produce] and
+// [Messages.Publisher] write the current one into the messages going out.
+// A nil *Messages traces nothing and costs nothing: each method returns
+// what it was given. Safe for concurrent use.
+type Messages struct {
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
 }
 
-// NewTracing starts spans on tp and reads and writes message metadata with
-// prop (for instance [propagation.TraceContext]).
-func NewTracing(tp trace.TracerProvider, prop propagation.TextMapPropagator) *Tracing {
-	return &Tracing{tracer: tp.Tracer(tracerName), prop: prop}
+// New starts spans on tp and reads and writes message metadata with prop
+// (for instance [propagation.TraceContext]).
+func New(tp trace.TracerProvider, prop propagation.TextMapPropagator) *Messages {
+	return &Messages{tracer: tp.Tracer(tracerName), prop: prop}
 }
 
 // Consume is a router middleware that runs each delivery in a consumer span
@@ -71,7 +77,7 @@ func NewTracing(tp trace.TracerProvider, prop propagation.TextMapPropagator) *Tr
 // attribute [receiver.AttrOutcome]. Register it
 // outside the poison queue and the retries, so that one span covers every
 // attempt.
-func (t *Tracing) Consume(h message.HandlerFunc) message.HandlerFunc {
+func (t *Messages) Consume(h message.HandlerFunc) message.HandlerFunc {
 	if t == nil {
 		return h
 	}
@@ -106,7 +112,7 @@ func (t *Tracing) Consume(h message.HandlerFunc) message.HandlerFunc {
 // the receiver: the receiver stores the produced messages (and in
 // transaction mode writes them to the outbox) with their metadata, so a
 // replayed duplicate carries the trace context of the run that produced it.
-func (t *Tracing) Produce(h message.HandlerFunc) message.HandlerFunc {
+func (t *Messages) Produce(h message.HandlerFunc) message.HandlerFunc {
 	if t == nil {
 		return h
 	}
@@ -125,7 +131,7 @@ func (t *Tracing) Produce(h message.HandlerFunc) message.HandlerFunc {
 // it has none, of the trace context in its metadata. The span's context is
 // written into the metadata before pub publishes, and the span ends with
 // pub's error.
-func (t *Tracing) Publisher(pub message.Publisher) message.Publisher {
+func (t *Messages) Publisher(pub message.Publisher) message.Publisher {
 	if t == nil {
 		return pub
 	}
@@ -134,7 +140,7 @@ func (t *Tracing) Publisher(pub message.Publisher) message.Publisher {
 
 type tracedPublisher struct {
 	message.Publisher
-	t *Tracing
+	t *Messages
 }
 
 func (p tracedPublisher) Publish(topic string, msgs ...*message.Message) error {
