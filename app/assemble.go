@@ -14,6 +14,7 @@ import (
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/exactlyonce"
 	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/middleware/metrics"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/middleware/signing"
 	"github.com/onceflow/onceflow/stores/postgres"
@@ -267,7 +268,7 @@ func (b *assembly) newRouter(context.Context) error {
 	for _, r := range b.parts.Routes {
 		consumed = append(consumed, r.Consumes)
 	}
-	poison, err := newPoisonLog(b.reg, consumed, b.logger)
+	poison, err := metrics.NewPoisonLog(b.reg, consumed, b.logger)
 	if err != nil {
 		return err
 	}

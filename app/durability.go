@@ -45,11 +45,11 @@ func checkRedisDurability(ctx context.Context, cfg Config, rdb redis.UniversalCl
 	if err := reg.Register(gauge); err != nil {
 		return err
 	}
-	if w := d.Warning(); w != "" {
+	if err := d.Err(); err != nil {
 		if cfg.RedisRequireDurable {
-			return fmt.Errorf("%s (REDIS_REQUIRE_DURABLE=true)", w)
+			return fmt.Errorf("%w (REDIS_REQUIRE_DURABLE=true)", err)
 		}
-		logger.Warn(w)
+		logger.Warn(err.Error())
 	}
 	if u := d.Unchecked(); u != "" {
 		logger.Warn(u)

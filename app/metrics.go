@@ -27,7 +27,7 @@ import (
 //	onceflow_http_idempotency_responses_total{code,method}  the API's unsafe routes
 //	onceflow_sweeper_deleted_records_total                  STORE=postgres
 //	onceflow_sweeper_pass_duration_seconds{result}
-//	onceflow_poisoned_messages_total{topic}                 poison.go
+//	onceflow_poisoned_messages_total{topic}                 the poison log (metrics.PoisonLog)
 //	onceflow_dedup_cache_lookups_total{result}              cache.go
 //	onceflow_store_batch_calls{op}                          batchmetrics.go
 //	onceflow_store_durability{setting,state}                durability.go

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/ThreeDotsLabs/watermill/components/metrics"
+	wmmetrics "github.com/ThreeDotsLabs/watermill/components/metrics"
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/middleware/metrics"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/middleware/signing"
 	"github.com/onceflow/onceflow/middleware/tracecontext"
@@ -19,6 +20,9 @@ import (
 // PoisonTopic receives messages that redelivery can never fix, with the
 // reason in metadata "reason_poisoned" and their topic in "topic_poisoned".
 const PoisonTopic = "poison"
+
+// poisonLogHandler names the handler that reads the poison topic.
+const poisonLogHandler = "poison_log"
 
 // routerParts is what newRouter assembles.
 type routerParts struct {
@@ -35,8 +39,8 @@ type routerParts struct {
 	// permanent is the domain's classifier of errors a redelivery can
 	// never fix, besides the receiver's own; nil when it has none.
 	permanent func(error) bool
-	poison    *poisonLog
-	metrics   metrics.PrometheusMetricsBuilder
+	poison    *metrics.PoisonLog
+	metrics   wmmetrics.PrometheusMetricsBuilder
 	tracing   *tracecontext.Messages // nil when tracing is off
 	// signer signs the messages the handlers produce and verifies the
 	// messages they consume; nil when MESSAGE_SIGNING_SECRETS is unset.
@@ -112,7 +116,7 @@ func newRouter(p routerParts) (*message.Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	router.AddConsumerHandler(poisonLogHandler, PoisonTopic, sub, p.poison.handle)
+	router.AddConsumerHandler(poisonLogHandler, PoisonTopic, sub, p.poison.Handle)
 	return router, nil
 }
 

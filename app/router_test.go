@@ -12,6 +12,7 @@ import (
 
 	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/domain"
+	"github.com/onceflow/onceflow/middleware/metrics"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores/memory"
 	"github.com/onceflow/onceflow/transport"
@@ -100,7 +101,7 @@ func TestRouterSubscribersHoldTheRoutesConcurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poison, err := newPoisonLog(prometheus.NewRegistry(), []string{"in"}, slog.New(slog.DiscardHandler))
+	poison, err := metrics.NewPoisonLog(prometheus.NewRegistry(), []string{"in"}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

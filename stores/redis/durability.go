@@ -90,6 +90,15 @@ func (d Durability) Verdicts() []Verdict { return []Verdict{d.AppendOnly, d.Maxm
 // Warning returns one line naming every setting that lets the server forget
 // records, what follows and how to fix it; "" when none does.
 func (d Durability) Warning() string {
+	if found := d.forgetful(); found != "" {
+		return ErrForgetful.Error() + ": " + found
+	}
+	return ""
+}
+
+// forgetful names every setting that lets the server forget records, what
+// follows and how to fix it; "" when none does.
+func (d Durability) forgetful() string {
 	var found, fixes []string
 	for _, v := range d.Verdicts() {
 		if v.State == AtRisk {
@@ -100,7 +109,33 @@ func (d Durability) Warning() string {
 	if len(found) == 0 {
 		return ""
 	}
-	return "redis records can be forgotten: " + strings.Join(found, "; ") + "; set " + strings.Join(fixes, " and ")
+	return strings.Join(found, "; ") + "; set " + strings.Join(fixes, " and ")
+}
+
+// ErrForgetful means the Redis server can forget records: see
+// [RequireDurable].
+var ErrForgetful = errors.New("redis records can be forgotten")
+
+// RequireDurable inspects the server behind client (see [Inspect]) and
+// returns an error matching [ErrForgetful], with what Warning says, when
+// a setting lets it forget records: a program that must not start on
+// such a server returns it. A setting that cannot be read refuses
+// nothing (see Unchecked); a server that cannot be reached is an error.
+func RequireDurable(ctx context.Context, client redis.UniversalClient) error {
+	d, err := Inspect(ctx, client)
+	if err != nil {
+		return err
+	}
+	return d.Err()
+}
+
+// Err is Warning as an error matching [ErrForgetful]; nil when no
+// setting lets the server forget records.
+func (d Durability) Err() error {
+	if found := d.forgetful(); found != "" {
+		return fmt.Errorf("%w: %s", ErrForgetful, found)
+	}
+	return nil
 }
 
 // Unchecked returns one line naming every setting that could not be read

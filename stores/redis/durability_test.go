@@ -72,6 +72,11 @@ func TestInspect(t *testing.T) {
 			if got := d.Unchecked(); (got != "") != unchecked || unchecked && !strings.Contains(got, "unknown command") {
 				t.Errorf("Unchecked() = %q", got)
 			}
+			// RequireDurable refuses exactly what Warning warns of, in its words.
+			err = redisstore.RequireDurable(testCtx(t), srv.Client(t))
+			if len(tc.warning) == 0 && err != nil || len(tc.warning) > 0 && (!errors.Is(err, redisstore.ErrForgetful) || err.Error() != w) {
+				t.Errorf("RequireDurable = %v, want nil or the warning %q", err, w)
+			}
 		})
 	}
 }

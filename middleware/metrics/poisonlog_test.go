@@ -1,4 +1,4 @@
-package app
+package metrics
 
 import (
 	"log/slog"
@@ -16,14 +16,14 @@ import (
 // topic_poisoned it likes, adds no series.
 func TestPoisonCounterLabelsOnlyKnownTopics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	p, err := newPoisonLog(reg, []string{"orders.placed", "orders.paid"}, slog.New(slog.DiscardHandler))
+	p, err := NewPoisonLog(reg, []string{"orders.placed", "orders.paid"}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	poison := func(topic string) {
 		msg := message.NewMessage("uuid", nil)
 		msg.Metadata.Set(wmmw.PoisonedTopicKey, topic)
-		if err := p.handle(msg); err != nil {
+		if err := p.Handle(msg); err != nil {
 			t.Fatal(err)
 		}
 	}
