@@ -19,7 +19,7 @@ func TestStoreOutageErrorSaysEachThingOnce(t *testing.T) {
 	addr := testenv.ClosedAddr(t) // a Redis that is down
 	client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
-	r, err := receiver.New(receiver.Config{Store: newRedisStore(t, client, redisstore.Config{})})
+	r, err := receiver.New(receiver.Config{Store: testenv.RedisStore(t, client, redisstore.Config{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,14 +29,4 @@ func TestStoreOutageErrorSaysEachThingOnce(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
 	}
-}
-
-// newRedisStore is redisstore.New, failing tb on an error.
-func newRedisStore(tb testing.TB, c redis.UniversalClient, cfg redisstore.Config) *redisstore.Store {
-	tb.Helper()
-	s, err := redisstore.New(c, cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
 }

@@ -47,7 +47,7 @@ func TestCacheConformance(t *testing.T) {
 					Addr: testenv.ClosedAddr(t), DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1,
 				})
 				t.Cleanup(func() { _ = c.Close() })
-				return cached(newRedisStore(t, c, redisstore.Config{}))
+				return cached(testenv.RedisStore(t, c, redisstore.Config{}))
 			},
 		})
 	})
@@ -77,7 +77,7 @@ func newMemory(t testing.TB) *memory.Store {
 
 // newRedis returns a Redis store whose keys no other test uses.
 func newRedis(t testing.TB) *redisstore.Store {
-	return newRedisStore(t, testenv.Redis(t), redisstore.Config{KeyPrefix: testenv.KeyPrefix(t)})
+	return testenv.RedisStore(t, testenv.Redis(t), redisstore.Config{KeyPrefix: testenv.KeyPrefix(t)})
 }
 
 func newPostgres(t testing.TB, pool *pgxpool.Pool) *postgres.Store {
@@ -85,16 +85,6 @@ func newPostgres(t testing.TB, pool *pgxpool.Pool) *postgres.Store {
 	s, err := postgres.New(pool, postgres.Config{})
 	if err != nil {
 		t.Fatalf("postgres store: %v", err)
-	}
-	return s
-}
-
-// newRedisStore is redisstore.New, failing tb on an error.
-func newRedisStore(tb testing.TB, c redis.UniversalClient, cfg redisstore.Config) *redisstore.Store {
-	tb.Helper()
-	s, err := redisstore.New(c, cfg)
-	if err != nil {
-		tb.Fatal(err)
 	}
 	return s
 }

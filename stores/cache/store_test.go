@@ -236,7 +236,7 @@ func TestCacheStalenessBoundAcrossInstances(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.KeyPrefix(t)
 	clk := &clock{now: time.Now()}
-	a := cache.New(newRedisStore(t, rdb, redisstore.Config{KeyPrefix: prefix}), cache.Config{MaxAge: 5 * time.Second, Now: clk.Now})
+	a := cache.New(testenv.RedisStore(t, rdb, redisstore.Config{KeyPrefix: prefix}), cache.Config{MaxAge: 5 * time.Second, Now: clk.Now})
 	ctx := context.Background()
 	c, err := a.Claim(ctx, "k", fp, lease)
 	if err != nil || c.Status != stores.Acquired {

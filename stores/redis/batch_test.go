@@ -36,7 +36,7 @@ func TestBatchedClaimsTakeFewerRoundTrips(t *testing.T) {
 	c.AddHook(&rt)
 	var sizes storetest.BatchSizes
 	const keys, claimers, size, workers = 100, 4, 64, 2
-	s := newRedisStore(t, c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: size, BatchWorkers: workers,
+	s := testenv.RedisStore(t, c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: size, BatchWorkers: workers,
 		BatchTimeout: time.Hour, BatchObserver: sizes.Observe})
 	// The first two calls take the workers; the rest go in full batches.
 	wantBatches := func(calls int) int { return workers + (calls-workers+size-1)/size }
@@ -92,7 +92,7 @@ func TestBatchedClaimsOnClusterAfterScriptFlush(t *testing.T) {
 	c.AddHook(g)
 	var rt redismeter.Meter
 	c.AddHook(&rt)
-	s := newRedisStore(t, c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Hour})
+	s := testenv.RedisStore(t, c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Hour})
 	const keys, claimers = 60, 3
 	g.shut()
 	g.openWhen(func() bool { return g.held() == 1 && s.QueuedClaims() == keys*claimers-1 })
@@ -108,7 +108,7 @@ func TestBatchedCallsOfAnUnreachableServerAreUnavailable(t *testing.T) {
 	t.Parallel()
 	c := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	s := newRedisStore(t, c, redisstore.Config{BatchSize: 64, BatchWorkers: 1})
+	s := testenv.RedisStore(t, c, redisstore.Config{BatchSize: 64, BatchWorkers: 1})
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
@@ -142,7 +142,7 @@ func TestBatchedCallFailsAlone(t *testing.T) {
 	var rt redismeter.Meter
 	c.AddHook(&rt)
 	var sizes storetest.BatchSizes
-	s := newRedisStore(t, c, redisstore.Config{KeyPrefix: prefix, BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Hour,
+	s := testenv.RedisStore(t, c, redisstore.Config{KeyPrefix: prefix, BatchSize: 64, BatchWorkers: 1, BatchTimeout: time.Hour,
 		BatchObserver: sizes.Observe})
 	claim := func(key string) {
 		cl, err := s.Claim(ctx, key, []byte("fp"), time.Minute)
@@ -278,7 +278,7 @@ func TestZeroConfigBatches(t *testing.T) {
 		{"one", 1, false, false},
 	} {
 		var sizes storetest.BatchSizes
-		s := newRedisStore(t, c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: tc.size, Unbatched: tc.unbatched, BatchObserver: sizes.Observe})
+		s := testenv.RedisStore(t, c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), BatchSize: tc.size, Unbatched: tc.unbatched, BatchObserver: sizes.Observe})
 		if _, err := s.Claim(ctx, tc.name, []byte("fp"), time.Minute); err != nil {
 			t.Fatalf("%s: Claim: %v", tc.name, err)
 		}

@@ -16,7 +16,7 @@ func BenchmarkStore(b *testing.B) {
 	for _, batch := range []int{1, redisstore.DefaultBatchSize} {
 		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) {
 			storetest.Bench(b, func(b *testing.B) stores.Store {
-				return newRedisStore(b, testenv.Redis(b), redisstore.Config{KeyPrefix: testenv.KeyPrefix(b), BatchSize: batch})
+				return testenv.RedisStore(b, testenv.Redis(b), redisstore.Config{KeyPrefix: testenv.KeyPrefix(b), BatchSize: batch})
 			})
 		})
 	}

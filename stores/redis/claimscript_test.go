@@ -18,7 +18,7 @@ import (
 func TestClaimBatchScriptClaimsForTheStore(t *testing.T) {
 	client := testenv.Redis(t)
 	prefix := testenv.KeyPrefix(t)
-	s := newRedisStore(t, client, redisstore.Config{KeyPrefix: prefix})
+	s := testenv.RedisStore(t, client, redisstore.Config{KeyPrefix: prefix})
 	run := func(tokA, tokB string) []any {
 		t.Helper()
 		reply, err := client.Eval(t.Context(), redisstore.ClaimBatchScript(), []string{prefix + "a", prefix + "b"},

@@ -30,7 +30,7 @@ func TestKeysWithBracesDoNotPickTheSlot(t *testing.T) {
 		"batched":   {KeyPrefix: prefix + "b:", BatchSize: 16},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := newRedisStore(t, c, cfg)
+			s := testenv.RedisStore(t, c, cfg)
 			const n = 64
 			for i := range n {
 				k := "http:client-a:{same-slot}-" + strconv.Itoa(i)

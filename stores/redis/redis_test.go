@@ -35,7 +35,7 @@ func TestClusterKeepsEachRecordInOneKey(t *testing.T) {
 	c := testenv.RedisCluster(t)
 	ctx := testCtx(t)
 	prefix := testenv.KeyPrefix(t)
-	s := newRedisStore(t, c, redisstore.Config{KeyPrefix: prefix})
+	s := testenv.RedisStore(t, c, redisstore.Config{KeyPrefix: prefix})
 
 	// Claim, extend, then release or complete keys until every master holds
 	// two completed records.
@@ -132,7 +132,7 @@ func TestRecordLayout(t *testing.T) {
 	c := testenv.Redis(t)
 	ctx := testCtx(t)
 	prefix := testenv.KeyPrefix(t)
-	s := newRedisStore(t, c, redisstore.Config{KeyPrefix: prefix})
+	s := testenv.RedisStore(t, c, redisstore.Config{KeyPrefix: prefix})
 	fp := []byte("\x00\xff fingerprint")
 	const lease = 10 * time.Second
 
@@ -220,7 +220,7 @@ func TestScriptsSurviveScriptFlush(t *testing.T) {
 	t.Parallel()
 	c := testenv.RedisCluster(t)
 	ctx := testCtx(t)
-	s := newRedisStore(t, c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t)})
+	s := testenv.RedisStore(t, c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t)})
 	flush := func() {
 		t.Helper()
 		if err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
@@ -287,7 +287,7 @@ func TestDeadlineIsNotUnavailable(t *testing.T) {
 	}()
 	c := redis.NewClient(&redis.Options{Addr: l.Addr().String(), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	s := newRedisStore(t, c, redisstore.Config{})
+	s := testenv.RedisStore(t, c, redisstore.Config{})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -303,7 +303,7 @@ func TestClosedClientIsClosed(t *testing.T) {
 	t.Parallel()
 	c := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr()})
 	_ = c.Close()
-	s := newRedisStore(t, c, redisstore.Config{})
+	s := testenv.RedisStore(t, c, redisstore.Config{})
 	err := s.Release(testCtx(t), "k", stores.NewToken())
 	if !errors.Is(err, stores.ErrClosed) || !errors.Is(err, stores.ErrUnavailable) {
 		t.Fatalf("Release on a closed client: %v, want ErrClosed and ErrUnavailable", err)

@@ -36,33 +36,33 @@ func TestConformance(t *testing.T) {
 			return redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), WaitReplicas: 1, WaitTimeout: 10 * time.Second}
 		}
 		storetest.Run(t, storetest.Harness{
-			New: func(t *testing.T) stores.Store { return newRedisStore(t, master.Client(t), cfg(t)) },
+			New: func(t *testing.T) stores.Store { return testenv.RedisStore(t, master.Client(t), cfg(t)) },
 			Unavailable: func(t *testing.T) stores.Store {
 				c := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1})
 				t.Cleanup(func() { _ = c.Close() })
-				return newRedisStore(t, c, cfg(t))
+				return testenv.RedisStore(t, c, cfg(t))
 			},
 		})
 	})
 	t.Run("single node, batched", func(t *testing.T) {
 		storetest.Run(t, storetest.Harness{
-			New: func(t *testing.T) stores.Store { return newRedisStore(t, testenv.Redis(t), batched(t)) },
+			New: func(t *testing.T) stores.Store { return testenv.RedisStore(t, testenv.Redis(t), batched(t)) },
 			Unavailable: func(t *testing.T) stores.Store {
 				c := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1})
 				t.Cleanup(func() { _ = c.Close() })
-				return newRedisStore(t, c, batched(t))
+				return testenv.RedisStore(t, c, batched(t))
 			},
 		})
 	})
 	t.Run("cluster, batched", func(t *testing.T) {
 		storetest.Run(t, storetest.Harness{
-			New: func(t *testing.T) stores.Store { return newRedisStore(t, testenv.RedisCluster(t), batched(t)) },
+			New: func(t *testing.T) stores.Store { return testenv.RedisStore(t, testenv.RedisCluster(t), batched(t)) },
 			Unavailable: func(t *testing.T) stores.Store {
 				c := redis.NewClusterClient(&redis.ClusterOptions{
 					Addrs: []string{testenv.ClosedAddr(t)}, DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1,
 				})
 				t.Cleanup(func() { _ = c.Close() })
-				return newRedisStore(t, c, batched(t))
+				return testenv.RedisStore(t, c, batched(t))
 			},
 		})
 	})
@@ -80,7 +80,7 @@ func TestConformance(t *testing.T) {
 
 // newStore returns a store on c, unbatched, whose keys no other test uses.
 func newStore(t *testing.T, c redis.UniversalClient) *redisstore.Store {
-	return newRedisStore(t, c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), Unbatched: true})
+	return testenv.RedisStore(t, c, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), Unbatched: true})
 }
 
 // batched is the configuration of a batching store whose keys no other test
@@ -93,15 +93,5 @@ func batched(t *testing.T) redisstore.Config {
 // unreachable returns a store on c, a client of a server that is down.
 func unreachable(t *testing.T, c redis.UniversalClient) *redisstore.Store {
 	t.Cleanup(func() { _ = c.Close() })
-	return newRedisStore(t, c, redisstore.Config{Unbatched: true})
-}
-
-// newRedisStore is redisstore.New, failing tb on an error.
-func newRedisStore(tb testing.TB, c redis.UniversalClient, cfg redisstore.Config) *redisstore.Store {
-	tb.Helper()
-	s, err := redisstore.New(c, cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
+	return testenv.RedisStore(t, c, redisstore.Config{Unbatched: true})
 }

@@ -28,7 +28,7 @@ func TestWaitReplicas(t *testing.T) {
 	prefix := testenv.KeyPrefix(t)
 	mc, rc := master.Client(t), replica.Client(t)
 	newStore := func(replicas int, timeout time.Duration) *redisstore.Store {
-		return newRedisStore(t, mc, redisstore.Config{KeyPrefix: prefix, WaitReplicas: replicas, WaitTimeout: timeout})
+		return testenv.RedisStore(t, mc, redisstore.Config{KeyPrefix: prefix, WaitReplicas: replicas, WaitTimeout: timeout})
 	}
 	claim := func(s *redisstore.Store, k string) stores.Token {
 		t.Helper()
@@ -97,7 +97,7 @@ func TestWaitReplicasOnCluster(t *testing.T) {
 	c := testenv.RedisCluster(t)
 	ctx := testCtx(t)
 	prefix := testenv.KeyPrefix(t)
-	s := newRedisStore(t, c, redisstore.Config{KeyPrefix: prefix, WaitReplicas: 1, WaitTimeout: 10 * time.Millisecond})
+	s := testenv.RedisStore(t, c, redisstore.Config{KeyPrefix: prefix, WaitReplicas: 1, WaitTimeout: 10 * time.Millisecond})
 	owners := slotOwners(t, c)
 	seen := map[string]bool{}
 	for i := 0; len(seen) < 3; i++ {
@@ -128,7 +128,7 @@ func TestWaitReplicasAfterScriptFlush(t *testing.T) {
 	master, _ := replicated(t)
 	ctx := testCtx(t)
 	mc := master.Client(t)
-	s := newRedisStore(t, mc, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), WaitReplicas: 1, WaitTimeout: 10 * time.Second})
+	s := testenv.RedisStore(t, mc, redisstore.Config{KeyPrefix: testenv.KeyPrefix(t), WaitReplicas: 1, WaitTimeout: 10 * time.Second})
 	claim, err := s.Claim(ctx, "k", nil, time.Minute)
 	if err != nil {
 		t.Fatal(err)

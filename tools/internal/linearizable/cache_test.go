@@ -20,7 +20,7 @@ import (
 // also kills and restarts a Redis of the test's own under it.
 func TestLinearizableCache(t *testing.T) {
 	t.Run("over redis", func(t *testing.T) {
-		next := newRedisStore(t, testenv.Redis(t), redisstore.Config{KeyPrefix: testenv.KeyPrefix(t)})
+		next := testenv.RedisStore(t, testenv.Redis(t), redisstore.Config{KeyPrefix: testenv.KeyPrefix(t)})
 		s := cache.New(next, cache.Config{})
 		linearizable.Run(t, s, linearizable.Config{})
 		if st := s.Stats(); st.Hits == 0 {
@@ -37,7 +37,7 @@ func TestLinearizableCache(t *testing.T) {
 		// No retries, and one dial: see linearizable.DialFailed.
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialerRetries: 1})
 		t.Cleanup(func() { _ = c.Close() })
-		linearizable.Run(t, cache.New(newRedisStore(t, c, redisstore.Config{}), cache.Config{}), linearizable.Config{
+		linearizable.Run(t, cache.New(testenv.RedisStore(t, c, redisstore.Config{}), cache.Config{}), linearizable.Config{
 			Outlive: 400 * time.Millisecond, NotSent: linearizable.DialFailed,
 			Faults: []linearizable.Fault{{
 				Name: "redis-server killed (SIGKILL) and restarted on its append-only file", Start: time.Second, Every: 3 * time.Second,

@@ -54,7 +54,7 @@ func TestLinearizableWithRetries(t *testing.T) {
 			p := lossyProxy(t, testenv.RedisAddr())
 			c := redis.NewClient(&redis.Options{Addr: p.addr})
 			t.Cleanup(func() { _ = c.Close() })
-			linearizable.Run(t, newRedisStore(t, c, tc.cfg(t)), linearizable.Config{
+			linearizable.Run(t, testenv.RedisStore(t, c, tc.cfg(t)), linearizable.Config{
 				Duration: 2 * time.Second, MinLease: 300 * time.Millisecond, MaxLease: 600 * time.Millisecond,
 				Covered: func() bool { return p.lost.Load() >= minLost },
 			})

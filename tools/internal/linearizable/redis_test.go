@@ -22,13 +22,13 @@ import (
 func TestLinearizableRedis(t *testing.T) {
 	t.Run("node restarted", func(t *testing.T) {
 		srv := testenv.RedisServer(t, "--appendonly", "yes", "--appendfsync", "always")
-		linearizable.Run(t, newRedisStore(t, noRetries(t, srv.Addr()), linearizableConfig(t)), linearizable.Config{
+		linearizable.Run(t, testenv.RedisStore(t, noRetries(t, srv.Addr()), linearizableConfig(t)), linearizable.Config{
 			Duration: faultRun(), Outlive: outlive, NotSent: linearizable.DialFailed,
 			Faults: []linearizable.Fault{restarted(srv)},
 		})
 	})
 	t.Run("cluster", func(t *testing.T) {
-		linearizable.Run(t, newRedisStore(t, testenv.RedisCluster(t), linearizableConfig(t)), linearizable.Config{})
+		linearizable.Run(t, testenv.RedisStore(t, testenv.RedisCluster(t), linearizableConfig(t)), linearizable.Config{})
 	})
 	if !linearizable.Long() {
 		return
@@ -36,16 +36,16 @@ func TestLinearizableRedis(t *testing.T) {
 	t.Run("node unbatched", func(t *testing.T) {
 		cfg := linearizableConfig(t)
 		cfg.Unbatched = true
-		linearizable.Run(t, newRedisStore(t, testenv.Redis(t), cfg), linearizable.Config{})
+		linearizable.Run(t, testenv.RedisStore(t, testenv.Redis(t), cfg), linearizable.Config{})
 	})
 	t.Run("cluster unbatched", func(t *testing.T) {
 		cfg := linearizableConfig(t)
 		cfg.Unbatched = true
-		linearizable.Run(t, newRedisStore(t, testenv.RedisCluster(t), cfg), linearizable.Config{})
+		linearizable.Run(t, testenv.RedisStore(t, testenv.RedisCluster(t), cfg), linearizable.Config{})
 	})
 	t.Run("cluster failing over", func(t *testing.T) {
 		c := replicatedCluster(t)
-		linearizable.Run(t, newRedisStore(t, c.client, linearizableConfig(t)), linearizable.Config{
+		linearizable.Run(t, testenv.RedisStore(t, c.client, linearizableConfig(t)), linearizable.Config{
 			Outlive: outlive, Faults: []linearizable.Fault{c.failover()},
 		})
 	})
@@ -113,14 +113,4 @@ func restarted(srv *testenv.RedisProcess) linearizable.Fault {
 		f.Every = 3 * time.Second
 	}
 	return f
-}
-
-// newRedisStore is redisstore.New, failing tb on an error.
-func newRedisStore(tb testing.TB, c redis.UniversalClient, cfg redisstore.Config) *redisstore.Store {
-	tb.Helper()
-	s, err := redisstore.New(c, cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
 }

@@ -27,9 +27,6 @@ var libraryImports = []string{
 	"github.com/onceflow/onceflow/stores/redis",
 }
 
-// libraryFigure is the marked figure of docs/library.md.
-var libraryFigure = regexp.MustCompile(`<!-- library-modules -->(.*?)<!-- /library-modules -->`)
-
 // TestLibraryModuleGraph builds a library user's module (see
 // newLibraryModule) and checks that docs/library.md states its module
 // graph and its go.sum as measured (go test ./internal/repocheck -run
@@ -41,22 +38,32 @@ func TestLibraryModuleGraph(t *testing.T) {
 	figure := fmt.Sprintf("%d modules in `go list -m all`, %d lines of `go mod graph`, a go.sum of %d lines, %d of them module zips (%d fetched by `go mod download` to build it)",
 		modules, edges, m.sumLines, len(m.zips), len(m.downloads()))
 	t.Log(figure)
+	checkLibraryFigure(t, "library-modules", "LibraryModuleGraph", figure, func(stated string) bool { return stated == figure })
+}
+
+// checkLibraryFigure checks docs/library.md's figure between the markers
+// <!-- name --> and <!-- /name -->: it passes when same says the stated
+// figure matches the measured one, and with -update writes the measured
+// one; test names the test that does so.
+func checkLibraryFigure(t *testing.T, name, test, figure string, same func(stated string) bool) {
+	t.Helper()
+	marker := regexp.MustCompile(`<!-- ` + name + ` -->(.*?)<!-- /` + name + ` -->`)
 	page := filepath.Join(root, "docs", "library.md")
 	b, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub := libraryFigure.FindSubmatch(b)
+	sub := marker.FindSubmatch(b)
 	if sub == nil {
-		t.Fatalf("docs/library.md has no <!-- library-modules --> figure")
+		t.Fatalf("docs/library.md has no <!-- %s --> figure", name)
 	}
-	if string(sub[1]) == figure {
+	if same(string(sub[1])) {
 		return
 	}
 	if !*update {
-		t.Fatalf("docs/library.md says %q, measured %q: write it with go test ./internal/repocheck -run LibraryModuleGraph -update (in tools/)", sub[1], figure)
+		t.Fatalf("docs/library.md says %q, measured %q: write it with go test ./internal/repocheck -run %s -update (in tools/)", sub[1], figure, test)
 	}
-	b = libraryFigure.ReplaceAll(b, []byte("<!-- library-modules -->"+figure+"<!-- /library-modules -->"))
+	b = marker.ReplaceAll(b, []byte("<!-- "+name+" -->"+figure+"<!-- /"+name+" -->"))
 	if err := os.WriteFile(page, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -196,9 +203,6 @@ func (m libraryModule) downloads() []string {
 	}
 }
 
-// libraryWeightFigure is the marked weight of docs/library.md.
-var libraryWeightFigure = regexp.MustCompile(`<!-- library-weight -->(.*?)<!-- /library-weight -->`)
-
 // libraryUser is a Watermill program that takes the receiver on Redis
 // with one Install; libraryBase is the same program without it.
 const (
@@ -315,31 +319,15 @@ func TestLibraryWeight(t *testing.T) {
 	figure := fmt.Sprintf("%s, %s more than the same program without it (%s); %d packages outside the standard library, %d more",
 		mb(user.size), mb(user.size-base.size), mb(base.size), len(user.packages), len(user.packages)-len(base.packages))
 	t.Log(figure)
-	page := filepath.Join(root, "docs", "library.md")
-	b, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub := libraryWeightFigure.FindSubmatch(b)
-	if sub == nil {
-		t.Fatalf("docs/library.md has no <!-- library-weight --> figure")
-	}
-	var stated float64
-	var rest string
-	if _, err := fmt.Sscanf(string(sub[1]), "%f MB,", &stated); err == nil {
-		_, rest, _ = strings.Cut(string(sub[1]), "; ")
-	}
 	_, measuredRest, _ := strings.Cut(figure, "; ")
-	if within := stated > 0 && math.Abs(stated*1e6-float64(user.size)) <= sizeSlack*float64(user.size); within && rest == measuredRest {
-		return
-	}
-	if !*update {
-		t.Fatalf("docs/library.md says %q, measured %q: write it with go test ./internal/repocheck -run LibraryWeight -update (in tools/)", sub[1], figure)
-	}
-	b = libraryWeightFigure.ReplaceAll(b, []byte("<!-- library-weight -->"+figure+"<!-- /library-weight -->"))
-	if err := os.WriteFile(page, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	checkLibraryFigure(t, "library-weight", "LibraryWeight", figure, func(stated string) bool {
+		var size float64
+		if _, err := fmt.Sscanf(stated, "%f MB,", &size); err != nil {
+			return false
+		}
+		_, rest, _ := strings.Cut(stated, "; ")
+		return math.Abs(size*1e6-float64(user.size)) <= sizeSlack*float64(user.size) && rest == measuredRest
+	})
 }
 
 // TestGoDirectiveIsTheDependenciesLowest checks that the root go.mod asks
