@@ -227,3 +227,15 @@ func TestInstallHandlerSettings(t *testing.T) {
 			orders.runs.Load(), audit.runs.Load())
 	}
 }
+
+// Install adds its chain when the router runs: on a router already
+// running it would never be added, so Install refuses one.
+func TestInstallRefusesARunningRouter(t *testing.T) {
+	r, _ := receivertest.NewReceiver(t, receiver.Config{})
+	router := newRouter(t)
+	router.AddConsumerHandler("charge", "in", newPubSub(t, false), func(*message.Message) error { return nil })
+	run(t, router)
+	if err := Install(router, RouterConfig{Receiver: r}); err == nil || !strings.Contains(err.Error(), "before Run") {
+		t.Fatalf("Install on a running router = %v, want it refused", err)
+	}
+}
