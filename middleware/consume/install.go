@@ -45,7 +45,11 @@ type RouterConfig struct {
 	// permanent errors (Permanent) are not retried. Nil: no retries here.
 	Retry *Retry
 	// Poison, when set, publishes the messages that can never succeed (the
-	// errors Permanent reports) to its topic and acks their delivery. Nil:
+	// errors Permanent reports) to its topic and acks their delivery; the
+	// handlers that read that topic get each of its messages as it is,
+	// inside the recoverer and Outer only: no check, retry, timeout or
+	// record, so a poisoned message is never claimed nor poisoned again.
+	// Nil:
 	// their errors leave the chain for the router's own poison queue,
 	// which [Permanent] (or Permanent here) tells them apart for, such as
 	// Watermill's PoisonQueueWithFilter(pub, topic, consume.Permanent).
@@ -166,6 +170,11 @@ type HandlerConfig struct {
 //	receiver      claims the key, runs the handler once, replays duplicates;
 //	Inner...      only when the handler runs.
 //
+// With Poison set, a message of its topic skips everything between Outer
+// and the handler: the readers of the poison topic log and count what is
+// parked, and must neither claim it (a second message of one key would be
+// a fingerprint mismatch) nor poison it again.
+//
 // The chain is always the innermost of the router's: Install adds it when
 // the router runs, after every middleware the router has then, so a
 // middleware added before or after Install — a requeuer, a poison queue,
@@ -190,46 +199,45 @@ func Install(router *message.Router, cfg RouterConfig) error {
 	if router.IsRunning() {
 		return errors.New("the router is running: install the receiver before Run")
 	}
-	chain, err := cfg.middlewares()
+	guard, err := cfg.guard()
 	if err != nil {
 		return fmt.Errorf("invalid router config: %w", err)
 	}
 	innermost := newInnermost(router)
-	chain = append(chain, innermost.check)
 	router.AddPlugin(func(r *message.Router) error {
 		innermost.know(r.Handlers())
-		r.AddMiddleware(chain...)
+		r.AddMiddleware(func(h message.HandlerFunc) message.HandlerFunc { return guard(innermost.check(h)) })
 		return nil
 	})
 	return nil
 }
 
-// middlewares returns the chain Install adds, in order, its defaults
-// filled.
-func (c RouterConfig) middlewares() ([]message.HandlerMiddleware, error) {
+// guard returns what Install puts around each handler function, its
+// defaults filled: the chain, and with Poison set a way around it for the
+// messages of the poison topic.
+func (c RouterConfig) guard() (message.HandlerMiddleware, error) {
 	c.setDefaults()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	chain := make([]message.HandlerMiddleware, 0, len(c.Outer)+len(c.Inner)+8)
-	chain = append(chain, middleware.Recoverer)
-	chain = append(chain, c.Outer...)
+	outer := append([]message.HandlerMiddleware{middleware.Recoverer}, c.Outer...)
+	var guarded []message.HandlerMiddleware
 	if c.Poison != nil {
 		poison, err := middleware.PoisonQueueWithFilter(c.Poison.Publisher, c.Poison.Topic, c.permanent)
 		if err != nil {
 			return nil, err
 		}
-		chain = append(chain, poison)
+		guarded = append(guarded, poison)
 	}
 	if c.MaxPayload > 0 {
-		chain = append(chain, c.exceptPoison(MaxPayload(c.MaxPayload)))
+		guarded = append(guarded, MaxPayload(c.MaxPayload))
 	}
 	if c.Signer != nil {
-		chain = append(chain, c.exceptPoison(c.Signer.Middleware))
+		guarded = append(guarded, c.Signer.Middleware)
 	}
-	chain = append(chain, KeepContext)
+	guarded = append(guarded, KeepContext)
 	if c.Retry != nil {
-		chain = append(chain, middleware.Retry{
+		guarded = append(guarded, middleware.Retry{
 			MaxRetries:          c.Retry.Max,
 			InitialInterval:     c.Retry.Interval,
 			MaxInterval:         c.Retry.MaxInterval,
@@ -239,35 +247,39 @@ func (c RouterConfig) middlewares() ([]message.HandlerMiddleware, error) {
 			Logger:              NewLogger(c.Logger),
 		}.Middleware)
 	}
-	chain = append(chain, OutliveClose, c.perHandler)
-	return chain, nil
-}
-
-// exceptPoison is check for every message but those of the poison topic:
-// refusing a poisoned message would poison it again, forever.
-func (c RouterConfig) exceptPoison(check message.HandlerMiddleware) message.HandlerMiddleware {
-	if c.Poison == nil {
-		return check
-	}
+	guarded = append(guarded, OutliveClose, c.perHandler)
 	return func(h message.HandlerFunc) message.HandlerFunc {
-		checked := check(h)
+		all := wrap(h, append(slices.Clip(outer), guarded...))
+		if c.Poison == nil {
+			return all
+		}
+		// A reader of the poison topic gets every message as it is, once:
+		// claiming it would make a second message of one key a fingerprint
+		// mismatch, which the poison queue would park again, forever, and
+		// refusing one (its size, its signature) would poison it again too.
+		read := wrap(h, outer)
 		return func(msg *message.Message) ([]*message.Message, error) {
 			if message.SubscribeTopicFromCtx(msg.Context()) == c.Poison.Topic {
-				return h(msg)
+				return read(msg)
 			}
-			return checked(msg)
+			return all(msg)
 		}
+	}, nil
+}
+
+// wrap is h inside mws, the first outermost.
+func wrap(h message.HandlerFunc, mws []message.HandlerMiddleware) message.HandlerFunc {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
 	}
+	return h
 }
 
 // perHandler is the timeout, the receiver and Inner around h, with the
 // settings of the handler whose message it is.
 func (c RouterConfig) perHandler(h message.HandlerFunc) message.HandlerFunc {
 	around := func(hc HandlerConfig) message.HandlerFunc {
-		f := h
-		for i := len(c.Inner) - 1; i >= 0; i-- {
-			f = c.Inner[i](f)
-		}
+		f := wrap(h, c.Inner)
 		f = Middleware(cmp.Or(hc.Receiver, c.Receiver), append(slices.Clip(c.Options), hc.Options...)...)(f)
 		return middleware.Timeout(hc.Timeout)(f)
 	}

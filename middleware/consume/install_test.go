@@ -239,3 +239,55 @@ func TestInstallRefusesARunningRouter(t *testing.T) {
 		t.Fatalf("Install on a running router = %v, want it refused", err)
 	}
 }
+
+// A reader of the poison topic gets each poisoned message once, claims
+// nothing and poisons nothing again: two malformed messages of one key
+// used to loop, the second one's read being a fingerprint mismatch that
+// the poison queue parked again, thousands of times a second.
+func TestInstallReadsThePoisonTopicOnce(t *testing.T) {
+	errMalformed := errors.New("malformed message")
+	r, rec := receivertest.NewReceiver(t, receiver.Config{})
+	ps := newPubSub(t, false) // the poison queue publishes from inside a delivery
+	router := newRouter(t)
+	router.AddConsumerHandler("charge", "in", ps, func(*message.Message) error { return errMalformed })
+	read := make(chan string, 100)
+	router.AddConsumerHandler("poison_reader", "dead", ps, func(msg *message.Message) error {
+		read <- msg.UUID
+		return nil
+	})
+	err := Install(router, RouterConfig{Receiver: r, Poison: &Poison{Publisher: ps, Topic: "dead"}, Permanent: PermanentErrors(errMalformed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, router)
+
+	reads := 0
+	next := func() string {
+		t.Helper()
+		if reads++; reads > 10 {
+			t.Fatalf("the poison reader read %d messages of 3: a loop", reads)
+		}
+		select {
+		case uuid := <-read:
+			return uuid
+		case <-time.After(receivertest.WaitTimeout):
+			t.Fatalf("the poison reader read %d messages, then nothing", reads-1)
+			return ""
+		}
+	}
+	publish(t, ps, "in", keyed("msg-1", "payment-1", "garbage"), keyed("msg-2", "payment-1", "other garbage"))
+	got := map[string]int{}
+	for len(got) < 2 {
+		got[next()]++
+	}
+	publish(t, ps, "dead", keyed("last", "payment-2", "sent straight to the poison topic"))
+	for uuid := next(); uuid != "last"; uuid = next() {
+		got[uuid]++
+	}
+	if got["msg-1"] != 1 || got["msg-2"] != 1 {
+		t.Errorf("the poison reader read %v before the last message, want msg-1 and msg-2 once each", got)
+	}
+	if n := rec.Count(receiver.OutcomeProcessed) + rec.Count(receiver.OutcomeDuplicate); n != 0 {
+		t.Errorf("%d records made or read (%v), want none: the handler failed, and the reader claims nothing", n, rec.Outcomes())
+	}
+}

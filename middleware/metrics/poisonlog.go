@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"log/slog"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
@@ -59,9 +61,27 @@ func (p *PoisonLog) Handle(msg *message.Message) error {
 	}
 	p.poisoned.WithLabelValues(label).Inc()
 	p.logger.Error("message poisoned",
-		"message_uuid", msg.UUID,
-		"topic", topic,
-		"handler", msg.Metadata.Get(wmmw.PoisonedHandlerKey),
-		"reason", msg.Metadata.Get(wmmw.ReasonForPoisonedKey))
+		"message_uuid", bounded(msg.UUID),
+		"topic", bounded(topic),
+		"handler", bounded(msg.Metadata.Get(wmmw.PoisonedHandlerKey)),
+		"reason", bounded(msg.Metadata.Get(wmmw.ReasonForPoisonedKey)),
+		"bytes", len(msg.Payload))
 	return nil
+}
+
+// maxLogged is the most of a poisoned message's field a log line quotes:
+// whoever can publish to the poison topic writes them.
+const maxLogged = 512
+
+// bounded is s, cut to maxLogged bytes (on a rune's boundary) with what
+// was cut said.
+func bounded(s string) string {
+	if len(s) <= maxLogged {
+		return s
+	}
+	cut := maxLogged
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "… (" + strconv.Itoa(len(s)) + " bytes)"
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -38,5 +39,23 @@ func TestPoisonCounterLabelsOnlyKnownTopics(t *testing.T) {
 		if got := testutil.ToFloat64(p.poisoned.WithLabelValues(topic)); got != want {
 			t.Errorf("topic %q: %v, want %v", topic, got, want)
 		}
+	}
+}
+
+// A poisoned message's fields are quoted in its log line up to a bound,
+// with its size: whoever publishes to the poison topic writes them.
+func TestPoisonLogBoundsWhatItQuotes(t *testing.T) {
+	var b strings.Builder
+	p, err := NewPoisonLog(prometheus.NewRegistry(), nil, slog.New(slog.NewTextHandler(&b, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := message.NewMessage("uuid", make([]byte, 3<<20))
+	msg.Metadata.Set(wmmw.ReasonForPoisonedKey, strings.Repeat("é", 1<<20))
+	if err := p.Handle(msg); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.Len(); n > 4*maxLogged || !strings.Contains(b.String(), "(2097152 bytes)") || !strings.Contains(b.String(), "bytes=3145728") {
+		t.Fatalf("logged %d bytes: %.300s…; want the reason cut to %d bytes, with its size and the payload's", n, b.String(), maxLogged)
 	}
 }
