@@ -237,10 +237,12 @@ type Config struct {
 	AdminAPIKey string `env:"ADMIN_API_KEY" secret:"true"`
 	// IdempotencyMaxBody bounds, in bytes, the response body stored for an
 	// Idempotency-Key: a larger response is served but not stored, and its
-	// key is released. The HTTP face shares the DEDUP_* settings: TTL,
-	// lease, in-progress policy (reject: 409; wait: a bounded wait, then
-	// the replay) and store-error policy (fail-closed: 503).
-	IdempotencyMaxBody int64 `env:"IDEMPOTENCY_MAX_BODY" envDefault:"1048576"`
+	// key is released. 64 KiB, far above an API's answers and below what a
+	// record store should hold per key: every stored answer is replayed
+	// and kept for DEDUP_TTL. The HTTP face shares the DEDUP_* settings:
+	// TTL, lease, in-progress policy (reject: 409; wait: a bounded wait,
+	// then the replay) and store-error policy (fail-closed: 503).
+	IdempotencyMaxBody int64 `env:"IDEMPOTENCY_MAX_BODY" envDefault:"65536"`
 	// IdempotencyClientRecords is each client's quota of requests with a
 	// new Idempotency-Key (each creates a record): that many at once, and
 	// that many per IDEMPOTENCY_CLIENT_WINDOW after. Beyond it a request

@@ -180,6 +180,25 @@ func assertProblem(t *testing.T, w *httptest.ResponseRecorder, status int, field
 	}
 }
 
+// A request names an unknown field 64 KiB long, of "<": the answer, which
+// the Idempotency-Key middleware stores and replays, quotes a bounded
+// prefix of it (it was 393,276 bytes, each "<" escaped as \u003c).
+func TestAnUnknownFieldIsQuotedBounded(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	handlers.NewHTTP(memory.NewLedger(), &recordingPublisher{}, nil).Routes(mux)
+	body := `{"` + strings.Repeat("<", 65520) + `":1}`
+	r := httptest.NewRequest("POST", "/v1/payments", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, r)
+	if w.Code != http.StatusBadRequest || w.Body.Len() > 2<<10 {
+		t.Fatalf("answer %d of %d bytes to a %d-byte request, want a 400 of at most 2 KiB", w.Code, w.Body.Len(), len(body))
+	}
+	assertProblem(t, w, http.StatusBadRequest, nil)
+	t.Logf("a %d-byte request, a %d-byte answer", len(body), w.Body.Len())
+}
+
 func TestCreatePaymentPublishesPaymentRequested(t *testing.T) {
 	t.Parallel()
 	ledger := memory.NewLedger()

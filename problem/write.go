@@ -1,11 +1,13 @@
 package problem
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // ContentType is the media type of problem details (RFC 9457).
@@ -57,6 +59,19 @@ func Prepare(w http.ResponseWriter, err error) Details {
 	return Details{Status: e.Kind.Status(), Detail: e.Detail, Errors: e.Fields}
 }
 
+// cut is s cut to MaxQuoted bytes, on a rune's boundary, ending in "…"
+// when cut.
+func cut(s string) string {
+	if len(s) <= MaxQuoted {
+		return s
+	}
+	n := MaxQuoted - len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // retryAfter is the Retry-After of a wait of d: whole seconds, rounded up,
 // or [RetryAfter] when d is not positive.
 func retryAfter(d time.Duration) string {
@@ -66,9 +81,21 @@ func retryAfter(d time.Duration) string {
 	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
 
+// Bounds of what an answer quotes: a detail, a field's name or detail is
+// cut to MaxQuoted bytes, and at most MaxFields fields are named. A
+// problem often quotes what the caller sent (an unknown field's name),
+// and a stored answer is replayed: bounded, no request amplifies into a
+// larger answer.
+const (
+	MaxQuoted = 256
+	MaxFields = 32
+)
+
 // Write sends d with its status and Content-Type [ContentType], filling the
 // defaults of Type and Title, with Content-Length and
-// X-Content-Type-Options: nosniff. Headers set on w before are kept.
+// X-Content-Type-Options: nosniff. Headers set on w before are kept. Its
+// strings are cut to [MaxQuoted] bytes and its fields to [MaxFields], and
+// written as they are (a "<" is one byte, not the six of an HTML escape).
 func (d Details) Write(w http.ResponseWriter) {
 	if d.Type == "" {
 		d.Type = "about:blank"
@@ -76,12 +103,20 @@ func (d Details) Write(w http.ResponseWriter) {
 	if d.Title == "" {
 		d.Title = http.StatusText(d.Status)
 	}
-	body, err := json.Marshal(d)
-	if err != nil { // unreachable: Details holds only strings and ints
+	d.Detail = cut(d.Detail)
+	fields := d.Errors[:min(len(d.Errors), MaxFields)]
+	d.Errors = make([]FieldError, len(fields))
+	for i, f := range fields {
+		d.Errors[i] = FieldError{Field: cut(f.Field), Detail: cut(f.Detail)}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)              // problem+json is no HTML page
+	if err := enc.Encode(d); err != nil { // unreachable: Details holds only strings and ints
 		http.Error(w, d.Title, d.Status)
 		return
 	}
-	body = append(body, '\n')
+	body := buf.Bytes()
 	h := w.Header()
 	h.Set("Content-Type", ContentType)
 	h.Set("Content-Length", strconv.Itoa(len(body)))

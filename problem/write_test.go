@@ -1,10 +1,12 @@
 package problem_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,4 +135,30 @@ func ExampleWriter() {
 	// Output:
 	// 503 1
 	// {"type":"https://example.com/problems/503","title":"Service Unavailable","status":503,"detail":"the ledger is down: retry"}
+}
+
+// No request amplifies into a larger answer: a field name of 64 KiB of
+// "<" — written as six bytes each when HTML-escaped, 393 KB in all — is
+// quoted up to MaxQuoted bytes, unescaped, and at most MaxFields fields
+// are named.
+func TestWriteBoundsWhatItQuotes(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("<", 65520)
+	fields := make([]problem.FieldError, 1000)
+	for i := range fields {
+		fields[i] = problem.FieldError{Field: huge, Detail: "is not a known field"}
+	}
+	w := httptest.NewRecorder()
+	problem.Write(w, problem.New(problem.Invalid, huge, fields...))
+	var d problem.Details
+	if err := json.Unmarshal(w.Body.Bytes(), &d); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.Body.Len(); n > (problem.MaxFields+1)*(problem.MaxQuoted+64) || strings.Contains(w.Body.String(), `\u003c`) {
+		t.Fatalf("answer of %d bytes (escaped: %v) for a 64 KiB field name", n, strings.Contains(w.Body.String(), `\u003c`))
+	}
+	if len(d.Errors) != problem.MaxFields || len(d.Errors[0].Field) > problem.MaxQuoted || !strings.HasPrefix(d.Errors[0].Field, "<<<") ||
+		!strings.HasSuffix(d.Detail, "…") || len(d.Detail) > problem.MaxQuoted {
+		t.Fatalf("detail %d bytes, %d fields, the first %d bytes: want each cut to %d and %d fields", len(d.Detail), len(d.Errors), len(d.Errors[0].Field), problem.MaxQuoted, problem.MaxFields)
+	}
 }

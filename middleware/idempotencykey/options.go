@@ -9,7 +9,7 @@ import (
 
 // Defaults of the HTTP face's options.
 const (
-	DefaultMaxStoredResponse = 1 << 20
+	DefaultMaxStoredResponse = 64 << 10
 	DefaultMaxRequestBody    = 1 << 20
 )
 
@@ -33,7 +33,9 @@ type options struct {
 // WithMaxStoredResponse bounds the body of a stored response, in bytes. A
 // larger response is served but not stored: its key is released, so a
 // retry runs the handler again, and the outcome is not_stored. Default
-// [DefaultMaxStoredResponse] (1 MiB); n <= 0 means the default.
+// [DefaultMaxStoredResponse] (64 KiB, far below the request body's
+// default: a stored answer is replayed and kept for the TTL); n <= 0 means
+// the default.
 func WithMaxStoredResponse(n int64) Option {
 	return func(o *options) {
 		if n > 0 {
