@@ -6,8 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // ContentType is the media type of problem details (RFC 9457).
@@ -65,11 +65,7 @@ func cut(s string) string {
 	if len(s) <= MaxQuoted {
 		return s
 	}
-	n := MaxQuoted - len("…")
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return strings.ToValidUTF8(s[:MaxQuoted-len("…")], "") + "…" // the cut rune dropped
 }
 
 // retryAfter is the Retry-After of a wait of d: whole seconds, rounded up,

@@ -3,7 +3,7 @@ package metrics
 import (
 	"log/slog"
 	"strconv"
-	"unicode/utf8"
+	"strings"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
@@ -79,9 +79,5 @@ func bounded(s string) string {
 	if len(s) <= maxLogged {
 		return s
 	}
-	cut := maxLogged
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+	return strings.ToValidUTF8(s[:maxLogged], "") + "… (" + strconv.Itoa(len(s)) + " bytes)" // the cut rune dropped
 }
