@@ -2,7 +2,6 @@ package exactlyonce_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strconv"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	"github.com/onceflow/onceflow/exactlyonce"
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/middleware/receiver"
-	"github.com/onceflow/onceflow/migrations"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
@@ -29,15 +27,7 @@ func TestTransactorOnDatabaseSQL(t *testing.T) {
 	for _, driver := range []string{"pgx", "postgres"} {
 		t.Run(driver, func(t *testing.T) {
 			ctx := t.Context()
-			u := testenv.PostgresSchema(t)
-			if err := migrations.UpURL(ctx, u); err != nil {
-				t.Fatal(err)
-			}
-			db, err := sql.Open(driver, u)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = db.Close() })
+			db := testenv.MigratedPostgresSQL(t, driver)
 			if _, err := db.ExecContext(ctx, "CREATE TABLE effects (key text NOT NULL)"); err != nil {
 				t.Fatal(err)
 			}

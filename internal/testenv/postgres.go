@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/url"
 	"strings"
@@ -110,4 +111,30 @@ func RedactURL(raw string) string {
 
 func randomSuffix() string {
 	return fmt.Sprintf("%d_%s", time.Now().UnixNano()%1e9, NewID()[:8])
+}
+
+// sqlMaxConns bounds a database/sql pool of a test, as pgxpool's default
+// bounds a pgx one: unbounded, a test's burst of concurrent calls would
+// take PostgreSQL's whole connection limit from the packages testing
+// beside it.
+const sqlMaxConns = 4
+
+// MigratedPostgresSQL is MigratedPostgres on database/sql with driver (one
+// the test imports, such as pgx's stdlib "pgx" or lib/pq's "postgres"),
+// at most sqlMaxConns connections, closed when t ends.
+func MigratedPostgresSQL(t testing.TB, driver string) *sql.DB {
+	t.Helper()
+	u := PostgresSchema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := migrations.UpURL(ctx, u); err != nil {
+		t.Fatalf("migrating: %v", err)
+	}
+	db, err := sql.Open(driver, u)
+	if err != nil {
+		t.Fatalf("opening %s: %v", driver, err)
+	}
+	db.SetMaxOpenConns(sqlMaxConns)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }

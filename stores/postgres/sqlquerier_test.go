@@ -9,7 +9,6 @@ import (
 	_ "github.com/lib/pq"              // database/sql driver "postgres"
 
 	"github.com/onceflow/onceflow/internal/testenv"
-	"github.com/onceflow/onceflow/migrations"
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/postgres"
 	"github.com/onceflow/onceflow/stores/storetest"
@@ -22,7 +21,7 @@ func TestConformanceOnDatabaseSQL(t *testing.T) {
 		t.Run(driver, func(t *testing.T) {
 			storetest.Run(t, storetest.Harness{
 				New: func(t *testing.T) stores.Store {
-					return mustNew(t, postgres.SQLQuerier(migratedSQL(t, driver)), postgres.Config{})
+					return mustNew(t, postgres.SQLQuerier(testenv.MigratedPostgresSQL(t, driver)), postgres.Config{})
 				},
 				Unavailable: func(t *testing.T) stores.Store {
 					db := openSQL(t, driver, fmt.Sprintf("postgres://postgres@%s/test?sslmode=disable&connect_timeout=1", testenv.ClosedAddr(t)))
@@ -41,17 +40,7 @@ func TestDatabaseSQLRefusesThePartitionedLayout(t *testing.T) {
 	}
 }
 
-// migratedSQL is a database/sql pool of driver on a freshly migrated
-// schema of its own.
-func migratedSQL(t *testing.T, driver string) *sql.DB {
-	t.Helper()
-	u := testenv.PostgresSchema(t)
-	if err := migrations.UpURL(t.Context(), u); err != nil {
-		t.Fatalf("migrating: %v", err)
-	}
-	return openSQL(t, driver, u)
-}
-
+// openSQL is a database/sql pool of driver on u, closed when t ends.
 func openSQL(t *testing.T, driver, u string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open(driver, u)
