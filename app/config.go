@@ -203,11 +203,24 @@ type Config struct {
 	// records expire (outcome store_full). Size it for the new keys within
 	// DEDUP_TTL, or use redis or postgres. See docs/security.md.
 	MemoryMaxRecords int `env:"MEMORY_MAX_RECORDS" envDefault:"100000"`
+	// MemoryMaxBytes bounds, in bytes, what the message handlers' records
+	// take in STORE=memory (keys, fingerprints, results and 256 bytes of
+	// overhead each), as MEMORY_MAX_RECORDS bounds their number.
+	MemoryMaxBytes int64 `env:"MEMORY_MAX_BYTES" envDefault:"268435456"`
 	// MemoryMaxHTTPRecords is how many records of the HTTP face
 	// STORE=memory holds, apart from the handlers' so that a flood of
 	// requests never fills theirs: when it is full, a request with a new
-	// key gets 503 with Retry-After until records expire.
+	// key gets 503 with a Retry-After of when its soonest record expires.
 	MemoryMaxHTTPRecords int `env:"MEMORY_MAX_HTTP_RECORDS" envDefault:"100000"`
+	// MemoryMaxHTTPBytes bounds, in bytes, what the HTTP face's records
+	// take in STORE=memory, as MEMORY_MAX_HTTP_RECORDS bounds their number.
+	MemoryMaxHTTPBytes int64 `env:"MEMORY_MAX_HTTP_BYTES" envDefault:"268435456"`
+	// MemoryHTTPClientShare is the percentage of MEMORY_MAX_HTTP_RECORDS
+	// and MEMORY_MAX_HTTP_BYTES one client may hold: beyond it its
+	// requests with new keys get 429 with a Retry-After of when its own
+	// soonest record expires, and other clients are still served. 100: no
+	// share. See docs/security.md for the arithmetic.
+	MemoryHTTPClientShare int `env:"MEMORY_HTTP_CLIENT_SHARE" envDefault:"25"`
 
 	// APIKeys, when set, requires "Authorization: Bearer <key>" on the API
 	// (/v1/...): comma-separated key:client pairs such as
@@ -250,7 +263,15 @@ type Config struct {
 	// the API_KEYS entry; without API_KEYS every caller shares one quota.
 	// 0 turns the quota off.
 	IdempotencyClientRecords int `env:"IDEMPOTENCY_CLIENT_RECORDS" envDefault:"1000"`
-	// IdempotencyClientWindow is the window of IDEMPOTENCY_CLIENT_RECORDS.
+	// IdempotencyClientBytes is each client's budget of stored answers, in
+	// bytes (each answer counted with its record key once stored): that
+	// many at once, and that many per IDEMPOTENCY_CLIENT_WINDOW after.
+	// A client past it gets 429 with Retry-After for new keys until it is
+	// paid back, so that large answers fill a store no faster than small
+	// ones. 0 turns the budget off.
+	IdempotencyClientBytes int64 `env:"IDEMPOTENCY_CLIENT_BYTES" envDefault:"1048576"`
+	// IdempotencyClientWindow is the window of IDEMPOTENCY_CLIENT_RECORDS
+	// and IDEMPOTENCY_CLIENT_BYTES.
 	IdempotencyClientWindow time.Duration `env:"IDEMPOTENCY_CLIENT_WINDOW" envDefault:"1s"`
 
 	// MaxMessageBytes is the largest message payload, in bytes, a handler
@@ -372,12 +393,18 @@ func (c Config) Validate() error {
 		{"STORE_BATCH_SIZE", int64(c.StoreBatchSize), 0, "0 or more (0 or 1 turns batching off)"},
 		{"MEMORY_MAX_RECORDS", int64(c.MemoryMaxRecords), 1, "at least 1"},
 		{"MEMORY_MAX_HTTP_RECORDS", int64(c.MemoryMaxHTTPRecords), 1, "at least 1"},
+		{"MEMORY_MAX_BYTES", c.MemoryMaxBytes, 1, "at least 1 (bytes)"},
+		{"MEMORY_MAX_HTTP_BYTES", c.MemoryMaxHTTPBytes, 1, "at least 1 (bytes)"},
+		{"IDEMPOTENCY_CLIENT_BYTES", c.IdempotencyClientBytes, 0, "zero (no budget) or more (bytes)"},
 		{"IDEMPOTENCY_CLIENT_RECORDS", int64(c.IdempotencyClientRecords), 0, "zero (no quota) or more"},
 		{"IDEMPOTENCY_MAX_BODY", c.IdempotencyMaxBody, 1, "at least 1 (bytes)"},
 	} {
 		if n.value < n.min {
 			return fmt.Errorf("%s=%d must be %s", n.name, n.value, n.rule)
 		}
+	}
+	if c.MemoryHTTPClientShare < 1 || c.MemoryHTTPClientShare > 100 {
+		return fmt.Errorf("MEMORY_HTTP_CLIENT_SHARE=%d must be a percentage from 1 to 100 (100: no share)", c.MemoryHTTPClientShare)
 	}
 	if c.Store != "redis" && c.RedisRequireDurable {
 		return fmt.Errorf("REDIS_REQUIRE_DURABLE=true applies to STORE=redis only (STORE=%q)", c.Store)

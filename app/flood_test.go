@@ -194,3 +194,31 @@ func TestFloodIsRefusedByTheClientQuota(t *testing.T) {
 		})
 	}
 }
+
+// One client floods the memory store with fresh keys: it holds at most its
+// MEMORY_HTTP_CLIENT_SHARE of the HTTP records, then gets 429 with a
+// Retry-After of when its own soonest record expires, and another client
+// is still served. The quota is off, to show the share alone.
+func TestOneClientCannotFillTheMemoryStore(t *testing.T) {
+	const greedy, other = "greedy-kx7Q-29fL-mW4p", "other-Rt5v-83nB-qZ6c"
+	a := startApp(t, "STORE=memory", "MEMORY_MAX_HTTP_RECORDS=40", "MEMORY_HTTP_CLIENT_SHARE=25",
+		"API_KEYS="+greedy+":client-greedy,"+other+":client-other", "IDEMPOTENCY_CLIENT_RECORDS=0", "DEDUP_TTL=1h")
+	codes := a.flood(t, 100, greedy)
+	t.Logf("flood of 100: %v", codes)
+	if codes[http.StatusBadRequest] != 10 || codes[http.StatusTooManyRequests] != 90 {
+		t.Errorf("flood answers %v, want 10 stored 400s (25%% of 40 records) and 90 429s", codes)
+	}
+	over := a.send(t, http.DefaultClient, http.MethodPost, flowtest.CreatePath, `{}`,
+		"Authorization", "Bearer "+greedy, "Idempotency-Key", uuid.NewString())
+	if wait, err := strconv.Atoi(over.header.Get("Retry-After")); over.status != http.StatusTooManyRequests || err != nil || wait < 3500 {
+		t.Errorf("over its share: %d Retry-After %q, want 429 and the hour until its first record expires",
+			over.status, over.header.Get("Retry-After"))
+	}
+	if res := a.send(t, http.DefaultClient, http.MethodPost, flowtest.CreatePath, flowtest.Body("req-other-"+uuid.NewString()[:8]),
+		"Authorization", "Bearer "+other, "Idempotency-Key", uuid.NewString()); res.status != http.StatusAccepted {
+		t.Fatalf("another client's request: %d %s", res.status, res.body)
+	}
+	waitFor(t, "the other client's request charged", func() bool {
+		return a.outcomes(t, testdomain.ChargeRoute, receiver.OutcomeProcessed) == 1
+	})
+}

@@ -91,6 +91,8 @@ func newAPI(p httpParts) (http.Handler, error) {
 	opts := []idempotencykey.Option{
 		idempotencykey.WithMaxStoredResponse(cfg.IdempotencyMaxBody),
 		idempotencykey.WithClientQuota(cfg.IdempotencyClientRecords, cfg.IdempotencyClientWindow),
+		idempotencykey.WithClientBytes(cfg.IdempotencyClientBytes),
+		idempotencykey.WithReplayedHeaders(p.api.ReplayedHeaders...),
 	}
 	if p.api.MaxRequestBody > 0 {
 		opts = append(opts, idempotencykey.WithMaxRequestBody(p.api.MaxRequestBody))

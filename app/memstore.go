@@ -20,7 +20,9 @@ var httpRecords = receiver.RecordKey(idempotencykey.Scope, "")
 // MEMORY_MAX_RECORDS), told apart by the record key's scope. A full store
 // refuses new keys rather than forget a record, so sharing one would let a
 // flood of requests with fresh keys stop every handler until its records
-// expire; apart, it stops only new requests.
+// expire; apart, it stops only new requests. Within the HTTP face's, each
+// client holds at most MEMORY_HTTP_CLIENT_SHARE percent, so that one
+// client cannot stop the others' new requests either.
 type memoryStores struct {
 	http, messages *memory.Store
 }
@@ -32,9 +34,19 @@ var (
 
 func newMemoryStores(cfg Config) memoryStores {
 	return memoryStores{
-		http:     memory.New(memory.Config{MaxEntries: cfg.MemoryMaxHTTPRecords}),
-		messages: memory.New(memory.Config{MaxEntries: cfg.MemoryMaxRecords}),
+		http: memory.New(memory.Config{
+			MaxEntries: cfg.MemoryMaxHTTPRecords, MaxBytes: cfg.MemoryMaxHTTPBytes,
+			Owner: httpClient, OwnerShare: float64(cfg.MemoryHTTPClientShare) / 100,
+		}),
+		messages: memory.New(memory.Config{MaxEntries: cfg.MemoryMaxRecords, MaxBytes: cfg.MemoryMaxBytes}),
 	}
+}
+
+// httpClient is the owner of an HTTP record: its client. The anonymous
+// client of ALLOW_ANONYMOUS is every caller, so it has no share.
+func httpClient(key string) string {
+	client, _ := idempotencykey.ClientOf(key)
+	return client
 }
 
 // of returns the store that keeps key's record.

@@ -88,6 +88,11 @@ type HTTP struct {
 	// MaxRequestBody bounds the body of a request behind idempotent; a
 	// larger one is answered 413. Default: the receiver's.
 	MaxRequestBody int64
+	// ReplayedHeaders names the response headers of the API's own, such
+	// as a correlation id, that a replayed answer sends again. A replay
+	// sends Content-Type, Content-Language, Content-Location and Location
+	// besides; no other header (an Authorization, a session) is stored.
+	ReplayedHeaders []string
 }
 
 // Command is a subcommand a domain adds to the service's binary.

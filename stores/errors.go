@@ -3,6 +3,7 @@ package stores
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors shared by every Store implementation. Implementations wrap
@@ -42,6 +43,32 @@ var (
 	// let whoever fills the store turn the guard off.
 	ErrFull = errors.New("store full")
 )
+
+// FullError is how a store with a capacity refuses a Claim that would
+// create a record beyond it. It matches [ErrFull] with [errors.Is] and
+// says what is full and when room comes back, so that a caller can tell
+// its own client when to retry.
+type FullError struct {
+	// Limit is what is reached, such as "100000 records".
+	Limit string
+	// Owner is set when it is the key owner's share of the store that is
+	// reached (see stores/memory's Config.Owner), not the store: other
+	// owners' Claims still create records.
+	Owner bool
+	// RoomIn is how long until the soonest of the records in the way
+	// expires, or zero when not known. A Release makes room sooner.
+	RoomIn time.Duration
+}
+
+func (e *FullError) Error() string {
+	if e.Owner {
+		return ErrFull.Error() + ": the key's owner holds its share, " + e.Limit
+	}
+	return ErrFull.Error() + ": " + e.Limit
+}
+
+// Is reports whether target is ErrFull.
+func (e *FullError) Is(target error) bool { return target == ErrFull }
 
 // UnavailableError reports that the backing store failed during Op. It
 // matches [ErrUnavailable] with [errors.Is] and unwraps to the driver's

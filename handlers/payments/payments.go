@@ -69,6 +69,7 @@ func open(ctx context.Context, deps domain.Deps) (*domain.Parts, error) {
 			Register:         func(mux *http.ServeMux, idempotent func(http.Handler) http.Handler) { api.Routes(mux, idempotent) },
 			IdempotentRoutes: handlers.IdempotentRoutes(),
 			MaxRequestBody:   handlers.MaxRequestBody,
+			ReplayedHeaders:  []string{handlers.CorrelationIDHeader},
 		},
 		Close: closeProvider,
 	}, nil

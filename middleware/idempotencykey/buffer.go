@@ -34,6 +34,7 @@ var errNotStored error = &receiver.OutcomeError{Outcome: receiver.OutcomeNotStor
 type responseBuffer struct {
 	w      http.ResponseWriter
 	limit  int64
+	allow  replayed    // the headers stored
 	header http.Header // the handler's, changed freely until WriteHeader
 	sent   http.Header // header as of WriteHeader
 	status int         // 0 until WriteHeader
@@ -43,8 +44,8 @@ type responseBuffer struct {
 	spilled bool
 }
 
-func newResponseBuffer(w http.ResponseWriter, limit int64) *responseBuffer {
-	return &responseBuffer{w: w, limit: limit, header: make(http.Header)}
+func newResponseBuffer(w http.ResponseWriter, limit int64, allow replayed) *responseBuffer {
+	return &responseBuffer{w: w, limit: limit, allow: allow, header: make(http.Header)}
 }
 
 // Header returns the header map the handler sets before WriteHeader.
@@ -101,7 +102,7 @@ func (b *responseBuffer) result() ([]byte, error) {
 	case b.spilled:
 		return nil, fmt.Errorf("%w: response larger than %d bytes", errNotStored, b.limit)
 	}
-	return encodeResponse(b.status, b.sent, b.body.Bytes()), nil
+	return encodeResponse(b.allow, b.status, b.sent, b.body.Bytes()), nil
 }
 
 // send gives the client the held response, if it was not sent already.

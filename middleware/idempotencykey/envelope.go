@@ -38,14 +38,14 @@ type storedResponse struct {
 }
 
 // encodeResponse stores a response in the current envelope version, with
-// only the headers that storableNames keeps. It writes exactly what json.Marshal
+// only the headers of allow (see storableNames). It writes exactly what json.Marshal
 // writes for the responseEnvelope of those headers (FuzzResponseEnvelope
 // holds it to that), in one allocation and without reflection: it runs on
 // every request whose response is stored. A name or value that JSON would
 // escape, rare in a header, is left to json.Marshal.
-func encodeResponse(status int, header http.Header, body []byte) []byte {
+func encodeResponse(allow replayed, status int, header http.Header, body []byte) []byte {
 	var held [8]string // the names of most responses' headers, on the stack
-	names := storableNames(header, held[:0])
+	names := allow.storableNames(header, held[:0])
 	size := len(`{"v":1,"status":,"header":{},"body":""}`) + 3 + base64.StdEncoding.EncodedLen(len(body))
 	for _, name := range names {
 		size += len(name) + 6
@@ -108,8 +108,9 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// decodeResponse reads an envelope of any supported version.
-func decodeResponse(b []byte) (storedResponse, error) {
+// decodeResponse reads an envelope of any supported version, with the
+// headers of allow.
+func decodeResponse(allow replayed, b []byte) (storedResponse, error) {
 	var env responseEnvelope
 	if err := json.Unmarshal(b, &env); err != nil {
 		return storedResponse{}, fmt.Errorf("%w: %w", receiver.ErrUnreadableResult, err)
@@ -119,29 +120,54 @@ func decodeResponse(b []byte) (storedResponse, error) {
 		if env.Status < 200 || env.Status > 999 {
 			return storedResponse{}, fmt.Errorf("%w: status %d", receiver.ErrUnreadableResult, env.Status)
 		}
-		return storedResponse{status: env.Status, header: replayable(env.Header), body: env.Body}, nil
+		return storedResponse{status: env.Status, header: allow.replayable(env.Header), body: env.Body}, nil
 	default:
 		return storedResponse{}, fmt.Errorf("%w: response envelope version %d is not supported", receiver.ErrUnreadableResult, env.V)
 	}
 }
 
-// unstoredHeaders are never stored, so never replayed: hop-by-hop headers
-// (RFC 9110 section 7.6.1) belong to one connection; Set-Cookie would hand a
-// session to whoever replays; Date and Content-Length are set afresh.
-var unstoredHeaders = map[string]bool{
+// replayedByDefault are the response headers a replay sends: the
+// representation's own (its type, language and location) and the Location
+// of what the request created. [WithReplayedHeaders] adds others.
+var replayedByDefault = []string{"Content-Type", "Content-Language", "Content-Location", "Location"}
+
+// neverReplayed are headers no replay may send, whatever a handler
+// declares: hop-by-hop headers (RFC 9110 section 7.6.1) belong to one
+// connection; Set-Cookie and Authorization would hand a session or a
+// credential to whoever replays (the same client, but perhaps not the same
+// session); Date, Content-Length and the replay's mark are set afresh.
+var neverReplayed = map[string]bool{
 	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Proxy-Authenticate": true,
 	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Set-Cookie": true, "Date": true, "Content-Length": true, ReplayedHeader: true,
+	"Set-Cookie": true, "Authorization": true, "Www-Authenticate": true, "Date": true, "Content-Length": true,
+	ReplayedHeader: true,
+}
+
+// replayed is the allow-list of response headers that are stored and
+// replayed, by canonical name.
+type replayed map[string]bool
+
+// newReplayed returns the default allow-list and names. A name of
+// neverReplayed panics: declaring it is a programming error that would
+// leak what it carries.
+func newReplayed(names []string) replayed {
+	r := make(replayed, len(replayedByDefault)+len(names))
+	for _, name := range append(slices.Clone(replayedByDefault), names...) {
+		name = http.CanonicalHeaderKey(name)
+		if neverReplayed[name] {
+			panic(fmt.Sprintf("idempotencykey: the %s header is never replayed", name))
+		}
+		r[name] = true
+	}
+	return r
 }
 
 // storableNames appends to names, and sorts, the names of the headers of h
-// worth replaying: all but unstoredHeaders, those that Connection names, and
-// trailers.
-func storableNames(h http.Header, names []string) []string {
+// that allow replays: those it lists, unless Connection names them.
+func (allow replayed) storableNames(h http.Header, names []string) []string {
 	connection := h["Connection"] // as h.Values("Connection"), looked up once
 	for name := range h {
-		if unstoredHeaders[http.CanonicalHeaderKey(name)] || strings.HasPrefix(name, http.TrailerPrefix) ||
-			namedByConnection(connection, name) {
+		if !allow[http.CanonicalHeaderKey(name)] || namedByConnection(connection, name) {
 			continue
 		}
 		names = append(names, name)
@@ -152,16 +178,17 @@ func storableNames(h http.Header, names []string) []string {
 
 // replayable is the part of a stored header that a replay may send: the
 // names storableNames keeps, as they were written. encodeResponse stores no
-// other, but whoever can write the store, an older version or a bug can
-// have: a replayed Set-Cookie would hand one client's session to another,
-// a stored Content-Length or Transfer-Encoding would frame the replay
-// wrong. So the filter runs again on the way out.
-func replayable(stored http.Header) http.Header {
+// other, but whoever can write the store, an older version, another
+// allow-list or a bug can have: a replayed Set-Cookie would hand one
+// client's session to another, a stored Content-Length or
+// Transfer-Encoding would frame the replay wrong. So the filter runs again
+// on the way out.
+func (allow replayed) replayable(stored http.Header) http.Header {
 	if len(stored) == 0 {
 		return nil
 	}
 	var held [8]string
-	names := storableNames(stored, held[:0])
+	names := allow.storableNames(stored, held[:0])
 	h := make(http.Header, len(names))
 	for _, name := range names {
 		h[name] = stored[name]

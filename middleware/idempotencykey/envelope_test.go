@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/onceflow/onceflow/middleware/receiver"
@@ -18,7 +19,8 @@ func TestResponseEnvelopeRoundTrip(t *testing.T) {
 		"Connection": {"close, X-Hop"}, "X-Hop": {"1"}, "Keep-Alive": {"timeout=5"},
 		http.TrailerPrefix + "X-T": {"t"}, ReplayedHeader: {"true"},
 	}
-	got, err := decodeResponse(encodeResponse(http.StatusCreated, h, body))
+	allow := newReplayed([]string{"X-Many", "X-Hop"})
+	got, err := decodeResponse(allow, encodeResponse(allow, http.StatusCreated, h, body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,12 +40,12 @@ func TestResponseEnvelopeRoundTrip(t *testing.T) {
 
 func TestResponseEnvelopeVersions(t *testing.T) {
 	v1 := `{"v":1,"status":202,"header":{"Location":["/p/1"]},"body":"b2s=","future":true}`
-	got, err := decodeResponse([]byte(v1))
+	got, err := decodeResponse(newReplayed(nil), []byte(v1))
 	if err != nil || got.status != 202 || string(got.body) != "ok" || got.header.Get("Location") != "/p/1" {
 		t.Errorf("version 1 decoded as %+v, %v", got, err)
 	}
 	for _, bad := range []string{`{"v":2,"status":200}`, `{"v":1,"status":0}`, `not json`, ``} {
-		if _, err := decodeResponse([]byte(bad)); !errors.Is(err, receiver.ErrUnreadableResult) {
+		if _, err := decodeResponse(newReplayed(nil), []byte(bad)); !errors.Is(err, receiver.ErrUnreadableResult) {
 			t.Errorf("decode %q: %v, want ErrUnreadableResult", bad, err)
 		}
 	}
@@ -75,4 +77,42 @@ func TestReplayFiltersStoredHeaders(t *testing.T) {
 	if !reflect.DeepEqual(replay.Header(), want) {
 		t.Errorf("replayed headers %v, want %v", replay.Header(), want)
 	}
+}
+
+// Only the allow-list is replayed: a handler's Authorization, session or
+// trace headers reach the first answer and no replay, unless it declares
+// them (WithReplayedHeaders); one that no replay may send cannot be
+// declared.
+func TestReplaySendsOnlyAllowedHeaders(t *testing.T) {
+	h := http.Header{
+		"Content-Type": {"application/json"}, "Location": {"/x"}, "Authorization": {"Bearer handler-token"},
+		"X-Correlation-Id": {"c-1"}, "X-Trace": {"t"},
+	}
+	for _, tc := range []struct {
+		declared []string
+		want     []string
+	}{
+		{nil, []string{"Content-Type", "Location"}},
+		{[]string{"x-correlation-id"}, []string{"Content-Type", "Location", "X-Correlation-Id"}},
+	} {
+		allow := newReplayed(tc.declared)
+		got, err := decodeResponse(allow, encodeResponse(allow, http.StatusCreated, h, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for name := range got.header {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("declared %v: replayed %v, want %v", tc.declared, names, tc.want)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("declaring Authorization did not panic")
+		}
+	}()
+	newReplayed([]string{"authorization"})
 }

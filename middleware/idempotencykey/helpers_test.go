@@ -53,6 +53,7 @@ func newHTTPFixture(t *testing.T, cfg receiver.Config, keys map[string]string,
 	if handler == nil {
 		handler = thingHandler
 	}
+	opts = append([]Option{WithReplayedHeaders("X-Run")}, opts...)
 	if keys == nil {
 		opts = append([]Option{WithAnonymous()}, opts...)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dunglas/httpsfv"
 
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/problem"
 )
 
@@ -103,6 +104,23 @@ func RequestKey(client, method, pattern, key string) string {
 	b = append(b, ' ')
 	b = strconv.AppendQuote(b, key)
 	return string(b)
+}
+
+// ClientOf returns the client whose request a record key names, and
+// whether it is one of the face's, [receiver.RecordKey](Scope,
+// RequestKey(client, …)). A store that keeps each client's share of its
+// capacity (stores/memory's Config.Owner) reads the client with it.
+func ClientOf(recordKey string) (client string, ok bool) {
+	rest, ok := strings.CutPrefix(recordKey, receiver.RecordKey(Scope, ""))
+	if !ok {
+		return "", false
+	}
+	quoted, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return "", false
+	}
+	client, err = strconv.Unquote(quoted)
+	return client, err == nil
 }
 
 // requestKey is RequestKey of a request.

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"golang.org/x/time/rate"
-
 	"github.com/onceflow/onceflow/middleware/apikey"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/problem"
@@ -54,7 +52,6 @@ var (
 	errKeyInProgress      = problem.New(problem.InProgress, "a request with this Idempotency-Key is in progress: retry after it completes")
 	errCancelled          = problem.New(problem.Cancelled, "the request was cancelled")
 	errStoreUnavailable   = problem.New(problem.Unavailable, "the idempotency store is unavailable: retry the request")
-	errStoreFull          = problem.New(problem.Unavailable, "the idempotency store is full: retry the request later")
 	errUnreadableResponse = problem.New(problem.Internal, "the stored response to this Idempotency-Key cannot be read")
 	errNoClient           = problem.New(problem.Forbidden, "this request carries no client identity: Idempotency-Key records are kept per client")
 )
@@ -115,11 +112,12 @@ var (
 func Middleware(r *receiver.Receiver, opts ...Option) func(http.Handler) http.Handler {
 	f := &face{r: r, log: r.Config().Logger, obs: r.Config().Observer,
 		o: options{maxStored: DefaultMaxStoredResponse, maxRequest: DefaultMaxRequestBody, problem: problem.Write,
-			quotaRecords: DefaultClientRecords, quotaWindow: DefaultClientWindow}}
+			quotaRecords: DefaultClientRecords, quotaBytes: DefaultClientBytes, quotaWindow: DefaultClientWindow}}
 	for _, opt := range opts {
 		opt(&f.o)
 	}
-	f.o.quota = newQuota(f.o.quotaRecords, f.o.quotaWindow)
+	f.o.replayed = newReplayed(f.o.replayedNames)
+	f.o.quota = newQuota(f.o.quotaRecords, f.o.quotaBytes, f.o.quotaWindow)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			f.serveHTTP(w, req, next)
@@ -161,10 +159,10 @@ func (f *face) serveHTTP(w http.ResponseWriter, req *http.Request, next http.Han
 		o.problem(w, errMissingKey)
 		return
 	}
-	var allowance *rate.Limiter
+	var allow *allowance
 	if o.quota != nil {
-		allowance = o.quota.of(client)
-		if wait := o.quota.wait(allowance); wait > 0 {
+		allow = o.quota.of(client)
+		if wait := allow.wait(); wait > 0 {
 			f.obs.Outcome(Scope, receiver.OutcomeRateLimited)
 			o.problem(w, overQuota(wait))
 			return
@@ -176,12 +174,12 @@ func (f *face) serveHTTP(w http.ResponseWriter, req *http.Request, next http.Han
 		return
 	}
 	k := requestKey(client, req, key)
-	buf := newResponseBuffer(w, o.maxStored)
+	buf := newResponseBuffer(w, o.maxStored, o.replayed)
 	ran := false
 	res, err := f.r.Execute(req.Context(), Scope, k, requestFingerprint(req, body),
 		func(ctx context.Context) ([]byte, error) {
 			// The key was free: this request creates a record.
-			if allowance != nil && !allowance.Allow() {
+			if allow != nil && !allow.take() {
 				return nil, errOverQuota
 			}
 			ran = true
@@ -190,7 +188,11 @@ func (f *face) serveHTTP(w http.ResponseWriter, req *http.Request, next http.Han
 			held.Reset(body)
 			inner.Body = held
 			next.ServeHTTP(buf, inner)
-			return buf.result()
+			stored, err := buf.result()
+			if err == nil && allow != nil {
+				allow.stored(len(k) + len(stored))
+			}
+			return stored, err
 		})
 	// In transaction mode a failure to complete or commit rolled the
 	// handler's effects back: its held answer must not reach the client.
@@ -204,7 +206,7 @@ func (f *face) serveHTTP(w http.ResponseWriter, req *http.Request, next http.Han
 		return
 	}
 	if errors.Is(err, errOverQuota) {
-		o.problem(w, overQuota(o.quota.wait(allowance)))
+		o.problem(w, overQuota(allow.wait()))
 		return
 	}
 	f.answer(w, req, k, res, err)
@@ -215,7 +217,7 @@ func (f *face) answer(w http.ResponseWriter, req *http.Request, k string, res re
 	o := &f.o
 	switch {
 	case err == nil && res.Outcome == receiver.OutcomeDuplicate:
-		stored, derr := decodeResponse(res.Value)
+		stored, derr := decodeResponse(o.replayed, res.Value)
 		if derr != nil {
 			f.log.ErrorContext(req.Context(), "replaying response", "scope", Scope, "key", shown(k), "err", derr)
 			o.problem(w, errUnreadableResponse)
@@ -231,7 +233,7 @@ func (f *face) answer(w http.ResponseWriter, req *http.Request, k string, res re
 		o.problem(w, errCancelled)
 	case errors.Is(err, stores.ErrFull):
 		// Counted as store_full; a flood would only flood the log.
-		o.problem(w, errStoreFull)
+		o.problem(w, storeFull(err))
 	default:
 		// The claim failed under FailClosed (ErrUnavailable), a transaction
 		// could not commit and rolled the handler's effects back, or the

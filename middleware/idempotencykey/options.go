@@ -23,8 +23,13 @@ type options struct {
 	anonymous    bool
 	problem      problem.Writer
 	quotaRecords int
+	quotaBytes   int64
 	quotaWindow  time.Duration
-	quota        *quota // built from the two above once every option is applied
+	quota        *quota // built from the three above once every option is applied
+	// replayedNames are WithReplayedHeaders'; replayed is the allow-list
+	// built from them.
+	replayedNames []string
+	replayed      replayed
 	// unidentified logs the first request refused for want of a client
 	// identity.
 	unidentified sync.Once
@@ -54,6 +59,17 @@ func WithMaxRequestBody(n int64) Option {
 			o.maxRequest = n
 		}
 	}
+}
+
+// WithReplayedHeaders names response headers of the handler's own that
+// are stored with its answer and replayed, such as a correlation id.
+// Without it a replay sends only Content-Type, Content-Language,
+// Content-Location and Location: every other header (an Authorization, a
+// session, a trace id) reaches the first answer only. A header that may
+// never be replayed (hop-by-hop, Set-Cookie, Authorization, Date,
+// Content-Length) makes Middleware panic.
+func WithReplayedHeaders(names ...string) Option {
+	return func(o *options) { o.replayedNames = append(o.replayedNames, names...) }
 }
 
 // WithOptionalKey lets requests without an Idempotency-Key through to the
@@ -106,4 +122,18 @@ func WithClientQuota(records int, window time.Duration) Option {
 	return func(o *options) {
 		o.quotaRecords, o.quotaWindow = records, window
 	}
+}
+
+// WithClientBytes limits how many bytes of answers each client stores: up
+// to bytes at once, and bytes per window of [WithClientQuota] after that
+// (a token bucket beside the records'). An answer is counted, with its
+// record key, once stored; a client that has stored more than its
+// allowance gets 429 with Retry-After for new keys until it is paid back.
+// The records' quota bounds how many records a client makes; this bounds
+// what they weigh, so that a client whose every answer is as large as
+// WithMaxStoredResponse allows fills a store no faster than one of small
+// answers. Default [DefaultClientBytes] (1 MiB a second); bytes <= 0 turns
+// it off. It applies with the records' quota off, too.
+func WithClientBytes(bytes int64) Option {
+	return func(o *options) { o.quotaBytes = bytes }
 }

@@ -59,3 +59,40 @@ func TestHTTPClientQuotaIsOnByDefault(t *testing.T) {
 			created, flood, DefaultClientRecords, refilled)
 	}
 }
+
+// Large answers spend the byte budget: a client whose every answer is as
+// large as the face stores is refused new keys once its answers weigh the
+// budget, however few records they are, and another client is served.
+func TestHTTPClientBytesBoundWhatAClientStores(t *testing.T) {
+	const answer = 16 << 10
+	big := func(w http.ResponseWriter, _ *http.Request, _ int32) {
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(make([]byte, answer))
+	}
+	keys := map[string]string{"key-a": "client-a", "key-b": "client-b"}
+	f := newHTTPFixture(t, receiver.Config{}, keys, big,
+		WithClientQuota(0, time.Hour), WithClientBytes(100<<10), WithMaxStoredResponse(answer))
+	as := func(key string, k string) request { return post("/things/1", k, "A", "Authorization", "Bearer "+key) }
+	stored := 0
+	for i := range 20 {
+		w := f.do(as("key-a", "k"+strconv.Itoa(i)))
+		if w.Code == http.StatusTooManyRequests {
+			if wait, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || wait < 60 {
+				t.Errorf("over its bytes: Retry-After %q, want the wait for its debt (minutes)", w.Header().Get("Retry-After"))
+			}
+			break
+		}
+		if w.Code != http.StatusCreated {
+			t.Fatalf("answer %d: status %d", i, w.Code)
+		}
+		stored++
+	}
+	// 100 KiB holds four answers of 16 KiB in their envelopes (base64: a
+	// third more); the fifth is stored in debt, the sixth refused.
+	if stored != 5 {
+		t.Errorf("stored %d answers of 16 KiB within 100 KiB, want 5", stored)
+	}
+	if w := f.do(as("key-b", "b")); w.Code != http.StatusCreated {
+		t.Errorf("another client: %d, want 201", w.Code)
+	}
+}

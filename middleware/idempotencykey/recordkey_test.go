@@ -82,3 +82,20 @@ func ExampleRequestKey() {
 	// Output:
 	// http:"client-a" "POST" "POST /v1/charges" "k-1"
 }
+
+// ClientOf reads back the client of every record key the face makes, and
+// of no other key.
+func TestClientOf(t *testing.T) {
+	t.Parallel()
+	for _, client := range []string{"client-a", "", `a "quoted" client`, "\x00"} {
+		k := receiver.RecordKey(idempotencykey.Scope, idempotencykey.RequestKey(client, http.MethodPost, "POST /things", `"k" "x"`))
+		if got, ok := idempotencykey.ClientOf(k); !ok || got != client {
+			t.Errorf("ClientOf(%q) = %q, %v; want %q", k, got, ok, client)
+		}
+	}
+	for _, k := range []string{"charge:k", receiver.RecordKey("charge", `"client-a" "POST"`), "http:client-a", "http:"} {
+		if got, ok := idempotencykey.ClientOf(k); ok {
+			t.Errorf("ClientOf(%q) = %q, true; want false", k, got)
+		}
+	}
+}

@@ -10,8 +10,8 @@ import (
 )
 
 // Claim implements stores.Store. A Claim that would create a record in a
-// full store returns an error matching [stores.ErrFull] (see
-// Config.MaxEntries).
+// full store, or beyond its owner's share, returns a [*stores.FullError]
+// (see Config.MaxEntries, MaxBytes and Owner).
 func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease time.Duration) (stores.Claim, error) {
 	k, err := stores.CheckClaim(key, lease)
 	if err != nil {
@@ -45,8 +45,9 @@ func (s *Store) claim(key string, fingerprint []byte, lease time.Duration) (stor
 		}
 		s.remove(e) // its lease or TTL has ended: take the key over
 	}
-	if !s.makeRoom(now) {
-		return stores.Claim{}, fmt.Errorf("%w: %d records", stores.ErrFull, s.maxEntries)
+	o := s.owner(key)
+	if err := s.makeRoom(now, o); err != nil {
+		return stores.Claim{}, err
 	}
 	e := &entry{
 		key:         key,
@@ -55,7 +56,7 @@ func (s *Store) claim(key string, fingerprint []byte, lease time.Duration) (stor
 		createdAt:   now,
 		expiresAt:   now.Add(lease),
 	}
-	s.add(e)
+	s.add(e, o)
 	return stores.Claim{Status: stores.Acquired, Token: e.token, LeaseUntil: e.expiresAt}, nil
 }
 
@@ -113,6 +114,7 @@ func (s *Store) Complete(ctx context.Context, key string, token stores.Token, re
 	e.completedAt = now
 	e.expiresAt = now.Add(ttl)
 	s.records.add(e)
+	s.changed(e, int64(len(result)))
 	return nil
 }
 
@@ -164,5 +166,6 @@ func (s *Store) Extend(ctx context.Context, key string, token stores.Token, leas
 	}
 	e.expiresAt = now.Add(lease)
 	s.leases.moved(e)
+	s.changed(e, 0)
 	return e.expiresAt, nil
 }

@@ -3,11 +3,14 @@
 // single-replica services; records live only as long as the process, so two
 // replicas do not see each other's claims.
 //
-// It holds at most Config.MaxEntries records and never drops a live one to
-// make room: when it is full, a Claim that would create a record fails with
-// [stores.ErrFull] until records expire or are released. Size it for the
-// keys the service sees within a TTL (the peak rate of new keys times the
-// TTL).
+// It holds at most Config.MaxEntries records and about Config.MaxBytes
+// bytes, and never drops a live record to make room: when it is full, a
+// Claim that would create a record fails with a [*stores.FullError]
+// (matching [stores.ErrFull]) that says when the soonest record expires.
+// Size it for the keys the service sees within a TTL (the peak rate of new
+// keys times the TTL). Where keys have owners (an HTTP API's clients),
+// Config.Owner and Config.OwnerShare keep one owner from filling the store
+// for the others.
 //
 // Every method runs under one mutex, so each is atomic and concurrent Claims
 // of a key have exactly one winner. Leases and TTLs are judged by this
@@ -25,6 +28,7 @@ import (
 // Defaults that New applies to zero Config fields.
 const (
 	DefaultMaxEntries      = 100_000
+	DefaultMaxBytes        = 256 << 20
 	DefaultJanitorInterval = time.Minute
 )
 
@@ -40,6 +44,26 @@ type Config struct {
 	// negative means DefaultMaxEntries.
 	MaxEntries int
 
+	// MaxBytes bounds the bytes the records take: their keys, fingerprints
+	// and results and an overhead of 256 bytes each. A Claim in a store
+	// holding MaxBytes or more is refused as in a store holding MaxEntries.
+	// Complete is never refused for its result's size, so the store may
+	// exceed MaxBytes by the results of the claims in flight: bound those
+	// where they are made (the HTTP face stores at most its
+	// WithMaxStoredResponse). Zero or negative means DefaultMaxBytes.
+	MaxBytes int64
+
+	// Owner, with OwnerShare, caps what one owner of keys may hold: it
+	// names the owner of a key (the client of an HTTP record; "" for a key
+	// with none), and a Claim that would create a record beyond its
+	// owner's OwnerShare of MaxEntries or MaxBytes fails with a
+	// [*stores.FullError] whose Owner is set, and RoomIn when the owner's
+	// soonest record expires, while other owners' Claims create records.
+	// OwnerShare is a fraction in (0, 1); outside it, or with a nil Owner,
+	// no share is kept.
+	Owner      func(key string) string
+	OwnerShare float64
+
 	// JanitorInterval is how often a background goroutine deletes expired
 	// records, holding the store's mutex while it deletes them.
 	// Expired records read as absent whether or not it has run; the janitor
@@ -51,15 +75,23 @@ type Config struct {
 // it to stop its janitor goroutine.
 type Store struct {
 	maxEntries int
-	stop       chan struct{} // closed by Close to stop the janitor
-	done       chan struct{} // closed by the janitor when it exits
-	closeOnce  sync.Once
+	maxBytes   int64
+	ownerOf    func(key string) string // nil: no shares
+	share      struct {
+		records int
+		bytes   int64
+	}
+	stop      chan struct{} // closed by Close to stop the janitor
+	done      chan struct{} // closed by the janitor when it exits
+	closeOnce sync.Once
 
 	mu      sync.Mutex
 	closed  bool
 	entries map[string]*entry // by storage key
 	leases  expiry            // the in-progress entries, by the end of their lease
 	records expiry            // the completed entries, by the end of their TTL
+	bytes   int64             // the entries' sizes
+	owners  map[string]*owner // the owners of entries, by name
 	tokens  tokens
 }
 
@@ -70,15 +102,27 @@ func New(cfg Config) *Store {
 	if cfg.MaxEntries <= 0 {
 		cfg.MaxEntries = DefaultMaxEntries
 	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
 	if cfg.JanitorInterval <= 0 {
 		cfg.JanitorInterval = DefaultJanitorInterval
 	}
 	s := &Store{
 		maxEntries: cfg.MaxEntries,
+		maxBytes:   cfg.MaxBytes,
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
 		entries:    make(map[string]*entry),
+		leases:     expiry{slot: byState},
+		records:    expiry{slot: byState},
+		owners:     make(map[string]*owner),
 		tokens:     newTokens(),
+	}
+	if cfg.Owner != nil && cfg.OwnerShare > 0 && cfg.OwnerShare < 1 {
+		s.ownerOf = cfg.Owner
+		s.share.records = max(1, int(float64(cfg.MaxEntries)*cfg.OwnerShare))
+		s.share.bytes = max(1, int64(float64(cfg.MaxBytes)*cfg.OwnerShare))
 	}
 	go s.janitor(cfg.JanitorInterval)
 	return s
@@ -99,8 +143,8 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
-		s.entries = nil
-		s.leases, s.records = nil, nil
+		s.entries, s.owners = nil, nil
+		s.leases.entries, s.records.entries = nil, nil
 		s.mu.Unlock()
 		close(s.stop)
 	})

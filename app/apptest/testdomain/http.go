@@ -65,6 +65,7 @@ func API(ledger Ledger, pub Publisher, logger *slog.Logger) domain.HTTP {
 		},
 		IdempotentRoutes: []string{CreatePattern},
 		MaxRequestBody:   MaxRequestBody,
+		ReplayedHeaders:  []string{CorrelationHeader},
 	}
 }
 
