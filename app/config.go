@@ -283,14 +283,26 @@ type Config struct {
 	// MessageSigningSecrets, when set, closes the producer trust boundary:
 	// every message the service publishes (from its API, its handlers, its
 	// outbox, a domain's traffic commands) is signed with the first of
-	// these comma-separated secrets, and a handler takes only messages
-	// signed by one of them; any other goes to the poison topic with
+	// these comma-separated secrets, for its topic as it is on the broker
+	// (after TOPIC_PREFIX) and the time it is signed, and a handler takes
+	// only messages signed by one of them for the topic it reads, within
+	// MESSAGE_SIGNING_MAX_AGE; any other goes to the poison topic with
 	// reason bad_signature, before its key is claimed. So a producer
-	// without a secret cannot pre-empt a key. Each secret is at least 32
-	// characters; list a new one second, then first, to rotate. Unset,
-	// whoever may publish to a topic may also take its keys. See
-	// docs/security.md.
+	// without a secret cannot pre-empt a key, and a message copied from
+	// another environment's topic is refused. Give each environment
+	// secrets of its own. Each secret is at least 32 characters; list a
+	// new one second, then first, to rotate. Unset, whoever may publish to
+	// a topic may also take its keys. See docs/security.md.
 	MessageSigningSecrets string `env:"MESSAGE_SIGNING_SECRETS" secret:"true"`
+	// MessageSigningMaxAge is how long a message's signature holds: a
+	// handler refuses a message signed longer ago as a bad signature
+	// ("signature expired"), and one signed more than a minute ahead of
+	// its clock. 0 (unset) is DEDUP_TTL, which it may not exceed: a
+	// message older than the dedup window could no longer be recognised
+	// as a duplicate. Keep it above the longest a message may wait on the
+	// broker before it is first handled (a consumer outage), or such a
+	// message is parked too. Used with MESSAGE_SIGNING_SECRETS.
+	MessageSigningMaxAge time.Duration `env:"MESSAGE_SIGNING_MAX_AGE"`
 	// HandlerConcurrency is how many messages each handler holds in flight
 	// at once, per replica: its subscriber hands out that many and the
 	// router runs them side by side, so one message's record-store round
@@ -345,6 +357,9 @@ func LoadConfig(environ []string) (Config, error) {
 	err := env.ParseWithOptions(&cfg, env.Options{Environment: env.ToMap(environ)})
 	if err != nil {
 		return Config{}, explainParseError(err)
+	}
+	if cfg.MessageSigningMaxAge == 0 {
+		cfg.MessageSigningMaxAge = cfg.DedupTTL // its default, logged as it applies
 	}
 	return cfg, cfg.Validate()
 }
@@ -432,7 +447,7 @@ func (c Config) Validate() error {
 	if err := c.validateAdminAPIKey(); err != nil {
 		return err
 	}
-	if _, err := c.signer(); err != nil {
+	if err := c.validateSigning(); err != nil {
 		return err
 	}
 	if _, err := c.otlpTracesURL(); err != nil {

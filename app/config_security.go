@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -55,8 +56,33 @@ func (c Config) validateSecurity() error {
 	return errors.Join(errs...)
 }
 
+// validateSigning checks MESSAGE_SIGNING_MAX_AGE against DEDUP_TTL, and
+// the secrets of MESSAGE_SIGNING_SECRETS. Its errors never show a secret.
+func (c Config) validateSigning() error {
+	switch age := c.MessageSigningMaxAge; {
+	case age < 0:
+		return fmt.Errorf("MESSAGE_SIGNING_MAX_AGE=%v must be a positive duration up to DEDUP_TTL=%v, such as 15m, or 0 for DEDUP_TTL", age, c.DedupTTL)
+	case age > c.DedupTTL:
+		return fmt.Errorf("MESSAGE_SIGNING_MAX_AGE=%v must be at most DEDUP_TTL=%v: a copy of a message older than the dedup window would run again (raise DEDUP_TTL with it)", age, c.DedupTTL)
+	}
+	_, err := c.signer()
+	return err
+}
+
+// signingMaxAge is MESSAGE_SIGNING_MAX_AGE, or DEDUP_TTL when it is 0.
+func (c Config) signingMaxAge() time.Duration {
+	if c.MessageSigningMaxAge == 0 {
+		return c.DedupTTL
+	}
+	return c.MessageSigningMaxAge
+}
+
 // signer is the signer of MESSAGE_SIGNING_SECRETS, or nil when it is
-// unset. Its error never shows a secret.
+// unset: it signs and verifies each message for its topic after
+// TOPIC_PREFIX, the topic on the broker, on every path the service
+// publishes and consumes by (the transports prepend the prefix below the
+// signer, and the router names topics without it), for
+// MESSAGE_SIGNING_MAX_AGE. Its error never shows a secret.
 func (c Config) signer() (*signing.Signer, error) {
 	if strings.TrimSpace(c.MessageSigningSecrets) == "" {
 		return nil, nil
@@ -65,7 +91,7 @@ func (c Config) signer() (*signing.Signer, error) {
 	for _, secret := range strings.Split(c.MessageSigningSecrets, ",") {
 		secrets = append(secrets, []byte(strings.TrimSpace(secret)))
 	}
-	s, err := signing.New(secrets...)
+	s, err := signing.NewSigner(signing.Config{Secrets: secrets, MaxAge: c.signingMaxAge(), TopicPrefix: c.TopicPrefix})
 	if err != nil {
 		return nil, fmt.Errorf("MESSAGE_SIGNING_SECRETS: %w", err)
 	}

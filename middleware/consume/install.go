@@ -73,8 +73,10 @@ type RouterConfig struct {
 	// it again, forever. Zero: no limit.
 	MaxPayload int
 	// Signer, when set, verifies every message before it is claimed (see
-	// [signing.Signer]): one that is unsigned or not signed by one of its
-	// secrets fails at once, permanently, with [signing.ErrBadSignature].
+	// [signing.Signer]): one that is unsigned, not signed by one of its
+	// secrets for the topic it came on (as it is on the broker, prefix
+	// included), or signed longer ago than its MaxAge fails at once,
+	// permanently, with [signing.ErrBadSignature].
 	// As with MaxPayload, the messages of Poison's topic are not checked.
 	// Nil: messages are not verified, and any producer on a topic may
 	// pre-empt its keys (see docs/security.md).

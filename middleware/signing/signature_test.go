@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/middleware/signing"
 )
 
@@ -18,46 +20,73 @@ var (
 	newSecret = bytes.Repeat([]byte("n"), signing.MinSecretLen)
 )
 
+// signedAt is when the tests' messages are signed.
+var signedAt = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// clock is a clock that reads what its test sets.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
 func newSigner(t *testing.T, secrets ...[]byte) *signing.Signer {
 	t.Helper()
-	s, err := signing.New(secrets...)
+	return newSignerOf(t, signing.Config{Secrets: secrets})
+}
+
+func newSignerOf(t *testing.T, cfg signing.Config) *signing.Signer {
+	t.Helper()
+	s, err := signing.NewSigner(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-// A signature holds only for the topic, UUID, key and payload it was made
-// for, under a secret the verifier holds.
+// A signature holds only for the topic, UUID, key, signing time and
+// payload it was made for, under a secret the verifier holds, for the max
+// age after it was made and from a little before (the clock skew).
 func TestSignerVerify(t *testing.T) {
-	signer := newSigner(t, oldSecret)
-	signed := func() *message.Message {
-		msg := keyed("msg-1", "payment-1", `{"amount":100}`)
-		signer.Sign("payments", msg)
-		return msg
+	const maxAge = 15 * time.Minute
+	at := &clock{}
+	verifier := func(secrets ...[]byte) *signing.Signer {
+		return newSignerOf(t, signing.Config{Secrets: secrets, MaxAge: maxAge, Now: at.now})
 	}
+	signer := verifier(oldSecret)
 	tests := []struct {
 		name   string
 		topic  string
 		change func(*message.Message)
 		by     *signing.Signer
-		want   string // empty: verifies
+		after  time.Duration // from signing to verifying
+		want   string        // empty: verifies
 	}{
-		{name: "as signed", topic: "payments"},
-		{name: "another topic", topic: "refunds", want: "no secret signed"},
-		{name: "another uuid", topic: "payments", change: func(m *message.Message) { m.UUID = "msg-2" }, want: "no secret signed"},
-		{name: "another key", topic: "payments", change: func(m *message.Message) { m.Metadata.Set(consume.MetadataKey, "payment-2") }, want: "no secret signed"},
-		{name: "key removed", topic: "payments", change: func(m *message.Message) { m.Metadata.Set(consume.MetadataKey, "") }, want: "no secret signed"},
-		{name: "another payload", topic: "payments", change: func(m *message.Message) { m.Payload = []byte(`{"amount":1}`) }, want: "no secret signed"},
-		{name: "unsigned", topic: "payments", change: func(m *message.Message) { delete(m.Metadata, signing.MetadataSignature) }, want: "no " + signing.MetadataSignature},
-		{name: "not base64url", topic: "payments", change: func(m *message.Message) { m.Metadata.Set(signing.MetadataSignature, "%%%") }, want: "not base64url"},
-		{name: "another secret", topic: "payments", by: newSigner(t, newSecret), want: "no secret signed"},
-		{name: "the old secret while rotating", topic: "payments", by: newSigner(t, newSecret, oldSecret)},
-		{name: "other metadata changed", topic: "payments", change: func(m *message.Message) { m.Metadata.Set("traceparent", "00-x") }},
+		{name: "as signed", topic: "srvprd.payments"},
+		{name: "another topic", topic: "srvprd.refunds", want: "no secret signed"},
+		{name: "another environment's topic", topic: "srvstg.payments", want: "no secret signed"},
+		{name: "the topic without its prefix", topic: "payments", want: "no secret signed"},
+		{name: "another uuid", topic: "srvprd.payments", change: func(m *message.Message) { m.UUID = "msg-2" }, want: "no secret signed"},
+		{name: "another key", topic: "srvprd.payments", change: func(m *message.Message) { m.Metadata.Set(consume.MetadataKey, "payment-2") }, want: "no secret signed"},
+		{name: "key removed", topic: "srvprd.payments", change: func(m *message.Message) { m.Metadata.Set(consume.MetadataKey, "") }, want: "no secret signed"},
+		{name: "another payload", topic: "srvprd.payments", change: func(m *message.Message) { m.Payload = []byte(`{"amount":1}`) }, want: "no secret signed"},
+		{name: "a later signing time", topic: "srvprd.payments", change: setSignedAt(signedAt.Add(time.Hour)), after: 2 * time.Hour, want: "no secret signed"},
+		{name: "unsigned", topic: "srvprd.payments", change: func(m *message.Message) { delete(m.Metadata, signing.MetadataSignature) }, want: "no " + signing.MetadataSignature},
+		{name: "not base64url", topic: "srvprd.payments", change: func(m *message.Message) { m.Metadata.Set(signing.MetadataSignature, "%%%") }, want: "not base64url"},
+		{name: "no signing time, as an earlier format", topic: "srvprd.payments", change: func(m *message.Message) { delete(m.Metadata, signing.MetadataSignedAt) }, want: "earlier format"},
+		{name: "signing time not milliseconds", topic: "srvprd.payments", change: func(m *message.Message) { m.Metadata.Set(signing.MetadataSignedAt, "2030-01-02T03:04:05Z") }, want: "not Unix milliseconds"},
+		{name: "another secret", topic: "srvprd.payments", by: verifier(newSecret), want: "no secret signed"},
+		{name: "the old secret while rotating", topic: "srvprd.payments", by: verifier(newSecret, oldSecret)},
+		{name: "other metadata changed", topic: "srvprd.payments", change: func(m *message.Message) { m.Metadata.Set("traceparent", "00-x") }},
+		{name: "at the max age", topic: "srvprd.payments", after: maxAge},
+		{name: "past the max age", topic: "srvprd.payments", after: maxAge + time.Millisecond, want: "signature expired"},
+		{name: "past the max age, while rotating", topic: "srvprd.payments", by: verifier(newSecret, oldSecret), after: 20 * time.Minute, want: "signature expired"},
+		{name: "ahead within the clock skew", topic: "srvprd.payments", after: -signing.ClockSkew},
+		{name: "ahead beyond the clock skew", topic: "srvprd.payments", after: -signing.ClockSkew - time.Millisecond, want: "ahead of this clock"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msg := signed()
+			at.t = signedAt
+			msg := keyed("msg-1", "payment-1", `{"amount":100}`)
+			signer.Sign("srvprd.payments", msg)
 			if tt.change != nil {
 				tt.change(msg)
 			}
@@ -65,6 +94,7 @@ func TestSignerVerify(t *testing.T) {
 			if tt.by != nil {
 				by = tt.by
 			}
+			at.t = signedAt.Add(tt.after)
 			err := by.Verify(tt.topic, msg)
 			switch {
 			case tt.want == "" && err != nil:
@@ -76,6 +106,37 @@ func TestSignerVerify(t *testing.T) {
 	}
 }
 
+// An expired signature's error says how old it is and what the limit is:
+// it is the reason the poison topic shows.
+func TestSignerSaysHowOld(t *testing.T) {
+	at := &clock{t: signedAt}
+	signer := newSignerOf(t, signing.Config{Secrets: [][]byte{newSecret}, MaxAge: 15 * time.Minute, Now: at.now})
+	msg := keyed("msg-1", "payment-1", "p")
+	signer.Sign("payments", msg)
+	at.t = signedAt.Add(20 * time.Minute)
+	err := signer.Verify("payments", msg)
+	if want := "signature expired: signed 20m0s ago, max age 15m0s"; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("Verify: %v, want an error ending %q", err, want)
+	}
+}
+
+// Without a max age a signature holds for the receiver's default TTL: a
+// copy of a message whose record has expired is refused, not run again.
+func TestSignerDefaultMaxAge(t *testing.T) {
+	at := &clock{t: signedAt}
+	signer := newSignerOf(t, signing.Config{Secrets: [][]byte{newSecret}, Now: at.now})
+	msg := keyed("msg-1", "payment-1", "p")
+	signer.Sign("payments", msg)
+	at.t = signedAt.Add(receiver.DefaultTTL)
+	if err := signer.Verify("payments", msg); err != nil {
+		t.Fatalf("Verify at the receiver's TTL: %v", err)
+	}
+	at.t = at.t.Add(time.Second)
+	if err := signer.Verify("payments", msg); !errors.Is(err, signing.ErrBadSignature) {
+		t.Fatalf("Verify past the receiver's TTL: %v, want ErrBadSignature", err)
+	}
+}
+
 // The signed text keeps its parts apart: moving bytes between the UUID and
 // the key changes the signature.
 func TestSignerPartsAreUnambiguous(t *testing.T) {
@@ -83,19 +144,27 @@ func TestSignerPartsAreUnambiguous(t *testing.T) {
 	a := keyed("ab", "c", "p")
 	signer.Sign("t", a)
 	b := keyed("a", "bc", "p")
-	b.Metadata.Set(signing.MetadataSignature, a.Metadata.Get(signing.MetadataSignature))
+	for _, field := range []string{signing.MetadataSignature, signing.MetadataSignedAt} {
+		b.Metadata.Set(field, a.Metadata.Get(field))
+	}
 	if err := signer.Verify("t", b); !errors.Is(err, signing.ErrBadSignature) {
 		t.Fatalf("uuid %q key %q verified with the signature of uuid %q key %q: %v", b.UUID, "bc", a.UUID, "c", err)
 	}
 }
 
-// A short secret is refused, and the error does not show it.
+// A short secret, no secret and a negative max age are refused, and the
+// error does not show the secret.
 func TestNewSignerRefuses(t *testing.T) {
 	short := "tooshort-secret"
-	for _, secrets := range [][][]byte{nil, {[]byte(short)}, {newSecret, []byte(short)}} {
-		_, err := signing.New(secrets...)
+	for _, cfg := range []signing.Config{
+		{},
+		{Secrets: [][]byte{[]byte(short)}},
+		{Secrets: [][]byte{newSecret, []byte(short)}},
+		{Secrets: [][]byte{newSecret}, MaxAge: -time.Second},
+	} {
+		_, err := signing.NewSigner(cfg)
 		if err == nil {
-			t.Fatalf("New(%d secrets) accepted", len(secrets))
+			t.Fatalf("NewSigner(%d secrets, max age %v) accepted", len(cfg.Secrets), cfg.MaxAge)
 		}
 		if strings.Contains(err.Error(), short) {
 			t.Fatalf("the error shows the secret: %v", err)
@@ -105,7 +174,7 @@ func TestNewSignerRefuses(t *testing.T) {
 
 func ExampleSigner() {
 	secret := []byte("a secret of 32 bytes or more, shared")
-	signer, err := signing.New(secret)
+	signer, err := signing.NewSigner(signing.Config{Secrets: [][]byte{secret}, MaxAge: 15 * time.Minute})
 	if err != nil {
 		panic(err)
 	}
@@ -114,11 +183,18 @@ func ExampleSigner() {
 	signer.Sign("payments", msg) // or publish through signer.Publisher(pub)
 
 	fmt.Println(signer.Verify("payments", msg) == nil)
+	fmt.Println(errors.Is(signer.Verify("staging.payments", msg), signing.ErrBadSignature))
 	msg.Payload = []byte(`{"amount":1}`)
 	fmt.Println(errors.Is(signer.Verify("payments", msg), signing.ErrBadSignature))
 	// Output:
 	// true
 	// true
+	// true
+}
+
+// setSignedAt returns a change of a message's signing time to t.
+func setSignedAt(t time.Time) func(*message.Message) {
+	return func(m *message.Message) { m.Metadata.Set(signing.MetadataSignedAt, fmt.Sprint(t.UnixMilli())) }
 }
 
 // keyed returns a message with an idempotency key in its metadata.
