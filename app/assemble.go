@@ -52,6 +52,9 @@ func newApp(ctx context.Context, cfg Config, d domain.Domain, logger *slog.Logge
 		return nil, err
 	}
 	logger.Info("starting", "domain", d.Name, "config", cfg)
+	for _, w := range cfg.Warnings() {
+		logger.Warn(w)
+	}
 	if err = cfg.checkAccess(logger); err != nil {
 		return nil, err
 	}

@@ -165,17 +165,7 @@ func TestDeployEnvFilesValidate(t *testing.T) {
 		t.Fatalf("no deploy/<kind>.env for any of %v", transport.Kinds)
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var environ []string
-		for line := range strings.Lines(string(b)) {
-			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-				environ = append(environ, line)
-			}
-		}
-		if _, err := LoadConfig(environ); err != nil {
+		if _, err := LoadConfig(envFileLines(t, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}

@@ -85,7 +85,7 @@ func run(args []string, stdout io.Writer) error {
 }
 
 // parseDockerfile returns the RUN command that runs go build and the final
-// stage's base image.
+// stage's base image, named by its tag without the digest it is pinned to.
 func parseDockerfile(s string) (build, base string, err error) {
 	for line := range strings.Lines(s) {
 		instr, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
@@ -94,6 +94,7 @@ func parseDockerfile(s string) (build, base string, err error) {
 			build = arg
 		case instr == "FROM":
 			base, _, _ = strings.Cut(arg, " ")
+			base, _, _ = strings.Cut(base, "@")
 		}
 	}
 	if build == "" || base == "" || !outputFlag.MatchString(build) {

@@ -2,7 +2,6 @@ package repocheck
 
 import (
 	"maps"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +14,8 @@ import (
 // TestConfigMapsMirrorEnvFiles: each deploy/<transport>.env has a
 // ConfigMap deploy/k8s/configmap-<transport>.yaml with the same keys and
 // values, and back, but for credentials: a value that holds a password (a
-// URL's user:password@) is never in a ConfigMap, which anyone who may read
+// URL's user:password@) or a setting that is a secret (a password,
+// secret, token or key: [secretName]) is never in a ConfigMap, which anyone who may read
 // the namespace's configuration reads, but in the Secret the Deployment
 // reads after it. With those, each is a configuration the service accepts,
 // and none opens the API to anonymous callers (ALLOW_ANONYMOUS is for
@@ -68,17 +68,15 @@ func TestConfigMapsMirrorEnvFiles(t *testing.T) {
 
 // compareMirror requires the data of the ConfigMap in file cmFile to be
 // the settings of the env file envFile, but for those that hold a
-// password (a URL's user:password@), which it must leave to a Secret. It
-// deletes those from env and returns them.
+// password (a URL's user:password@) or are secrets ([secretName]), which
+// it must leave to a Secret. It deletes those from env and returns them.
 func compareMirror(t *testing.T, cmFile string, data map[string]string, envFile string, env map[string]string) (secrets map[string]string) {
 	t.Helper()
 	secrets = map[string]string{}
 	for k, v := range env {
-		if u, err := url.Parse(v); err == nil && u.User != nil {
-			if _, ok := u.User.Password(); ok {
-				secrets[k] = v
-				delete(env, k)
-			}
+		if holdsPassword(v) || secretName.MatchString(k) {
+			secrets[k] = v
+			delete(env, k)
 		}
 	}
 	for k := range secrets {
