@@ -16,10 +16,9 @@ import (
 type Client struct {
 	// BaseURL is the service, such as http://127.0.0.1:8080.
 	BaseURL string
-	// APIKey is the service's ADMIN_API_KEY.
+	// APIKey is the operator's own key of the service's ADMIN_API_KEYS:
+	// the service logs every action as that operator's.
 	APIKey string
-	// Actor names who acts, sent as [ActorHeader].
-	Actor string
 	// HTTP sends the requests; nil: http.DefaultClient.
 	HTTP *http.Client
 }
@@ -60,7 +59,6 @@ func (c *Client) do(ctx context.Context, method, action string, t Target, q url.
 		return Record{}, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.APIKey)
-	req.Header.Set(ActorHeader, c.Actor)
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
@@ -80,7 +78,7 @@ func (c *Client) do(ctx context.Context, method, action string, t Target, q url.
 			return Record{}, fmt.Errorf("%s: %s", resp.Status, d.Detail)
 		}
 		if resp.StatusCode == http.StatusNotFound {
-			return Record{}, fmt.Errorf("%s: the service serves no key admin: set ADMIN_API_KEY on it", resp.Status)
+			return Record{}, fmt.Errorf("%s: the service serves no key admin: set ADMIN_API_KEYS on it", resp.Status)
 		}
 		return Record{}, fmt.Errorf("%s", resp.Status)
 	}

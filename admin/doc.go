@@ -24,6 +24,11 @@
 //   - evict removes a completed record, so that the next copy runs the
 //     handler again instead of being answered as a duplicate.
 //
+// Each operator has a key of their own ([Service.Handler]), and every
+// action is logged as the operator whose key it carried: nothing a request
+// says of itself names its actor. A source that keeps sending wrong keys
+// is throttled ([Throttle]).
+//
 // Removal is a compare-and-delete on the record that was read: a record
 // that changed meanwhile (completed, taken over) is left alone and the
 // action answered with a conflict. A local cache of completed records

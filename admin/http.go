@@ -2,32 +2,21 @@ package admin
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/onceflow/onceflow/middleware/apikey"
 	"github.com/onceflow/onceflow/problem"
 )
 
-// ActorHeader names the person or tool behind an admin request. The admin
-// API key is one secret for every operator, so it says only that the caller
-// may act; this header says who did, for the log. It is required.
-const ActorHeader = "X-Admin-Actor"
-
 var errNoRoute = problem.New(problem.NotFound,
 	"no such admin route: use GET /admin/keys/{handler}?key=..., or POST /admin/keys/{handler}/release or /evict")
 
-// maxActor bounds the actor's length, in bytes.
-const maxActor = 128
-
-// MinAPIKeyLen is the shortest admin API key [Service.Handler] takes, in
+// MinAPIKeyLen is the shortest operator key [Service.Handler] takes, in
 // bytes: a key an operator could guess, or try every value of, would
-// open every client's records.
-const MinAPIKeyLen = 16
+// open every client's records. Handler holds keys to [apikey.CheckKey],
+// which asks for this length and enough different characters.
+const MinAPIKeyLen = apikey.MinKeyLen
 
 // Routes of the admin API. The record is named by the query: key, and for
 // handler http also route and client (see [Target]); release takes
@@ -38,19 +27,18 @@ const (
 	RouteEvict   = "POST /admin/keys/{handler}/evict"
 )
 
-// Handler serves the admin API behind apiKey, of at least [MinAPIKeyLen]
-// bytes: every request needs "Authorization: Bearer <apiKey>" (compared
-// in constant time; 401 otherwise) and an [ActorHeader] (400 otherwise).
-// Answers are JSON: the [Record] read, or removed; errors are problem+json.
-// Every request is logged at info (warn when refused) with its actor,
-// remote address, target and outcome; never the API key. A request
-// refused for its API key is logged at warn with its remote address and
-// counted (Config.OnAuthFailure).
-func (s *Service) Handler(apiKey string) (http.Handler, error) {
-	if len(apiKey) < MinAPIKeyLen {
-		return nil, fmt.Errorf("admin: the API key must be at least %d bytes long", MinAPIKeyLen)
-	}
-	keys, err := apikey.NewKeys(map[string]string{apiKey: "admin"})
+// Handler serves the admin API to the operators of keys, a map from each
+// operator's key to their name: one key per operator, each passing
+// [apikey.CheckKey] (of at least [MinAPIKeyLen] bytes). Every request
+// needs "Authorization: Bearer <key>" (compared in constant time; 401
+// otherwise), and failed attempts are throttled per source (Config.Throttle;
+// 429 with Retry-After). Answers are JSON: the [Record] read, or removed;
+// errors are problem+json. Every action is logged at info (warn when
+// refused) with its actor, the operator whose key it carried, its remote
+// address, target and outcome; refused authentications at warn, once a
+// minute per source at most, with their count; never a key.
+func (s *Service) Handler(keys map[string]string) (http.Handler, error) {
+	operators, err := operatorKeys(keys)
 	if err != nil {
 		return nil, err
 	}
@@ -61,23 +49,7 @@ func (s *Service) Handler(apiKey string) (http.Handler, error) {
 	mux.HandleFunc("/admin/", func(w http.ResponseWriter, _ *http.Request) {
 		problem.Write(w, errNoRoute)
 	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		refused := func(w http.ResponseWriter, err error) {
-			s.authFailed(r, err)
-			problem.Write(w, err)
-		}
-		apikey.Authenticate(keys, refused)(mux).ServeHTTP(w, r)
-	}), nil
-}
-
-// authFailed logs and counts r, refused for its API key with err.
-func (s *Service) authFailed(r *http.Request, err error) {
-	actor, _ := actorOf(r.Header) // "" unless well-formed: the caller is unknown
-	s.cfg.Logger.WarnContext(r.Context(), "admin authentication refused",
-		"method", r.Method, "remote_addr", r.RemoteAddr, "actor", actor, "err", err)
-	if s.cfg.OnAuthFailure != nil {
-		s.cfg.OnAuthFailure()
-	}
+	return s.authenticate(operators, mux), nil
 }
 
 func (s *Service) get(r *http.Request, t Target) (Record, error) { return s.Get(r.Context(), t) }
@@ -95,17 +67,16 @@ func (s *Service) release(r *http.Request, t Target) (Record, error) {
 
 func (s *Service) evict(r *http.Request, t Target) (Record, error) { return s.Evict(r.Context(), t) }
 
-// action serves one admin action: it checks the actor, runs do on the
-// request's target, logs who did what with which outcome, and answers.
+// action serves one admin action, on an authenticated request: it runs do
+// on the request's target, logs who did what with which outcome, and
+// answers. Who is the operator whose key the request carried; nothing the
+// request says of itself names them.
 func (s *Service) action(name string, do func(*http.Request, Target) (Record, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		t := Target{Handler: r.PathValue("handler"), Key: q.Get("key"), Route: q.Get("route"), Client: q.Get("client")}
-		actor, err := actorOf(r.Header)
-		var rec Record
-		if err == nil {
-			rec, err = do(r, t)
-		}
+		actor, _ := apikey.ClientFromContext(r.Context())
+		rec, err := do(r, t)
 		attrs := []any{"action", name, "actor", actor, "remote_addr", r.RemoteAddr,
 			"handler", t.Handler, "key", t.Key, "route", t.Route, "client", t.Client}
 		if name == "release" {
@@ -121,17 +92,4 @@ func (s *Service) action(name string, do func(*http.Request, Target) (Record, er
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(rec)
 	})
-}
-
-// actorOf returns the one ActorHeader: printable text of 1 to maxActor
-// bytes.
-func actorOf(h http.Header) (string, error) {
-	v := h.Values(ActorHeader)
-	switch {
-	case len(v) != 1 || strings.TrimSpace(v[0]) == "":
-		return "", problem.New(problem.Invalid, "send one "+ActorHeader+" header naming who acts (onceflow keys sends $USER)")
-	case len(v[0]) > maxActor || !utf8.ValidString(v[0]) || strings.ContainsFunc(v[0], unicode.IsControl):
-		return "", problem.Errorf(problem.Invalid, "the %s header must be printable text of at most %d bytes", ActorHeader, maxActor)
-	}
-	return v[0], nil
 }

@@ -25,18 +25,26 @@ type Config struct {
 	// Clients are the API_KEYS clients; nil when API_KEYS is unset, and
 	// every request comes from the anonymous client.
 	Clients []string
-	// Logger receives one line per action, with who asked, and one per
-	// request refused for its API key. Nil discards.
+	// Logger receives one line per action, naming the operator whose key
+	// made it, and a line on a source's refused authentications at most
+	// once a minute (see [Service.Handler]). Nil discards.
 	Logger *slog.Logger
 	// OnAuthFailure, when set, is called once for every request refused
 	// for a missing or wrong API key: the service counts them.
 	OnAuthFailure func()
+	// OnThrottled, when set, is called once for every request refused
+	// because its source has failed too often (see [Throttle]).
+	OnThrottled func()
+	// Throttle bounds failed authentications per source; its zero value
+	// is the default.
+	Throttle Throttle
 }
 
 // Service reads and removes records for operators. It is safe for
 // concurrent use.
 type Service struct {
-	cfg Config
+	cfg      Config
+	throttle *throttle
 }
 
 // New returns the Service of cfg.
@@ -47,7 +55,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg}, nil
+	return &Service{cfg: cfg, throttle: newThrottle(cfg.Throttle)}, nil
 }
 
 // Record is a record as an operator sees it.

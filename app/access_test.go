@@ -41,8 +41,8 @@ func TestAllowAnonymousWarns(t *testing.T) {
 		want    string // the warning; "" for none
 	}{
 		{"anonymous", []string{"ALLOW_ANONYMOUS=true"}, "ALLOW_ANONYMOUS=true and API_KEYS unset: the API serves every caller as one anonymous client"},
-		{"with keys too", []string{"API_KEYS=key-a:client-a", "ALLOW_ANONYMOUS=true"}, "ALLOW_ANONYMOUS=true changes nothing: API_KEYS is set"},
-		{"keys", []string{"API_KEYS=key-a:client-a"}, ""},
+		{"with keys too", []string{"API_KEYS=key-of-client-a-0123456789:client-a", "ALLOW_ANONYMOUS=true"}, "ALLOW_ANONYMOUS=true changes nothing: API_KEYS is set"},
+		{"keys", []string{"API_KEYS=key-of-client-a-0123456789:client-a"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs testenv.Buffer

@@ -12,25 +12,38 @@ import (
 
 // adminAPI is the key admin on the receiver's store (through its local
 // cache, which then drops what it removes), for the routes' handlers, the
-// HTTP face's routes and API_KEYS' clients, its refused requests counted;
-// nil when ADMIN_API_KEY is unset, so that its routes do not exist.
+// HTTP face's routes and API_KEYS' clients, served to the operators of
+// ADMIN_API_KEYS (or ADMIN_API_KEY's one "admin", with a warning), its
+// refused and throttled requests counted; nil when neither is set, so
+// that its routes do not exist.
 func (b *assembly) adminAPI() (http.Handler, error) {
-	if b.cfg.AdminAPIKey == "" {
-		return nil, nil
+	operators, from, err := b.cfg.adminKeys()
+	if err != nil || operators == nil {
+		return nil, err
 	}
 	store, ok := b.store.Store.(stores.Admin)
 	if !ok {
-		return nil, fmt.Errorf("ADMIN_API_KEY is set but the store (%T) cannot be administered", b.store.Store)
+		return nil, fmt.Errorf("%s is set but the store (%T) cannot be administered", from, b.store.Store)
+	}
+	if from == "ADMIN_API_KEY" {
+		b.logger.Warn("ADMIN_API_KEY is one key for every operator: the key admin's log names whoever uses it \"admin\"; " +
+			"give each operator a key of their own in ADMIN_API_KEYS and unset ADMIN_API_KEY")
 	}
 	failures := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "onceflow_admin_auth_failures_total",
-		Help: "Requests to the key admin refused for a missing or wrong ADMIN_API_KEY.",
+		Help: "Requests to the key admin refused for a missing or wrong admin key.",
 	})
-	if err := b.reg.Register(failures); err != nil {
-		return nil, err
+	throttled := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "onceflow_admin_auth_throttled_total",
+		Help: "Requests to the key admin refused, before their key was looked at, because their source had sent too many wrong keys.",
+	})
+	for _, c := range []prometheus.Collector{failures, throttled} {
+		if err := b.reg.Register(c); err != nil {
+			return nil, err
+		}
 	}
 	cfg := admin.Config{Store: store, Handlers: b.parts.Routes.Names(), HTTPRoutes: b.parts.HTTP.IdempotentRoutes, Logger: b.logger,
-		OnAuthFailure: failures.Inc}
+		OnAuthFailure: failures.Inc, OnThrottled: throttled.Inc}
 	keys, err := b.cfg.apiKeys()
 	if err != nil {
 		return nil, err
@@ -42,5 +55,5 @@ func (b *assembly) adminAPI() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return svc.Handler(b.cfg.AdminAPIKey)
+	return svc.Handler(operators)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/onceflow/onceflow/admin"
 	"github.com/onceflow/onceflow/transport"
 )
 
@@ -23,7 +22,7 @@ import (
 // only values it takes (or runtimeAllowed does, for a list the build
 // decides), and secret says what the effective configuration's
 // log line shows of it: url (the URL, its credentials masked by redact),
-// apikeys (clients, not keys) or true (only whether it is set). Its doc
+// apikeys (names, not keys) or true (only whether it is set). Its doc
 // comment is its documentation: docs/configuration.md is generated from
 // this file (go generate ./app). Validate derives the allowed values'
 // checks from the tags, LogValue logs every field; rules that bind one
@@ -224,8 +223,10 @@ type Config struct {
 
 	// APIKeys, when set, requires "Authorization: Bearer <key>" on the API
 	// (/v1/...): comma-separated key:client pairs such as
-	// "k3y-1:client-a,k3y-2:client-b", split at the last colon; a client may
-	// have several keys, to rotate them. The client scopes Idempotency-Key
+	// "<key>:client-a,<key>:client-b", split at the last colon; a client may
+	// have several keys, to rotate them. Each key is a random string of at
+	// least 16 characters, at least 8 of them different (openssl rand -hex
+	// 16 makes one): start-up refuses any other. The client scopes Idempotency-Key
 	// records, so no client can replay or block another's response, and
 	// the domain's data (what a client creates can be its own: the domain
 	// reads the client from the request). Unset, the service refuses to
@@ -241,13 +242,27 @@ type Config struct {
 	// PublishAPIKey is the key a domain's traffic commands (the example's
 	// publish and load) send to a service that has API_KEYS set.
 	PublishAPIKey string `env:"PUBLISH_API_KEY" secret:"true"`
-	// AdminAPIKey, when set, serves the key admin under /admin/keys (see
-	// `onceflow keys`), behind "Authorization: Bearer <key>"; unset, those
-	// routes do not exist. It must be at least 16 characters long and may
-	// not be a key of API_KEYS: it opens every client's records. Refused
-	// attempts are logged and counted
-	// (onceflow_admin_auth_failures_total).
+	// AdminAPIKeys, when set, serves the key admin under /admin/keys (see
+	// `onceflow keys`) to its operators, one key each: comma-separated
+	// key:operator pairs such as "<key>:alice,<key>:bob", split at the last
+	// colon. A request needs "Authorization: Bearer <key>", and the audit
+	// log names the operator whose key it sent. Each key follows the rule
+	// of API_KEYS' keys, differs from the others and from every key of
+	// API_KEYS: it opens every client's records. Unset, with ADMIN_API_KEY
+	// unset too, those routes do not exist. A source that sends 10 wrong
+	// keys is throttled (429) and regains one attempt every 6 seconds;
+	// refusals are counted (onceflow_admin_auth_failures_total,
+	// onceflow_admin_auth_throttled_total). See docs/security.md.
+	AdminAPIKeys string `env:"ADMIN_API_KEYS" secret:"apikeys"`
+	// AdminAPIKey is one key shared by every operator, taken as the
+	// operator "admin" of ADMIN_API_KEYS: the audit log cannot tell who
+	// acted, and start-up warns. Set with ADMIN_API_KEYS, it is refused.
 	AdminAPIKey string `env:"ADMIN_API_KEY" secret:"true"`
+	// OperatorAPIKey is the key `onceflow keys` sends: the operator's own
+	// key of the service's ADMIN_API_KEYS, whose name the service logs
+	// for every action. Unset, it sends ADMIN_API_KEY. The service itself
+	// does not read it.
+	OperatorAPIKey string `env:"OPERATOR_API_KEY" secret:"true"`
 	// IdempotencyMaxBody bounds, in bytes, the response body stored for an
 	// Idempotency-Key: a larger response is served but not stored, and its
 	// key is released. 64 KiB, far above an API's answers and below what a
@@ -444,7 +459,7 @@ func (c Config) Validate() error {
 			"Watermill SQL consumes in REPEATABLE READ transactions, and the partitioned layout claims under READ COMMITTED only " +
 			"(the claim's snapshot must follow its key's lock); use PG_RECORDS_LAYOUT=rows, DEDUP_MODE=lease or another transport")
 	}
-	if err := c.validateAdminAPIKey(); err != nil {
+	if err := c.validateAdminKeys(); err != nil {
 		return err
 	}
 	if err := c.validateSigning(); err != nil {
@@ -460,26 +475,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("INTERNAL_ADDR=%q must differ from HTTP_ADDR: leave it unset to serve everything on HTTP_ADDR", c.InternalAddr)
 	}
 	return c.validateAddresses()
-}
-
-// validateAdminAPIKey refuses an ADMIN_API_KEY that is short or that a
-// client holds (and a malformed API_KEYS). Its errors never show a key.
-func (c Config) validateAdminAPIKey() error {
-	keys, err := c.apiKeys()
-	switch {
-	case err != nil:
-		return err
-	case c.AdminAPIKey == "":
-		return nil
-	case len(c.AdminAPIKey) < admin.MinAPIKeyLen:
-		return fmt.Errorf("ADMIN_API_KEY is %d characters long: use at least %d (it opens every client's records)", len(c.AdminAPIKey), admin.MinAPIKeyLen)
-	}
-	if keys != nil {
-		if client, ok := keys.Client(c.AdminAPIKey); ok {
-			return fmt.Errorf("ADMIN_API_KEY is also the API_KEYS key of client %q: give the key admin a key of its own", client)
-		}
-	}
-	return nil
 }
 
 // validateAddresses requires the address of every backend the chosen

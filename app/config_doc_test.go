@@ -121,8 +121,8 @@ var pageHeader = strings.Join([]string{
 	"as in `nats://TOKEN@host`) and without the values of query parameters",
 	"that name a secret (`password`, `sslpassword`, `token`, `access_token`,",
 	"`api_key`, `apikey`, `secret`...).",
-	"`API_KEYS` is logged with its clients but no key, another secret only as",
-	"whether it is set.",
+	"`API_KEYS` and `ADMIN_API_KEYS` are logged with their names (clients,",
+	"operators) but no key, another secret only as whether it is set.",
 	"",
 	"| variable | default | values | meaning |",
 	"|---|---|---|---|",
@@ -165,7 +165,7 @@ func valuesCell(s setting) string {
 	case s.Secret == secretURL:
 		return "URL"
 	case s.Secret == secretAPIKeys:
-		return "`key:client` pairs, comma separated"
+		return "`key:name` pairs, comma separated"
 	case s.Type == reflect.TypeFor[time.Duration]():
 		return "duration, such as `30s`"
 	}
@@ -185,7 +185,7 @@ func valuesCell(s setting) string {
 // secretNotes say what the log line shows of each kind of secret.
 var secretNotes = map[string]string{
 	secretURL:     "A secret: logged without its credentials.",
-	secretAPIKeys: "A secret: logged with its clients, not its keys.",
+	secretAPIKeys: "A secret: logged with its names, not its keys.",
 	secretWhole:   "A secret: never logged, only whether it is set.",
 }
 

@@ -29,7 +29,7 @@ type setting struct {
 // configuration's log line shows of the setting.
 const (
 	secretURL     = "url"     // the URL, its credentials masked by redact
-	secretAPIKeys = "apikeys" // key:client pairs, each key masked, its client shown
+	secretAPIKeys = "apikeys" // key:name pairs, each key masked, its name (client, operator) shown
 	secretWhole   = "true"    // only whether it is set, as NAME_set
 )
 

@@ -35,7 +35,7 @@ func TestLoadConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"DEDUP_ON_STORE_ERROR=ignore"}, `DEDUP_ON_STORE_ERROR="ignore" is not allowed: use one of fail-closed, fail-open`},
 		{[]string{"LOG_FORMAT=xml"}, `LOG_FORMAT="xml" is not allowed: use one of auto, text, json`},
 		{[]string{"INTERNAL_ADDR=:8080"}, `INTERNAL_ADDR=":8080" must differ from HTTP_ADDR`},
-		{[]string{"ADMIN_API_KEY=adm1n"}, `ADMIN_API_KEY is 5 characters long: use at least 16`},
+		{[]string{"ADMIN_API_KEY=adm1n"}, `ADMIN_API_KEY: the key is too short (5 of 16 characters)`},
 		{[]string{"MAX_MESSAGE_BYTES=-1"}, `MAX_MESSAGE_BYTES=-1 must be 0 (no limit) or more`},
 		{[]string{"ADMIN_API_KEY=key-of-client-a-0123", "API_KEYS=key-of-client-a-0123:client-a"},
 			`ADMIN_API_KEY is also the API_KEYS key of client "client-a"`},

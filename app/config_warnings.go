@@ -22,7 +22,7 @@ import (
 //     server's certificate never verified;
 //   - a broker (any TRANSPORT but gochannel) without
 //     MESSAGE_SIGNING_SECRETS: whoever may publish may take keys;
-//   - INTERNAL_ADDR unset while the key admin (ADMIN_API_KEY) or, with
+//   - INTERNAL_ADDR unset while the key admin (ADMIN_API_KEYS) or, with
 //     API_KEYS guarding the API, /metrics and the probes are served on a
 //     HTTP_ADDR other than loopback;
 //   - each Redis, RabbitMQ, NATS or Kafka the service opens without
@@ -74,7 +74,7 @@ func (c Config) internalAddrWarning() string {
 		return ""
 	}
 	switch {
-	case c.AdminAPIKey != "":
+	case c.AdminAPIKey != "" || strings.TrimSpace(c.AdminAPIKeys) != "":
 		return fmt.Sprintf("INTERNAL_ADDR is unset: the key admin (/admin/), /metrics and the probes are served on HTTP_ADDR=%s, "+
 			"beside the API, to whoever reaches it; set INTERNAL_ADDR (such as :9090) to a port only operators and the scraper reach", c.HTTPAddr)
 	case strings.TrimSpace(c.APIKeys) != "":

@@ -55,6 +55,7 @@ func TestConfigWarnings(t *testing.T) {
 
 		{"admin on the public port", []string{"API_KEYS=9f3c1a7e5b2d8c4f6a0e:a", "ADMIN_API_KEY=4e7b1d9a3c6f0e2b8d5a7c1f3e9b6d20"}, "INTERNAL_ADDR is unset: the key admin (/admin/)"},
 		{"metrics on the public port", []string{"API_KEYS=9f3c1a7e5b2d8c4f6a0e:a"}, "INTERNAL_ADDR is unset: /metrics, /healthz and /readyz are served without a key on HTTP_ADDR=:8080"},
+		{"operators' admin on the public port", []string{"API_KEYS=9f3c1a7e5b2d8c4f6a0e:a", "ADMIN_API_KEYS=4e7b1d9a3c6f0e2b8d5a7c1f3e9b6d20:alice"}, "INTERNAL_ADDR is unset: the key admin (/admin/)"},
 		{"admin on the internal port", []string{"API_KEYS=9f3c1a7e5b2d8c4f6a0e:a", "ADMIN_API_KEY=4e7b1d9a3c6f0e2b8d5a7c1f3e9b6d20", "INTERNAL_ADDR=:9090"}, ""},
 		{"the public port on loopback", []string{"API_KEYS=9f3c1a7e5b2d8c4f6a0e:a", "ADMIN_API_KEY=4e7b1d9a3c6f0e2b8d5a7c1f3e9b6d20", "HTTP_ADDR=127.0.0.1:8080"}, ""},
 		{"an anonymous API (make run)", []string{"ALLOW_ANONYMOUS=true"}, ""},

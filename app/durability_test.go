@@ -49,7 +49,7 @@ func TestRedisDurabilityGuard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := testenv.RedisServer(t, tc.args...)
-			environ := []string{"HTTP_ADDR=127.0.0.1:0", "API_KEYS=key-a:client-a", "STORE=redis", "REDIS_URL=redis://" + srv.Addr() + "/0"}
+			environ := []string{"HTTP_ADDR=127.0.0.1:0", "API_KEYS=key-of-client-a-0123456789:client-a", "STORE=redis", "REDIS_URL=redis://" + srv.Addr() + "/0"}
 			if tc.require {
 				environ = append(environ, "REDIS_REQUIRE_DURABLE=true")
 			}

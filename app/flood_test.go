@@ -157,16 +157,16 @@ func TestFloodIsRefusedByTheClientQuota(t *testing.T) {
 	for _, name := range []string{"redis", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			a := startApp(t, append(storeEnvs(t)[name](t), "API_KEYS=key-a:client-a,key-b:client-b",
+			a := startApp(t, append(storeEnvs(t)[name](t), "API_KEYS=key-of-client-a-0123456789:client-a,key-of-client-b-0123456789:client-b",
 				"IDEMPOTENCY_CLIENT_RECORDS=20", "IDEMPOTENCY_CLIENT_WINDOW=1h")...)
 			c := http.DefaultClient
-			asA, asB := []string{"Authorization", "Bearer key-a"}, []string{"Authorization", "Bearer key-b"}
+			asA, asB := []string{"Authorization", "Bearer key-of-client-a-0123456789"}, []string{"Authorization", "Bearer key-of-client-b-0123456789"}
 			if res := a.send(t, c, http.MethodPost, flowtest.CreatePath, flowtest.Body("req-a-"+uuid.NewString()[:8]),
 				append(asA, "Idempotency-Key", uuid.NewString())...); res.status != http.StatusAccepted {
 				t.Fatalf("request: %d %s", res.status, res.body)
 			}
 
-			codes := a.flood(t, 200, "key-a")
+			codes := a.flood(t, 200, "key-of-client-a-0123456789")
 			t.Logf("flood of 200: %v", codes)
 			if codes[http.StatusBadRequest] != 19 || codes[http.StatusTooManyRequests] != 181 {
 				t.Errorf("flood answers %v, want 19 stored 400s (the request took the 20th record) and 181 429s", codes)

@@ -3,10 +3,8 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -24,7 +22,7 @@ type httpParts struct {
 	cfg Config
 	// api is the domain's API.
 	api domain.HTTP
-	// keysAdmin is the key admin; nil when ADMIN_API_KEY is unset.
+	// keysAdmin is the key admin; nil when no admin key is set.
 	keysAdmin http.Handler
 	receiver  *receiver.Receiver
 	router    *message.Router
@@ -54,7 +52,7 @@ type httpParts struct {
 //
 // Both write their errors with problem.Write, as the handlers do, so every
 // problem the service answers comes from one writer and one table of
-// statuses. The key admin (/admin/keys/..., ADMIN_API_KEY) has its own
+// statuses. The key admin (/admin/keys/..., ADMIN_API_KEYS) has its own
 // authentication and exists only when keysAdmin is set. /metrics and the
 // probes are open: INTERNAL_ADDR keeps them off the public port.
 func newHTTPServers(p httpParts) (public, internal *http.Server, err error) {
@@ -158,46 +156,4 @@ func writeStatus(w http.ResponseWriter, code int, status string, checks map[stri
 		Status string            `json:"status"`
 		Checks map[string]string `json:"checks,omitempty"`
 	}{status, checks})
-}
-
-// apiKeys parses API_KEYS, "key:client" pairs separated by commas, each
-// split at its last colon: nil when unset. Its errors never show a key.
-func (c Config) apiKeys() (*apikey.Keys, error) {
-	if strings.TrimSpace(c.APIKeys) == "" {
-		return nil, nil
-	}
-	keys := map[string]string{}
-	for i, entry := range strings.Split(c.APIKeys, ",") {
-		cut := strings.LastIndexByte(entry, ':')
-		if cut < 0 {
-			return nil, fmt.Errorf("API_KEYS entry %d is not key:client", i+1)
-		}
-		key, client := strings.TrimSpace(entry[:cut]), strings.TrimSpace(entry[cut+1:])
-		if _, dup := keys[key]; dup {
-			return nil, fmt.Errorf("API_KEYS entry %d repeats the key of an earlier entry", i+1)
-		}
-		keys[key] = client
-	}
-	k, err := apikey.NewKeys(keys)
-	if err != nil {
-		return nil, fmt.Errorf("API_KEYS: %w", err)
-	}
-	return k, nil
-}
-
-// maskAPIKeys shows API_KEYS with every key replaced by ***: the clients
-// stay readable.
-func maskAPIKeys(raw string) string {
-	if strings.TrimSpace(raw) == "" {
-		return ""
-	}
-	entries := strings.Split(raw, ",")
-	for i, entry := range entries {
-		client := ""
-		if cut := strings.LastIndexByte(entry, ':'); cut >= 0 {
-			client = strings.TrimSpace(entry[cut+1:])
-		}
-		entries[i] = "***:" + client
-	}
-	return strings.Join(entries, ",")
 }

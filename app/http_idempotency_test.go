@@ -93,15 +93,15 @@ func TestHTTPIdempotencyConcurrentPOSTs(t *testing.T) {
 // With API_KEYS set, the API needs a known key, and one client's
 // Idempotency-Key never reaches another client's response.
 func TestHTTPIdempotencyClientsIsolated(t *testing.T) {
-	a := startApp(t, "API_KEYS=key-a:client-a, key-b:client-b")
+	a := startApp(t, "API_KEYS=key-of-client-a-0123456789:client-a, key-of-client-b-0123456789:client-b")
 	c := http.DefaultClient
-	asA, asB := []string{"Authorization", "Bearer key-a"}, []string{"Authorization", "Bearer key-b"}
+	asA, asB := []string{"Authorization", "Bearer key-of-client-a-0123456789"}, []string{"Authorization", "Bearer key-of-client-b-0123456789"}
 	key := []string{"Idempotency-Key", "shared-key"}
 	req := flowtest.Body("req-" + uuid.NewString()[:8])
 
 	for _, r := range []response{
 		a.send(t, c, http.MethodPost, flowtest.CreatePath, req, key...),
-		a.send(t, c, http.MethodPost, flowtest.CreatePath, req, append(key, "Authorization", "Bearer key-c")...),
+		a.send(t, c, http.MethodPost, flowtest.CreatePath, req, append(key, "Authorization", "Bearer key-of-client-c-0123456789")...),
 		a.send(t, c, http.MethodGet, "/v1/summary", ""),
 	} {
 		if r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") ||
@@ -183,7 +183,7 @@ func TestHTTPIdempotencyOversizeResponseNotStored(t *testing.T) {
 }
 
 func TestAPIKeysConfig(t *testing.T) {
-	cfg, err := LoadConfig([]string{"API_KEYS=s3cret-1:client-a,pass:word:client-b"})
+	cfg, err := LoadConfig([]string{"API_KEYS=s3cret-of-client-a-01:client-a,pass:word-of-client-b-01:client-b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,10 +197,11 @@ func TestAPIKeysConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, ok := keys.Client("pass:word"); !ok || c != "client-b" {
+	if c, ok := keys.Client("pass:word-of-client-b-01"); !ok || c != "client-b" {
 		t.Errorf("key with a colon resolves to %q, %v; want client-b", c, ok)
 	}
-	for _, bad := range []string{"API_KEYS=s3cret", "API_KEYS=s3cret:", "API_KEYS=s3cret:a,s3cret:b", "API_KEYS=:a",
+	for _, bad := range []string{"API_KEYS=s3cret-0123456789ab", "API_KEYS=s3cret-0123456789ab:", "API_KEYS=s3cret-0123456789ab:a,s3cret-0123456789ab:b", "API_KEYS=:a",
+		"API_KEYS=s3cret:a",
 		"IDEMPOTENCY_MAX_BODY=0"} {
 		_, err := LoadConfig([]string{bad})
 		name, _, _ := strings.Cut(bad, "=")

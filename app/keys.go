@@ -18,33 +18,33 @@ type KeysOptions struct {
 	Target admin.Target
 	// Force releases a key whose owner holds a live lease.
 	Force bool
-	// Actor is who acts, logged by the service. Required.
-	Actor string
 	// ServiceURL is the running service's key admin (default from
 	// INTERNAL_ADDR, else HTTP_ADDR).
 	ServiceURL string
 }
 
 // Keys runs one key admin action on the running service's /admin API with
-// its ADMIN_API_KEY, and writes the record, as read before the action, to
-// out as indented JSON.
+// the operator's own key (OPERATOR_API_KEY, else ADMIN_API_KEY), which
+// names them in the service's log, and writes the record, as read before
+// the action, to out as indented JSON.
 func Keys(ctx context.Context, environ []string, opts KeysOptions, out io.Writer) error {
 	cfg, err := LoadConfig(environ)
 	if err != nil {
 		return err
 	}
-	switch {
-	case cfg.AdminAPIKey == "":
-		return errors.New("ADMIN_API_KEY is required: the key admin API of the service needs it")
-	case opts.Actor == "":
-		return errors.New("--actor is required (default $USER): the service logs who acts")
+	key := cfg.OperatorAPIKey
+	if key == "" {
+		key = cfg.AdminAPIKey
+	}
+	if key == "" {
+		return errors.New("OPERATOR_API_KEY is required: your own key of the service's ADMIN_API_KEYS, which names you in its log")
 	}
 	if opts.ServiceURL == "" {
 		if opts.ServiceURL, err = cfg.InternalURL(); err != nil {
 			return err
 		}
 	}
-	c := admin.Client{BaseURL: opts.ServiceURL, APIKey: cfg.AdminAPIKey, Actor: opts.Actor}
+	c := admin.Client{BaseURL: opts.ServiceURL, APIKey: key}
 	var rec admin.Record
 	switch opts.Action {
 	case "get":

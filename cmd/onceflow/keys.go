@@ -6,8 +6,6 @@ import (
 	"flag"
 	"io"
 
-	"github.com/caarlos0/env/v11"
-
 	"github.com/onceflow/onceflow/app"
 )
 
@@ -24,7 +22,6 @@ func keys(ctx context.Context, args, environ []string, stdout, stderr io.Writer)
 	fs.StringVar(&opts.Target.Client, "client", "", "handler http: the API_KEYS client the request came from (none when API_KEYS is unset)")
 	fs.StringVar(&opts.Target.Route, "route", "", `handler http: the route, a pattern of the domain's API such as "POST /v1/orders" (default: the only one)`)
 	fs.BoolVar(&opts.Force, "force", false, "release: free a key whose owner still holds its lease (the owner may still be running)")
-	fs.StringVar(&opts.Actor, "actor", env.ToMap(environ)["USER"], "who acts, for the service's log (default $USER)")
 	fs.StringVar(&opts.ServiceURL, "service-url", "", "the running service's key admin (default from INTERNAL_ADDR, else HTTP_ADDR: http://127.0.0.1:8080)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err

@@ -23,7 +23,7 @@ import (
 func TestPaymentsBelongToTheirClients(t *testing.T) {
 	for _, ledger := range []string{"memory", "postgres"} {
 		t.Run(ledger, func(t *testing.T) {
-			environ := []string{"API_KEYS=key-a:client-a, key-b:client-b"}
+			environ := []string{"API_KEYS=key-of-client-a-0123456789:client-a, key-of-client-b-0123456789:client-b"}
 			if ledger == "postgres" {
 				environ = append(environ, "DATABASE_URL="+testenv.PostgresSchema(t))
 			}
@@ -41,7 +41,7 @@ type summary struct {
 }
 
 func paymentsBelongToTheirClients(t *testing.T, s *apptest.Service) {
-	asA, asB := []string{"Authorization", "Bearer key-a"}, []string{"Authorization", "Bearer key-b"}
+	asA, asB := []string{"Authorization", "Bearer key-of-client-a-0123456789"}, []string{"Authorization", "Bearer key-of-client-b-0123456789"}
 	id := "pay-" + uuid.NewString()[:8]
 	summaryOf := func(auth []string) summary {
 		t.Helper()

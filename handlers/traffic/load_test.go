@@ -57,14 +57,14 @@ func TestLoadThroughHTTPChargesOnce(t *testing.T) {
 // Against a service with API_KEYS, load and its check authenticate with
 // PUBLISH_API_KEY; without it the check cannot read the ledger.
 func TestLoadWithAPIKey(t *testing.T) {
-	a := startApp(t, "API_KEYS=s3cret-key:load")
+	a := startApp(t, "API_KEYS=s3cret-key-0123456789:load")
 	env := []string{"HTTP_ADDR=" + a.Addr()}
 	opts := traffic.LoadOptions{Duration: 10 * time.Second, Count: 10, Concurrency: 2, DupRatio: 0.5, Check: true, CheckTimeout: 10 * time.Second}
 	var out bytes.Buffer
 	if _, err := traffic.Load(context.Background(), cmdEnv(env), opts, &out); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("Load without PUBLISH_API_KEY: %v, want 401", err)
 	}
-	res, err := traffic.Load(context.Background(), cmdEnv(append(env, "PUBLISH_API_KEY=s3cret-key")), opts, &out)
+	res, err := traffic.Load(context.Background(), cmdEnv(append(env, "PUBLISH_API_KEY=s3cret-key-0123456789")), opts, &out)
 	if err != nil || res.Unique != 5 || res.Ledger == nil || !res.Ledger.OK() {
 		t.Errorf("Load with PUBLISH_API_KEY: %v, %d unique, ledger %+v; want 5 payments charged once\n%s", err, res.Unique, res.Ledger, out.String())
 	}
@@ -172,11 +172,11 @@ func TestLoadRejectsBadOptions(t *testing.T) {
 // reads: the payments are that client's, not the anonymous client's.
 func TestLoadToBrokerWithAPIKey(t *testing.T) {
 	env, _, _ := amqpAppEnv(t)
-	env = append(env, "API_KEYS=s3cret-key:load")
+	env = append(env, "API_KEYS=s3cret-key-0123456789:load")
 	a := startApp(t, env...)
 	loadEnv := append(slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		return strings.HasPrefix(kv, "TRANSPORT=")
-	}), "HTTP_ADDR="+a.Addr(), "PUBLISH_API_KEY=s3cret-key")
+	}), "HTTP_ADDR="+a.Addr(), "PUBLISH_API_KEY=s3cret-key-0123456789")
 	opts := traffic.LoadOptions{
 		Transport: "amqp", Duration: 20 * time.Second, Count: 20, Concurrency: 4, DupRatio: 0.5,
 		Check: true, CheckTimeout: 10 * time.Second,

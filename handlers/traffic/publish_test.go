@@ -42,7 +42,7 @@ func TestPublishToBroker(t *testing.T) {
 // Against a service with API_KEYS, publish authenticates with
 // PUBLISH_API_KEY; without it every copy is refused.
 func TestPublishThroughHTTPWithAPIKey(t *testing.T) {
-	a := startApp(t, "API_KEYS=s3cret-key:demo")
+	a := startApp(t, "API_KEYS=s3cret-key-0123456789:demo")
 	env := []string{"HTTP_ADDR=" + a.Addr()}
 
 	var out bytes.Buffer
@@ -50,7 +50,7 @@ func TestPublishThroughHTTPWithAPIKey(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("Publish without PUBLISH_API_KEY: %v, want 401", err)
 	}
-	if err := traffic.Publish(context.Background(), cmdEnv(append(env, "PUBLISH_API_KEY=s3cret-key")),
+	if err := traffic.Publish(context.Background(), cmdEnv(append(env, "PUBLISH_API_KEY=s3cret-key-0123456789")),
 		traffic.PublishOptions{Count: 2, Duplicates: 1}, &out); err != nil {
 		t.Fatalf("Publish with PUBLISH_API_KEY: %v", err)
 	}
