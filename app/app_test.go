@@ -13,6 +13,7 @@ import (
 	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/internal/testenv"
+	"github.com/onceflow/onceflow/middleware/consume"
 )
 
 // storeEnvs are the stores the service runs with, as the environment
@@ -98,6 +99,36 @@ func TestOversizeMessageIsPoisoned(t *testing.T) {
 	})
 	if n := a.Metric(t, "onceflow_receiver_outcomes_total", "scope", testdomain.ChargeRoute); n != 1 {
 		t.Errorf("the charge route's receiver saw %v messages, want the small one only", n)
+	}
+}
+
+// Messages published straight to the poison topic make no record: with
+// room for 20 records and signing on, 50 unsigned ones, each with a key of
+// its own, are logged and counted (as "other": they name no topic of the
+// service), and a real payment is then charged. The poison topic's reader
+// used to claim each of them; the store full, a payment was answered 202
+// and never charged.
+func TestThePoisonTopicIsNoSideDoor(t *testing.T) {
+	var log testenv.Buffer
+	a := startAppLogging(t, seams{}, teeLogger(t, &log), "MEMORY_MAX_RECORDS=20", "MESSAGE_SIGNING_SECRETS="+sharedSecret)
+	const sent = 50
+	for i := range sent {
+		msg := message.NewMessage(uuid.NewString(), []byte(`{"id":"side-door","amount":1}`))
+		msg.Metadata.Set(consume.MetadataKey, fmt.Sprintf("side-door-%d", i))
+		if err := a.transport.Publisher().Publish(PoisonTopic, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every message of the poison topic counted", func() bool {
+		return a.Metric(t, "onceflow_poisoned_messages_total", "topic", "other") == sent
+	})
+	flowtest.PostOK(t, a, "after-side-door")
+	waitFor(t, "the real payment charged", func() bool { return flowtest.Tally(t, a).Charges.Rows == 1 })
+	if n := strings.Count(log.String(), `msg="message poisoned"`); n != sent {
+		t.Errorf("%d lines logged for the poison topic's messages, want one each, %d", n, sent)
+	}
+	if strings.Contains(log.String(), "store_full") || strings.Contains(log.String(), "store is full") {
+		t.Errorf("the store filled up:\n%s", log.String())
 	}
 }
 
