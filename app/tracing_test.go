@@ -54,8 +54,17 @@ func TestTraceFollowsOneRequest(t *testing.T) {
 				"publish " + testdomain.TopicCharged, testdomain.NotifyRoute, "receiver " + testdomain.NotifyRoute}
 			// A span ends after those it contains, and a publish span may
 			// end after its consumer's.
-			waitFor(t, "every span of the chain, and the receipt route's decision", func() bool {
-				return spantest.New(spans.GetSpans()).Has(append(chain, "receiver "+testdomain.ReceiptRoute)...)
+			// A span is exported when it ends: wait for each link of the
+			// chain, not only each name (the outbox's two publish spans of
+			// an event end apart, and the consumer's parent may be the later).
+			waitFor(t, "every span of the chain, each below the one before, and the receipt route's decision", func() bool {
+				got := spantest.New(spans.GetSpans())
+				for i := 1; i < len(chain); i++ {
+					if !got.AnyDescends(chain[i], chain[i-1]) {
+						return false
+					}
+				}
+				return got.Has(append(chain, "receiver "+testdomain.ReceiptRoute)...)
 			})
 
 			got := spantest.New(spans.GetSpans())
