@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,14 +43,22 @@ const (
 // session timer when a join completes, so the dead member expires one
 // session timeout later and the group rebalances without it.
 //
-// The test repeats the scenario until kfake keeps the dead member, which
-// each attempt does with probability 1/2.
+// The coin is fair only once kfake has seen the connection close: until
+// then the response channel alone is ready and the timer restarts, which
+// on a busy machine is most of the time. So each attempt waits until kfake
+// has finished with the dead member's connection before the rejoin that
+// sends the reply, and the test repeats the scenario until kfake keeps the
+// dead member, which each attempt then does with probability 1/2 (all 16
+// attempts fail by chance once in 65,536 runs).
 func TestKfakeKeepsMemberThatDiedInJoinGroup(t *testing.T) {
 	t.Parallel()
-	addr, admin := kfakeCluster(t, kfake.NewCluster)
-	const attempts = 12
+	watch := &closeWatch{finished: make(chan struct{}, 64)}
+	addr, admin := kfakeCluster(t, func(opts ...kfake.Opt) (*kfake.Cluster, error) {
+		return kfake.NewCluster(append(opts, kfake.ListenFn(watch.listen))...)
+	})
+	const attempts = 16
 	for i := range attempts {
-		if kfakeKeepsDeadMember(t, addr, admin, fmt.Sprintf("kfake-dead-%d", i)) {
+		if kfakeKeepsDeadMember(t, addr, admin, fmt.Sprintf("kfake-dead-%d", i), watch.awaitOne) {
 			t.Logf("attempt %d: %v after its connection closed the dead member is still in the Stable group", i+1, 3*kfakeSession)
 			return
 		}
@@ -67,7 +76,7 @@ func TestKfakebrokerExpiresMemberThatDiedInJoinGroup(t *testing.T) {
 		return kfakebroker.NewCluster("127.0.0.1:0", "kfakebroker-test", opts...)
 	})
 	for i := range 4 {
-		if kfakeKeepsDeadMember(t, addr, admin, fmt.Sprintf("kfakebroker-dead-%d", i)) {
+		if kfakeKeepsDeadMember(t, addr, admin, fmt.Sprintf("kfakebroker-dead-%d", i), nil) {
 			t.Fatalf("attempt %d: %v after its connection closed the dead member is still in the group",
 				i+1, 3*kfakeSession)
 		}
@@ -76,8 +85,9 @@ func TestKfakebrokerExpiresMemberThatDiedInJoinGroup(t *testing.T) {
 
 // kfakeKeepsDeadMember reports whether group is still Stable with a dead
 // member in it three session timeouts after the member's connection closed
-// while its JoinGroup was parked.
-func kfakeKeepsDeadMember(t *testing.T, addr string, admin sarama.ClusterAdmin, group string) bool {
+// while its JoinGroup was parked. closed, unless nil, returns once the
+// broker has seen that connection close.
+func kfakeKeepsDeadMember(t *testing.T, addr string, admin sarama.ClusterAdmin, group string, closed func(*testing.T)) bool {
 	t.Helper()
 	live := newKfakeMember(t, addr, group, 10*time.Second)
 	live.mustJoin()
@@ -96,6 +106,9 @@ func kfakeKeepsDeadMember(t *testing.T, addr string, admin sarama.ClusterAdmin, 
 		t.Fatal("the parked JoinGroup was answered before the live member rejoined")
 	}
 	dead.close()
+	if closed != nil {
+		closed(t)
+	}
 	stopBeats()
 
 	// The live member rejoins: the rebalance completes with the dead member
@@ -168,6 +181,59 @@ func TestKfakeExpiresMemberWaitingInJoinGroup(t *testing.T) {
 		t.Errorf("the rejoining member is still in the group (%s)", g.State)
 	}
 	t.Logf("the rejoining member was expired while waiting; its JoinGroup got no answer in %v", took.Round(time.Millisecond))
+}
+
+// closeWatch is a listener for kfake that reports each connection kfake
+// has finished with. kfake closes a connection twice (client_conn.go):
+// its reader when the read fails, just before it closes the connection's
+// done channel, and its writer once it sees done closed. The second close
+// therefore means done is closed.
+type closeWatch struct {
+	finished chan struct{}
+}
+
+func (w *closeWatch) listen(network, address string) (net.Listener, error) {
+	l, err := net.Listen(network, address)
+	return watchedListener{Listener: l, finished: w.finished}, err
+}
+
+// awaitOne returns once kfake has finished with one more connection.
+func (w *closeWatch) awaitOne(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.finished:
+	case <-time.After(10 * time.Second):
+		t.Fatal("kfake did not close the dead member's connection")
+	}
+}
+
+type watchedListener struct {
+	net.Listener
+	finished chan struct{}
+}
+
+func (l watchedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &watchedConn{Conn: c, finished: l.finished}, nil
+}
+
+type watchedConn struct {
+	net.Conn
+	finished chan struct{}
+	closes   atomic.Int32
+}
+
+func (c *watchedConn) Close() error {
+	if c.closes.Add(1) == 2 {
+		select {
+		case c.finished <- struct{}{}:
+		default: // the cluster's own shutdown, once the test is done
+		}
+	}
+	return c.Conn.Close()
 }
 
 // kfakeCluster starts a cluster for one test with start, with one topic and
