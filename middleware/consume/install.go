@@ -127,12 +127,17 @@ type Retry struct {
 
 // Poison is the receiver's poison queue (RouterConfig.Poison): Watermill's
 // PoisonQueue, filtered to the permanent errors, with the reason in
-// metadata "reason_poisoned" and the message's topic in "topic_poisoned".
+// metadata "reason_poisoned", its kind in [PoisonClassKey] and the
+// message's topic in "topic_poisoned".
 type Poison struct {
 	// Publisher publishes the poisoned messages. Required.
 	Publisher message.Publisher
 	// Topic is theirs. Default DefaultPoisonTopic.
 	Topic string
+	// Malformed reports the permanent errors of a payload that does not
+	// decode, which are parked with class malformed (metadata
+	// PoisonClassKey). Nil: none.
+	Malformed func(error) bool
 }
 
 // HandlerConfig is what one handler sets for itself (RouterConfig.Handlers).
@@ -229,7 +234,7 @@ func (c RouterConfig) guard() (message.HandlerMiddleware, error) {
 		if err != nil {
 			return nil, err
 		}
-		guarded = append(guarded, poison)
+		guarded = append(guarded, poison, c.Poison.classify(c.permanent))
 	}
 	if c.MaxPayload > 0 {
 		guarded = append(guarded, MaxPayload(c.MaxPayload))

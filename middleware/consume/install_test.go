@@ -101,7 +101,8 @@ func (p refusingPublisher) Publish(topic string, msgs ...*message.Message) error
 
 // A domain's permanent error skips the retries and reaches the poison
 // topic once, through a publisher that honours the message's context; a
-// reused key does too, whatever RouterConfig.Permanent says.
+// reused key does too, whatever RouterConfig.Permanent says. Each carries
+// its class: malformed for Poison.Malformed's, key_reused.
 func TestInstallPoisonsPermanentErrors(t *testing.T) {
 	errMalformed := errors.New("malformed message")
 	r, _ := receivertest.NewReceiver(t, receiver.Config{})
@@ -117,7 +118,8 @@ func TestInstallPoisonsPermanentErrors(t *testing.T) {
 		}
 		return nil
 	})
-	err := Install(router, RouterConfig{Receiver: r, Poison: &Poison{Publisher: refusingPublisher{ps}, Topic: "dead"},
+	err := Install(router, RouterConfig{Receiver: r, Poison: &Poison{Publisher: refusingPublisher{ps}, Topic: "dead",
+		Malformed: func(err error) bool { return errors.Is(err, errMalformed) }},
 		Permanent: PermanentErrors(errMalformed), Retry: &Retry{Interval: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +128,8 @@ func TestInstallPoisonsPermanentErrors(t *testing.T) {
 
 	publish(t, ps, "in", keyed("msg-1", "payment-1", "garbage"))
 	got := receive(t, poisoned, 1)[0]
-	if got.UUID != "msg-1" || !strings.Contains(got.Metadata.Get(middleware.ReasonForPoisonedKey), "malformed message") {
+	if got.UUID != "msg-1" || !strings.Contains(got.Metadata.Get(middleware.ReasonForPoisonedKey), "malformed message") ||
+		got.Metadata.Get(PoisonClassKey) != ClassMalformed {
 		t.Fatalf("poisoned %s with metadata %v, want msg-1, malformed", got.UUID, got.Metadata)
 	}
 	if attempts.Load() != 1 {
@@ -137,7 +140,8 @@ func TestInstallPoisonsPermanentErrors(t *testing.T) {
 	publish(t, ps, "in", keyed("msg-2", "payment-2", "amount=100"))
 	publish(t, ps, "in", keyed("msg-3", "payment-2", "amount=999"))
 	got = receive(t, poisoned, 1)[0]
-	if got.UUID != "msg-2" && got.UUID != "msg-3" || !strings.Contains(got.Metadata.Get(middleware.ReasonForPoisonedKey), "fingerprint_mismatch") {
+	if got.UUID != "msg-2" && got.UUID != "msg-3" || !strings.Contains(got.Metadata.Get(middleware.ReasonForPoisonedKey), "fingerprint_mismatch") ||
+		got.Metadata.Get(PoisonClassKey) != ClassKeyReused {
 		t.Fatalf("poisoned %s with metadata %v, want msg-2 or msg-3, fingerprint_mismatch", got.UUID, got.Metadata)
 	}
 	if attempts.Load() != 2 {

@@ -34,8 +34,9 @@ func TestInstallPoisonsAPayloadOverTheLimit(t *testing.T) {
 	publish(t, ps, "in", keyed("msg-big", "payment-1", strings.Repeat("x", limit+1)))
 	got := receive(t, poisoned, 1)[0]
 	reason := got.Metadata.Get(middleware.ReasonForPoisonedKey)
-	if got.UUID != "msg-big" || !strings.Contains(reason, "payload_too_large") || !strings.Contains(reason, "65 bytes") {
-		t.Fatalf("poisoned %s with reason %q, want msg-big with payload_too_large and its size", got.UUID, reason)
+	if got.UUID != "msg-big" || !strings.Contains(reason, "payload_too_large") || !strings.Contains(reason, "65 bytes") ||
+		got.Metadata.Get(PoisonClassKey) != ClassTooLarge {
+		t.Fatalf("poisoned %s with reason %q (class %q), want msg-big with payload_too_large and its size", got.UUID, reason, got.Metadata.Get(PoisonClassKey))
 	}
 	if runs.Load() != 0 || poisonRead.Load() != 1 || rec.Total() != 0 {
 		t.Fatalf("runs=%d, poison read %d, outcomes=%d: want the handler untouched, and the poison topic's handler given the message, unclaimed",

@@ -51,7 +51,7 @@ func TestInstallSignerStopsAPreemptingProducer(t *testing.T) {
 			reason := got.Metadata.Get(middleware.ReasonForPoisonedKey)
 
 			if verify {
-				if got.UUID != "forged" || !strings.Contains(reason, "bad_signature") {
+				if got.UUID != "forged" || !strings.Contains(reason, "bad_signature") || got.Metadata.Get(PoisonClassKey) != ClassBadSignature {
 					t.Fatalf("poisoned %s (%q), want the forged message for bad_signature", got.UUID, reason)
 				}
 				if len(charged) != 1 || charged[0] != "to the merchant" || rec.Total() != 1 {
