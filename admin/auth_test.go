@@ -17,25 +17,8 @@ import (
 	"github.com/onceflow/onceflow/stores/memory"
 )
 
-// clock is a settable clock for [admin.Throttle.Now].
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock is a settable clock for [admin.Throttle.Now].
+func newClock() *testenv.Clock { return testenv.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 // authFixture is the admin API of alice and bob on an empty memory store,
 // its log and its counts of refusals.

@@ -251,3 +251,26 @@ func (lc *localCluster) stop() {
 	}
 	_ = os.RemoveAll(lc.dir)
 }
+
+// ClusterSlots returns the keys on c that match pattern, from every
+// master, and the hash slots they are in.
+func ClusterSlots(t testing.TB, c *redis.ClusterClient, pattern string) (keys []string, slots map[int64]bool) {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		found, err := n.Keys(ctx, pattern).Result()
+		mu.Lock()
+		defer mu.Unlock()
+		keys = append(keys, found...)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("listing the keys %s: %v", pattern, err)
+	}
+	slots = map[int64]bool{}
+	for _, k := range keys {
+		slots[c.ClusterKeySlot(ctx, k).Val()] = true
+	}
+	return keys, slots
+}

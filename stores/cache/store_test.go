@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,26 +32,16 @@ func (c *counting) Claim(ctx context.Context, key string, fingerprint []byte, le
 	return c.Store.Claim(ctx, key, fingerprint, lease)
 }
 
-// clock is a local clock the test moves by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *clock) advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
-
 // fixture is a cache over a counting memory store, on a hand-moved clock.
 type fixture struct {
 	*cache.Store
 	next   *counting
-	clock  *clock
+	clock  *testenv.Clock
 	events []cache.Event
 }
 
 func newFixture(t *testing.T, cfg cache.Config) *fixture {
-	f := &fixture{next: &counting{Store: newMemory(t)}, clock: &clock{now: time.Now()}}
+	f := &fixture{next: &counting{Store: newMemory(t)}, clock: testenv.NewClock(time.Now())}
 	cfg.Now = f.clock.Now
 	cfg.Observer = func(e cache.Event) { f.events = append(f.events, e) }
 	f.Store = cache.New(f.next, cfg)
@@ -132,13 +121,13 @@ func TestCacheFillsFromCompletedClaim(t *testing.T) {
 func TestCacheHonoursExpiresAt(t *testing.T) {
 	f := newFixture(t, cache.Config{MaxAge: time.Hour})
 	f.completed(t, "k", []byte("r"), 10*time.Second)
-	f.clock.advance(9 * time.Second)
+	f.clock.Add(9 * time.Second)
 	f.claim(t, "k", stores.Completed)
 	f.wantClaims(t, 1)
 
 	// The record's TTL has passed by the local clock: the cache no longer
 	// answers, whatever the wrapped store still says.
-	f.clock.advance(time.Second)
+	f.clock.Add(time.Second)
 	f.claim(t, "k", stores.Completed)
 	f.wantClaims(t, 2)
 }
@@ -146,11 +135,11 @@ func TestCacheHonoursExpiresAt(t *testing.T) {
 func TestCacheHonoursMaxAge(t *testing.T) {
 	f := newFixture(t, cache.Config{MaxAge: 5 * time.Second})
 	f.completed(t, "k", []byte("r"), ttl)
-	f.clock.advance(4 * time.Second)
+	f.clock.Add(4 * time.Second)
 	f.claim(t, "k", stores.Completed)
 	f.wantClaims(t, 1)
 
-	f.clock.advance(time.Second)
+	f.clock.Add(time.Second)
 	f.claim(t, "k", stores.Completed) // past MaxAge: asks again, and refills
 	f.claim(t, "k", stores.Completed)
 	f.wantClaims(t, 2)
@@ -235,7 +224,7 @@ func TestCacheSizeBound(t *testing.T) {
 func TestCacheStalenessBoundAcrossInstances(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.KeyPrefix(t)
-	clk := &clock{now: time.Now()}
+	clk := testenv.NewClock(time.Now())
 	a := cache.New(testenv.RedisStore(t, rdb, redisstore.Config{KeyPrefix: prefix}), cache.Config{MaxAge: 5 * time.Second, Now: clk.Now})
 	ctx := context.Background()
 	c, err := a.Claim(ctx, "k", fp, lease)
@@ -249,11 +238,11 @@ func TestCacheStalenessBoundAcrossInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	clk.advance(4 * time.Second)
+	clk.Add(4 * time.Second)
 	if c, err := a.Claim(ctx, "k", fp, lease); err != nil || c.Status != stores.Completed {
 		t.Fatalf("within MaxAge: Claim = %v, %v; want the cached completed record", c.Status, err)
 	}
-	clk.advance(time.Second)
+	clk.Add(time.Second)
 	if c, err := a.Claim(ctx, "k", fp, lease); err != nil || c.Status != stores.Acquired {
 		t.Fatalf("after MaxAge: Claim = %v, %v; want acquired from Redis", c.Status, err)
 	}

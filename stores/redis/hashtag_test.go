@@ -4,11 +4,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/internal/testenv"
 	"github.com/onceflow/onceflow/stores"
@@ -36,26 +33,11 @@ func TestKeysWithBracesDoNotPickTheSlot(t *testing.T) {
 				k := "http:client-a:{same-slot}-" + strconv.Itoa(i)
 				completeKey(ctx, t, s, k)
 			}
-			var (
-				mu   sync.Mutex
-				keys []string
-			)
-			err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-				found, err := node.Keys(ctx, cfg.KeyPrefix+"*").Result()
-				mu.Lock()
-				defer mu.Unlock()
-				keys = append(keys, found...)
-				return err
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			slots := map[int64]bool{}
+			keys, slots := testenv.ClusterSlots(t, c, cfg.KeyPrefix+"*")
 			for _, k := range keys {
 				if strings.Contains(k, "{") {
 					t.Errorf("Redis key %q holds the client's hash tag", k)
 				}
-				slots[c.ClusterKeySlot(ctx, k).Val()] = true
 			}
 			if len(keys) != n || len(slots) < n/2 {
 				t.Errorf("%d keys sharing a hash tag: %d records in %d slots, want them spread", n, len(keys), len(slots))
