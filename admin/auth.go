@@ -49,6 +49,11 @@ const throttledDetail = "too many failed authentications from this address: retr
 // Config.OnThrottled) and logged at most once a minute per source, with
 // how many there were since that source's previous line.
 func (s *Service) authenticate(keys *apikey.Keys, next http.Handler) http.Handler {
+	return s.authenticateOr(keys, next, func(w http.ResponseWriter, _ *http.Request, err error) { problem.Write(w, err) })
+}
+
+// authenticateOr is authenticate, answering a refusal with refuse.
+func (s *Service) authenticateOr(keys *apikey.Keys, next http.Handler, refuse func(http.ResponseWriter, *http.Request, error)) http.Handler {
 	t := s.throttle
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		src := t.of(r)
@@ -86,6 +91,6 @@ func (s *Service) authenticate(keys *apikey.Keys, next http.Handler) http.Handle
 				"source", src.name, "remote_addr", r.RemoteAddr, "method", r.Method,
 				"failed", tally.failed, "throttled", tally.throttled, "err", err)
 		}
-		problem.Write(w, err)
+		refuse(w, r, err)
 	})
 }

@@ -3,14 +3,14 @@ package admin
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/onceflow/onceflow/middleware/apikey"
 	"github.com/onceflow/onceflow/problem"
 )
 
 var errNoRoute = problem.New(problem.NotFound,
-	"no such admin route: use GET /admin/keys/{handler}?key=..., or POST /admin/keys/{handler}/release or /evict")
+	"no such admin route: use GET /admin/keys/{handler}?key=..., POST /admin/keys/{handler}/release or /evict, "+
+		"or, with the poison console, GET /admin/poison")
 
 // MinAPIKeyLen is the shortest operator key [Service.Handler] takes, in
 // bytes: a key an operator could guess, or try every value of, would
@@ -27,7 +27,8 @@ const (
 	RouteEvict   = "POST /admin/keys/{handler}/evict"
 )
 
-// Handler serves the admin API to the operators of keys, a map from each
+// Handler serves the admin API, and the operator page at [PageRoot], to
+// the operators of keys, a map from each
 // operator's key to their name: one key per operator, each passing
 // [apikey.CheckKey] (of at least [MinAPIKeyLen] bytes). Every request
 // needs "Authorization: Bearer <key>" (compared in constant time; 401
@@ -46,21 +47,24 @@ func (s *Service) Handler(keys map[string]string) (http.Handler, error) {
 	mux.Handle(RouteGet, s.action("get", s.get))
 	mux.Handle(RouteRelease, s.action("release", s.release))
 	mux.Handle(RouteEvict, s.action("evict", s.evict))
+	if s.cfg.Poison != nil {
+		s.poisonRoutes(mux)
+	}
 	mux.HandleFunc("/admin/", func(w http.ResponseWriter, _ *http.Request) {
 		problem.Write(w, errNoRoute)
 	})
-	return s.authenticate(operators, mux), nil
+	root := http.NewServeMux()
+	s.pageRoutes(root, operators)
+	root.Handle("/admin/", s.authenticate(operators, mux))
+	return root, nil
 }
 
 func (s *Service) get(r *http.Request, t Target) (Record, error) { return s.Get(r.Context(), t) }
 
 func (s *Service) release(r *http.Request, t Target) (Record, error) {
-	force := false
-	if v := r.URL.Query().Get("force"); v != "" {
-		var err error
-		if force, err = strconv.ParseBool(v); err != nil {
-			return Record{}, problem.Errorf(problem.Invalid, "force=%q is not allowed: use true or false", v)
-		}
+	force, err := boolParam(r.URL.Query(), "force")
+	if err != nil {
+		return Record{}, err
 	}
 	return s.Release(r.Context(), t, force)
 }

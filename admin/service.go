@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/onceflow/onceflow/poison"
 	"github.com/onceflow/onceflow/problem"
 	"github.com/onceflow/onceflow/stores"
 )
@@ -38,6 +39,13 @@ type Config struct {
 	// Throttle bounds failed authentications per source; its zero value
 	// is the default.
 	Throttle Throttle
+	// Poison, when set, is the poison console served under /admin/poison
+	// (see [RoutePoisonList]) and on the operator page.
+	Poison *poison.Console
+	// Outcomes, when set, returns the receiver's outcome counts by handler
+	// and outcome since the service started: the operator page shows them
+	// over its last minutes.
+	Outcomes func() Counts
 }
 
 // Service reads and removes records for operators. It is safe for
@@ -45,6 +53,7 @@ type Config struct {
 type Service struct {
 	cfg      Config
 	throttle *throttle
+	window   outcomeWindow
 }
 
 // New returns the Service of cfg.
@@ -55,7 +64,11 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, throttle: newThrottle(cfg.Throttle)}, nil
+	s := &Service{cfg: cfg, throttle: newThrottle(cfg.Throttle)}
+	if cfg.Outcomes != nil {
+		s.window.over(time.Now(), 0, cfg.Outcomes()) // the page's first window starts here
+	}
+	return s, nil
 }
 
 // Record is a record as an operator sees it.
