@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill/components/delay"
+	"github.com/ThreeDotsLabs/watermill/components/requeuer"
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
@@ -86,13 +88,17 @@ const (
 	KeyReused Class = consume.ClassKeyReused
 	// TooLarge: its payload is over the service's limit.
 	TooLarge Class = consume.ClassTooLarge
+	// RetriesExhausted: it failed, for a reason that may pass, after every
+	// requeue its route allows (domain.Route.Requeue). Redrive it once the
+	// dependency is back.
+	RetriesExhausted Class = consume.ClassRetriesExhausted
 	// Permanent: another error that redelivery cannot fix (no key, an
 	// unreadable stored result, a domain's permanent error).
 	Permanent Class = consume.ClassPermanent
 )
 
 // Classes are every Class, in the order an operator reads them.
-var Classes = []Class{Malformed, BadSignature, KeyReused, TooLarge, Permanent}
+var Classes = []Class{Malformed, RetriesExhausted, Permanent, KeyReused, BadSignature, TooLarge}
 
 // Metadata fields of a poisoned message: Watermill's poison queue writes
 // the reason, topic and handler; package consume's adds the class.
@@ -105,8 +111,10 @@ const (
 	KeyKey = consume.MetadataKey
 )
 
-// poisonFields are the fields the poison queue adds, dropped on redrive.
-var poisonFields = []string{ReasonKey, TopicKey, HandlerKey, ClassKey, wmmw.PoisonedSubscriberKey}
+// poisonFields are the fields the poison queue and the requeue add,
+// dropped on redrive: a redriven message starts its requeues afresh.
+var poisonFields = []string{ReasonKey, TopicKey, HandlerKey, ClassKey, wmmw.PoisonedSubscriberKey,
+	consume.RequeueTopicKey, requeuer.RetriesKey, delay.DelayedUntilKey, delay.DelayedForKey}
 
 // FromMessage is the parked form of msg as the poison topic's reader got
 // it, parked at now. A message published straight to the poison topic may

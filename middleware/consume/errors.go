@@ -15,7 +15,8 @@ var ErrPayloadTooLarge = errors.New("payload_too_large: message payload over the
 // can never fix: a fingerprint mismatch, a missing key, an unreadable
 // stored result ([receiver.ErrFingerprintMismatch], [receiver.ErrNoKey],
 // [receiver.ErrUnreadableResult]), a payload over the limit
-// ([ErrPayloadTooLarge]), a bad signature ([signing.ErrBadSignature]).
+// ([ErrPayloadTooLarge]), a bad signature ([signing.ErrBadSignature]), a
+// message that failed after its last requeue ([ErrRetriesExhausted]).
 // Use it to skip retries and to route such messages to a poison queue, for
 // example with watermill's Retry.ShouldRetry and PoisonQueueWithFilter;
 // [Install] does.
@@ -24,6 +25,7 @@ func Permanent(err error) bool {
 		errors.Is(err, receiver.ErrNoKey) ||
 		errors.Is(err, receiver.ErrUnreadableResult) ||
 		errors.Is(err, ErrPayloadTooLarge) ||
+		errors.Is(err, ErrRetriesExhausted) ||
 		errors.Is(err, signing.ErrBadSignature)
 }
 

@@ -81,6 +81,11 @@ type RouterConfig struct {
 	// Nil: messages are not verified, and any producer on a topic may
 	// pre-empt its keys (see docs/security.md).
 	Signer *signing.Signer
+	// Requeue, when set, sends the transient failures of the handlers
+	// whose HandlerConfig.Requeue asks for it back through the broker
+	// after a delay (see [Requeue]), and reads its topic as the poison
+	// topic is read: outside the chain. Nil: no handler may ask.
+	Requeue *Requeue
 
 	// Timeout bounds one attempt: its context is cancelled after this
 	// long. It must be below the receiver's lease
@@ -154,6 +159,9 @@ type HandlerConfig struct {
 	// Options follow RouterConfig.Options, so that the handler's own
 	// [WithKey] or [WithFingerprint] wins.
 	Options []Option
+	// Requeue, when set, requeues the handler's transient failures after
+	// its in-process retries, through RouterConfig.Requeue.
+	Requeue *RequeuePolicy
 }
 
 // Install puts the receiver and the middlewares its guarantees depend on
@@ -210,6 +218,12 @@ func Install(router *message.Router, cfg RouterConfig) error {
 	if err != nil {
 		return fmt.Errorf("invalid router config: %w", err)
 	}
+	cfg.setDefaults()
+	if cfg.Requeue != nil {
+		if err := cfg.Requeue.install(router, cfg.Poison, NewLogger(cfg.Logger)); err != nil {
+			return fmt.Errorf("requeue: %w", err)
+		}
+	}
 	innermost := newInnermost(router)
 	router.AddPlugin(func(r *message.Router) error {
 		innermost.know(r.Handlers())
@@ -235,6 +249,9 @@ func (c RouterConfig) guard() (message.HandlerMiddleware, error) {
 			return nil, err
 		}
 		guarded = append(guarded, poison, c.Poison.classify(c.permanent))
+	}
+	if c.Requeue != nil {
+		guarded = append(guarded, c.Requeue.requeue(c.requeuePolicies(), c.permanent))
 	}
 	if c.MaxPayload > 0 {
 		guarded = append(guarded, MaxPayload(c.MaxPayload))
@@ -266,7 +283,7 @@ func (c RouterConfig) guard() (message.HandlerMiddleware, error) {
 		// refusing one (its size, its signature) would poison it again too.
 		read := wrap(h, outer)
 		return func(msg *message.Message) ([]*message.Message, error) {
-			if message.SubscribeTopicFromCtx(msg.Context()) == c.Poison.Topic {
+			if topic := message.SubscribeTopicFromCtx(msg.Context()); topic == c.Poison.Topic || c.Requeue != nil && topic == c.Requeue.Topic {
 				return read(msg)
 			}
 			return all(msg)
@@ -327,6 +344,13 @@ func (c *RouterConfig) setDefaults() {
 		}
 		c.Poison = &p
 	}
+	if c.Requeue != nil {
+		r := *c.Requeue
+		if r.Topic == "" {
+			r.Topic = DefaultRequeueTopic
+		}
+		c.Requeue = &r
+	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
@@ -351,6 +375,9 @@ func (c RouterConfig) validate() error {
 	if c.Poison != nil && c.Poison.Publisher == nil {
 		errs = append(errs, errors.New("poison: missing publisher"))
 	}
+	if c.Requeue != nil {
+		errs = append(errs, c.Requeue.validate(c.Poison != nil))
+	}
 	if c.MaxPayload < 0 {
 		errs = append(errs, fmt.Errorf("max payload %d must be zero (no limit) or more", c.MaxPayload))
 	}
@@ -367,6 +394,9 @@ func (c RouterConfig) validate() error {
 	for _, name := range slices.Sorted(maps.Keys(c.Handlers)) {
 		hc := c.Handlers[name]
 		r := cmp.Or(hc.Receiver, c.Receiver)
+		if p := hc.Requeue; p != nil && (p.Delay <= 0 || p.Max <= 0 || c.Requeue == nil) {
+			errs = append(errs, fmt.Errorf("handler %s: requeue needs a positive delay (%v) and max (%d), and RouterConfig.Requeue", name, p.Delay, p.Max))
+		}
 		switch {
 		case hc.Timeout < 0:
 			errs = append(errs, fmt.Errorf("handler %s: timeout %v must be positive", name, hc.Timeout))
@@ -379,6 +409,17 @@ func (c RouterConfig) validate() error {
 }
 
 // permanent is Permanent or Config.Permanent.
+// requeuePolicies are the handlers' requeue policies, by handler name.
+func (c RouterConfig) requeuePolicies() map[string]RequeuePolicy {
+	ps := map[string]RequeuePolicy{}
+	for name, hc := range c.Handlers {
+		if hc.Requeue != nil {
+			ps[name] = *hc.Requeue
+		}
+	}
+	return ps
+}
+
 func (c RouterConfig) permanent(err error) bool {
 	return Permanent(err) || c.Permanent != nil && c.Permanent(err)
 }

@@ -24,6 +24,9 @@ const (
 	ClassKeyReused = "key_reused"
 	// ClassTooLarge: [ErrPayloadTooLarge].
 	ClassTooLarge = "payload_too_large"
+	// ClassRetriesExhausted: [ErrRetriesExhausted], a transient failure
+	// after the handler's every requeue.
+	ClassRetriesExhausted = "retries_exhausted"
 	// ClassPermanent: any other permanent error.
 	ClassPermanent = "permanent"
 )
@@ -37,6 +40,8 @@ func (p *Poison) class(err error) string {
 		return ClassKeyReused
 	case errors.Is(err, ErrPayloadTooLarge):
 		return ClassTooLarge
+	case errors.Is(err, ErrRetriesExhausted):
+		return ClassRetriesExhausted
 	case p.Malformed != nil && p.Malformed(err):
 		return ClassMalformed
 	}
