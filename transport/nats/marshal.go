@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	wmnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
+	"github.com/ThreeDotsLabs/watermill/components/requeuer"
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/nats-io/nats.go"
@@ -26,7 +27,7 @@ func (m marshaler) Marshal(topic string, msg *message.Message) (*nats.Msg, error
 	if err != nil {
 		return nil, err
 	}
-	nm.Header.Set(nats.MsgIdHdr, m.msgID(msg))
+	nm.Header.Set(nats.MsgIdHdr, m.msgID(topic, msg))
 	return nm, nil
 }
 
@@ -35,13 +36,38 @@ func (m marshaler) Marshal(topic string, msg *message.Message) (*nats.Msg, error
 // watermill's "topic_poisoned" entry) is identified by its UUID instead:
 // the same message poisoned twice (redelivered after a crash) is dropped
 // the second time, while two different messages of one key that were both
-// poisoned are both kept for whoever inspects the poison topic.
-func (m marshaler) msgID(msg *message.Message) string {
+// poisoned are both kept for whoever inspects the poison topic. A
+// redriven message (it carries redrivenFromKey, the id it was parked
+// under) is identified by that id and its UUID: it is the service sending
+// a key again on purpose, often within the window of the key's first
+// publish, which would drop it — parked messages marked redriven that no
+// handler ever gets — while a second redrive of one parked message (a
+// redrive that published, then failed to mark it) is still dropped. A
+// requeued message (it carries requeueTopicKey) is identified by the
+// topic it goes to, its count of requeues and its UUID: each hop, to the
+// requeue topic and back, is a publish of its own, and a copy of one hop
+// is still dropped.
+func (m marshaler) msgID(topic string, msg *message.Message) string {
+	if from := msg.Metadata.Get(redrivenFromKey); from != "" {
+		return "redriven:" + from + ":" + msg.UUID
+	}
+	if msg.Metadata.Get(requeueTopicKey) != "" {
+		return "requeue:" + topic + ":" + msg.Metadata.Get(requeuer.RetriesKey) + ":" + msg.UUID
+	}
 	if key := msg.Metadata.Get(m.keyEntry); key != "" && msg.Metadata.Get(wmmw.PoisonedTopicKey) == "" {
 		return key
 	}
 	return msg.UUID
 }
+
+// redrivenFromKey is the metadata entry of a redriven message:
+// poison.RedrivenFromKey, which this package does not import (the test
+// checks that they agree).
+const redrivenFromKey = "redriven_from"
+
+// requeueTopicKey is the metadata entry of a requeued message:
+// consume.RequeueTopicKey, which this package does not import either.
+const requeueTopicKey = "requeue_topic"
 
 // Unmarshal reads what Marshal wrote, and messages of other producers:
 // every header but the Watermill UUID and NATS's own (Nats-*) becomes a

@@ -4,15 +4,21 @@ import (
 	"testing"
 
 	wmnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
+	"github.com/ThreeDotsLabs/watermill/components/requeuer"
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/nats-io/nats.go"
 
+	"github.com/onceflow/onceflow/middleware/consume"
+	"github.com/onceflow/onceflow/poison"
 	"github.com/onceflow/onceflow/transport/transporttest"
 )
 
 // The JetStream message id is the idempotency key, or the UUID of a
-// message without one or of a poisoned copy.
+// message without one or of a poisoned copy; a redriven message's names
+// the parked message and its UUID, so that the stream does not drop it as
+// a copy of its key's first publish; a requeued one's, its topic, count
+// of requeues and UUID, for each hop.
 func TestNATSMessageID(t *testing.T) {
 	m := marshaler{keyEntry: transporttest.KeyMetadata}
 	msg := func(md ...string) *message.Message {
@@ -29,6 +35,8 @@ func TestNATSMessageID(t *testing.T) {
 		"keyed":    {msg(transporttest.KeyMetadata, "pay-1"), "pay-1"},
 		"no key":   {msg(), "uuid-1"},
 		"poisoned": {msg(transporttest.KeyMetadata, "pay-1", wmmw.PoisonedTopicKey, "orders.placed"), "uuid-1"},
+		"redriven": {msg(transporttest.KeyMetadata, "pay-1", poison.RedrivenFromKey, "42"), "redriven:42:uuid-1"},
+		"requeued": {msg(transporttest.KeyMetadata, "pay-1", consume.RequeueTopicKey, "s", requeuer.RetriesKey, "2"), "requeue:s:2:uuid-1"},
 	} {
 		nm, err := m.Marshal("s", c.msg)
 		if err != nil {

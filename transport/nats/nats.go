@@ -82,7 +82,11 @@ const (
 //   - Nats-Msg-Id: the service sets it to the idempotency key, so the
 //     stream drops a copy of the same key published within its window (the
 //     publish is acked as a duplicate, not an error); a message parked in
-//     the poison topic gets its UUID instead (see marshaler.msgID).
+//     the poison topic gets its UUID instead, and a message redriven from
+//     the poison store (metadata "redriven_from") "redriven:", the id it
+//     was parked under, ":" and its UUID, so that the stream does not drop
+//     the redrive as a copy of the key's first publish (see
+//     marshaler.msgID).
 //     A re-send of a key within the window is dropped by the server even
 //     when its payload differs (a corrected message re-sent after it was
 //     poisoned included), where other transports hand it to the receiver.
