@@ -43,7 +43,7 @@ func (b *assembly) adminAPI() (http.Handler, error) {
 		}
 	}
 	cfg := admin.Config{Store: store, Handlers: b.parts.Routes.Names(), HTTPRoutes: b.parts.HTTP.IdempotentRoutes, Logger: b.logger,
-		OnAuthFailure: failures.Inc, OnThrottled: throttled.Inc}
+		OnAuthFailure: failures.Inc, OnThrottled: throttled.Inc, Poison: b.poison, Outcomes: func() admin.Counts { return outcomeCounts(b.reg) }}
 	keys, err := b.cfg.apiKeys()
 	if err != nil {
 		return nil, err
@@ -56,4 +56,35 @@ func (b *assembly) adminAPI() (http.Handler, error) {
 		return nil, err
 	}
 	return svc.Handler(operators)
+}
+
+// outcomeCounts reads onceflow_receiver_outcomes_total from reg, by scope
+// (handler) and outcome; nil if it cannot be read.
+func outcomeCounts(reg prometheus.Gatherer) admin.Counts {
+	families, err := reg.Gather()
+	if err != nil {
+		return nil
+	}
+	counts := admin.Counts{}
+	for _, f := range families {
+		if f.GetName() != "onceflow_receiver_outcomes_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var scope, outcome string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "scope":
+					scope = l.GetValue()
+				case "outcome":
+					outcome = l.GetValue()
+				}
+			}
+			if counts[scope] == nil {
+				counts[scope] = map[string]float64{}
+			}
+			counts[scope][outcome] = m.GetCounter().GetValue()
+		}
+	}
+	return counts
 }

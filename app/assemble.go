@@ -14,9 +14,9 @@ import (
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/exactlyonce"
 	"github.com/onceflow/onceflow/middleware/consume"
-	"github.com/onceflow/onceflow/middleware/metrics"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/middleware/signing"
+	"github.com/onceflow/onceflow/poison"
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
@@ -36,6 +36,7 @@ type assembly struct {
 	parts     *domain.Parts   // what the domain's Open built
 	tracing   tracing         // the zero value when tracing is off
 	signer    *signing.Signer // MESSAGE_SIGNING_SECRETS'; nil when unset
+	poison    *poison.Console // the parked poisoned messages
 }
 
 // newApp builds an App step by step, each on what the steps before it
@@ -67,8 +68,9 @@ func newApp(ctx context.Context, cfg Config, d domain.Domain, logger *slog.Logge
 		b.openDomain,    // the domain's routes and HTTP API, on the database
 		b.connectBroker, // TRANSPORT, with the routes' topics
 		b.openOutbox,    // DEDUP_MODE=transaction: the outbox and its relay
+		b.openPoison,    // POISON_*: where poisoned messages are parked, and the console on them
 		b.newReceiver,   // DEDUP_*: the idempotent receiver
-		b.newRouter,     // the routes, each on its own subscriber, and the poison log
+		b.newRouter,     // the routes, each on its own subscriber, and the poison topic's reader
 		b.newHTTP,       // the API on HTTP_ADDR; /metrics, the probes and the admin there or on INTERNAL_ADDR
 	} {
 		if err = step(ctx); err != nil {
@@ -146,9 +148,14 @@ func (b *assembly) openStore(ctx context.Context) (err error) {
 }
 
 // connectBroker opens the transport TRANSPORT names, which on Kafka
-// creates the topics of the routes and the poison topic.
+// creates the topics of the routes, the poison topic and, when a route
+// requeues, the requeue topic.
 func (b *assembly) connectBroker(ctx context.Context) error {
-	t, err := openTransport(ctx, b.cfg, b.pool, append(b.parts.Routes.Topics(), PoisonTopic), b.logger)
+	topics := append(b.parts.Routes.Topics(), PoisonTopic)
+	if b.parts.Routes.Requeue() {
+		topics = append(topics, RequeueTopic)
+	}
+	t, err := openTransport(ctx, b.cfg, b.pool, topics, b.logger)
 	if err != nil {
 		return err
 	}
@@ -267,17 +274,13 @@ func (apiPublisher) Close() error { return nil }
 // newRouter assembles the Watermill router with the routes and the poison
 // topic's reader.
 func (b *assembly) newRouter(context.Context) error {
-	consumed := make([]string, 0, len(b.parts.Routes))
-	for _, r := range b.parts.Routes {
-		consumed = append(consumed, r.Consumes)
-	}
-	poison, err := metrics.NewPoisonLog(b.reg, consumed, b.logger)
+	reader, err := b.poisonReader()
 	if err != nil {
 		return err
 	}
 	b.router, err = newRouter(routerParts{
 		cfg: b.cfg, transport: b.transport, receivers: b.receivers, outbox: b.outbox,
-		routes: b.parts.Routes, permanent: b.domain.Permanent, poison: poison,
+		routes: b.parts.Routes, permanent: b.domain.Permanent, malformed: b.domain.Malformed, poison: reader,
 		metrics: routerMetrics(b.reg), tracing: b.tracing.messages, signer: b.signer, logger: b.logger,
 	})
 	return err

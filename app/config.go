@@ -220,6 +220,20 @@ type Config struct {
 	// soonest record expires, and other clients are still served. 100: no
 	// share. See docs/security.md for the arithmetic.
 	MemoryHTTPClientShare int `env:"MEMORY_HTTP_CLIENT_SHARE" envDefault:"25"`
+	// PoisonMaxMessages is how many poisoned messages the service keeps
+	// for operators (in PostgreSQL with DATABASE_URL, else in Redis with
+	// STORE=redis, else in memory), redriven and discarded ones included
+	// until POISON_RETENTION ends. When it is full, a poisoned message
+	// stays on the poison topic, unacknowledged, until there is room: none
+	// is dropped. See "When messages are poisoned" in docs/operations.md.
+	PoisonMaxMessages int `env:"POISON_MAX_MESSAGES" envDefault:"100000"`
+	// PoisonMaxBytes bounds, in bytes, what the kept poisoned messages
+	// take (payloads, metadata and reasons), as POISON_MAX_MESSAGES bounds
+	// their number.
+	PoisonMaxBytes int64 `env:"POISON_MAX_BYTES" envDefault:"268435456"`
+	// PoisonRetention is how long a poisoned message is kept, whatever is
+	// done with it.
+	PoisonRetention time.Duration `env:"POISON_RETENTION" envDefault:"336h"`
 
 	// APIKeys, when set, requires "Authorization: Bearer <key>" on the API
 	// (/v1/...): comma-separated key:client pairs such as
@@ -400,6 +414,7 @@ func (c Config) Validate() error {
 		{"SQL_POLL_INTERVAL", c.SQLPollInterval}, {"REDIS_WAIT_TIMEOUT", c.RedisWaitTimeout},
 		{"DEDUP_CACHE_MAX_AGE", c.DedupCacheMaxAge}, {"NATS_MAX_AGE", c.NATSMaxAge},
 		{"PG_PARTITION_WIDTH", c.PGPartitionWidth}, {"IDEMPOTENCY_CLIENT_WINDOW", c.IdempotencyClientWindow},
+		{"POISON_RETENTION", c.PoisonRetention},
 	} {
 		if d.value <= 0 {
 			return fmt.Errorf("%s=%v must be a positive duration such as 30s", d.name, d.value)
@@ -425,6 +440,8 @@ func (c Config) Validate() error {
 		{"MEMORY_MAX_HTTP_RECORDS", int64(c.MemoryMaxHTTPRecords), 1, "at least 1"},
 		{"MEMORY_MAX_BYTES", c.MemoryMaxBytes, 1, "at least 1 (bytes)"},
 		{"MEMORY_MAX_HTTP_BYTES", c.MemoryMaxHTTPBytes, 1, "at least 1 (bytes)"},
+		{"POISON_MAX_MESSAGES", int64(c.PoisonMaxMessages), 1, "at least 1"},
+		{"POISON_MAX_BYTES", c.PoisonMaxBytes, 1, "at least 1 (bytes)"},
 		{"IDEMPOTENCY_CLIENT_BYTES", c.IdempotencyClientBytes, 0, "zero (no budget) or more (bytes)"},
 		{"IDEMPOTENCY_CLIENT_RECORDS", int64(c.IdempotencyClientRecords), 0, "zero (no quota) or more"},
 		{"IDEMPOTENCY_MAX_BODY", c.IdempotencyMaxBody, 1, "at least 1 (bytes)"},

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
@@ -28,23 +27,10 @@ type KeysOptions struct {
 // names them in the service's log, and writes the record, as read before
 // the action, to out as indented JSON.
 func Keys(ctx context.Context, environ []string, opts KeysOptions, out io.Writer) error {
-	cfg, err := LoadConfig(environ)
+	c, err := operatorClient(environ, opts.ServiceURL)
 	if err != nil {
 		return err
 	}
-	key := cfg.OperatorAPIKey
-	if key == "" {
-		key = cfg.AdminAPIKey
-	}
-	if key == "" {
-		return errors.New("OPERATOR_API_KEY is required: your own key of the service's ADMIN_API_KEYS, which names you in its log")
-	}
-	if opts.ServiceURL == "" {
-		if opts.ServiceURL, err = cfg.InternalURL(); err != nil {
-			return err
-		}
-	}
-	c := admin.Client{BaseURL: opts.ServiceURL, APIKey: key}
 	var rec admin.Record
 	switch opts.Action {
 	case "get":

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	wmmetrics "github.com/ThreeDotsLabs/watermill/components/metrics"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -11,10 +12,10 @@ import (
 
 	"github.com/onceflow/onceflow/domain"
 	"github.com/onceflow/onceflow/middleware/consume"
-	"github.com/onceflow/onceflow/middleware/metrics"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/middleware/signing"
 	"github.com/onceflow/onceflow/middleware/tracecontext"
+	"github.com/onceflow/onceflow/transport"
 )
 
 // PoisonTopic receives messages that redelivery can never fix, with the
@@ -23,6 +24,14 @@ const PoisonTopic = "poison"
 
 // poisonLogHandler names the handler that reads the poison topic.
 const poisonLogHandler = "poison_log"
+
+// RequeueTopic receives the failed messages of the routes that requeue
+// (domain.Route.Requeue), each until its delay is over; requeueHandler
+// reads it (Watermill's requeuer) and has a consumer group of its own.
+const (
+	RequeueTopic   = "requeue"
+	requeueHandler = "requeuer"
+)
 
 // routerParts is what newRouter assembles.
 type routerParts struct {
@@ -39,9 +48,13 @@ type routerParts struct {
 	// permanent is the domain's classifier of errors a redelivery can
 	// never fix, besides the receiver's own; nil when it has none.
 	permanent func(error) bool
-	poison    *metrics.PoisonLog
-	metrics   wmmetrics.PrometheusMetricsBuilder
-	tracing   *tracecontext.Messages // nil when tracing is off
+	// malformed tells the permanent errors of a payload that does not
+	// decode; nil when the domain does not.
+	malformed func(error) bool
+	// poison reads the poison topic: it logs, counts and parks.
+	poison  message.NoPublishHandlerFunc
+	metrics wmmetrics.PrometheusMetricsBuilder
+	tracing *tracecontext.Messages // nil when tracing is off
 	// signer signs the messages the handlers produce and verifies the
 	// messages they consume; nil when MESSAGE_SIGNING_SECRETS is unset.
 	signer *signing.Signer
@@ -77,13 +90,18 @@ func newRouter(p routerParts) (*message.Router, error) {
 	//   produce      writes the trace context into the produced messages,
 	//                before the receiver stores them (or the outbox does).
 	// A route's own timeout, key, fingerprint and mode apply to it alone.
+	requeue, err := p.requeue(poisonPublisher)
+	if err != nil {
+		return nil, err
+	}
 	err = consume.Install(router, consume.RouterConfig{
 		Receiver:   p.receivers[domain.Mode(cfg.DedupMode)],
 		Retry:      retry,
-		Poison:     &consume.Poison{Publisher: poisonPublisher, Topic: PoisonTopic},
+		Poison:     &consume.Poison{Publisher: poisonPublisher, Topic: PoisonTopic, Malformed: p.malformed},
 		Permanent:  p.permanent,
 		MaxPayload: cfg.MaxMessageBytes,
 		Signer:     p.signer,
+		Requeue:    requeue,
 		Timeout:    cfg.HandlerTimeout,
 		Handlers:   p.routeSettings(),
 		Outer:      []message.HandlerMiddleware{p.metrics.NewRouterMiddleware().Middleware, wmmw.CorrelationID, tr.Consume, logContext},
@@ -116,17 +134,20 @@ func newRouter(p routerParts) (*message.Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	router.AddConsumerHandler(poisonLogHandler, PoisonTopic, sub, p.poison.Handle)
+	router.AddConsumerHandler(poisonLogHandler, PoisonTopic, sub, p.poison)
 	return router, nil
 }
 
 // routeSettings are the settings the routes set for themselves: a timeout
-// of their own, a key or fingerprint function; and in transaction mode
+// of their own, a key or fingerprint function, a requeue; and in transaction mode
 // the outbox, with the receiver of that mode when it is not DEDUP_MODE.
 func (p routerParts) routeSettings() map[string]consume.HandlerConfig {
 	own := map[string]consume.HandlerConfig{}
 	for _, r := range p.routes {
 		hc := consume.HandlerConfig{Timeout: r.Timeout}
+		if q := r.Requeue; q != nil && p.requeues() {
+			hc.Requeue = &consume.RequeuePolicy{Delay: q.Delay, Max: q.Max}
+		}
 		if r.Key != nil {
 			hc.Options = append(hc.Options, consume.WithKey(r.Key))
 		}
@@ -140,7 +161,7 @@ func (p routerParts) routeSettings() map[string]consume.HandlerConfig {
 		if mode != domain.Mode(p.cfg.DedupMode) {
 			hc.Receiver = p.receivers[mode]
 		}
-		if hc.Timeout > 0 || len(hc.Options) > 0 || hc.Receiver != nil {
+		if hc.Timeout > 0 || len(hc.Options) > 0 || hc.Receiver != nil || hc.Requeue != nil {
 			own[r.Name] = hc
 		}
 	}
@@ -154,16 +175,44 @@ func (p routerParts) routeSettings() map[string]consume.HandlerConfig {
 func checkRoutes(routes domain.Routes, cfg Config) error {
 	err := routes.Validate()
 	for _, r := range routes {
-		if r.Name == poisonLogHandler || r.Name == outboxHandler {
+		if r.Name == poisonLogHandler || r.Name == outboxHandler || r.Name == requeueHandler {
 			err = errors.Join(err, fmt.Errorf("route %q: the name is the service's own handler's", r.Name))
 		}
 		if r.Timeout >= cfg.DedupLease {
 			err = errors.Join(err, fmt.Errorf("route %q: Timeout %v must be shorter than DEDUP_LEASE=%v, or a claim could expire while its handler still runs", r.Name, r.Timeout, cfg.DedupLease))
 		}
 		err = errors.Join(err, cfg.checkRouteMode(r))
+		if q := r.Requeue; q != nil && cfg.MessageSigningSecrets != "" && time.Duration(q.Max)*q.Delay >= cfg.signingMaxAge() {
+			err = errors.Join(err, fmt.Errorf("route %q: Requeue's %d requeues of %v reach MESSAGE_SIGNING_MAX_AGE=%v: a requeued message keeps its signature, which would expire on the way",
+				r.Name, q.Max, q.Delay, cfg.signingMaxAge()))
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("message routes: %w", err)
 	}
 	return nil
 }
+
+// requeue is the requeue topic's sink and reader when a route requeues
+// (domain.Route.Requeue), nil otherwise. A requeued message goes out as it
+// came, through pub, unsigned if it was: its own signature still holds on
+// its topic.
+func (p routerParts) requeue(pub message.Publisher) (*consume.Requeue, error) {
+	if !p.routes.Requeue() {
+		return nil, nil
+	}
+	if !p.requeues() {
+		p.logger.Warn("TRANSPORT=gochannel: routes that requeue (domain.Route.Requeue) have their failed messages delivered again at once; " +
+			"in process a publish returns once its message is handled, so a requeue would hold the publisher for every delay")
+		return nil, nil
+	}
+	sub, err := p.transport.Subscriber(requeueHandler, p.cfg.HandlerConcurrency) // each waits out its delay: more in flight, no queue behind one
+	if err != nil {
+		return nil, err
+	}
+	return &consume.Requeue{Publisher: pub, Subscriber: sub, Topic: RequeueTopic, Topics: p.routes.Topics()}, nil
+}
+
+// requeues reports whether the transport requeues through the broker: all
+// but the in-process one.
+func (p routerParts) requeues() bool { return p.cfg.Transport != transport.GoChannel }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/domain"
-	"github.com/onceflow/onceflow/middleware/metrics"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores/memory"
 	"github.com/onceflow/onceflow/transport"
@@ -101,14 +100,10 @@ func TestRouterSubscribersHoldTheRoutesConcurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poison, err := metrics.NewPoisonLog(prometheus.NewRegistry(), []string{"in"}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
 	consume := func(*message.Message) error { return nil }
 	b := inFlightBroker{tr, map[string]int{}}
 	_, err = newRouter(routerParts{
-		cfg: cfg, transport: b, receivers: map[domain.Mode]*receiver.Receiver{domain.ModeLease: rcv}, poison: poison,
+		cfg: cfg, transport: b, receivers: map[domain.Mode]*receiver.Receiver{domain.ModeLease: rcv}, poison: consume,
 		routes: domain.Routes{
 			{Name: "default", Consumes: "in", Consume: consume},
 			{Name: "own", Consumes: "in", Consume: consume, Concurrency: 2},

@@ -21,6 +21,9 @@ type idempotencyStore struct {
 	// pg is the store as itself when STORE=postgres, for its sweeper and
 	// transaction mode; nil otherwise.
 	pg *postgres.Store
+	// rdb is STORE=redis's client, which also parks the poisoned messages
+	// when there is no DATABASE_URL; nil otherwise.
+	rdb redis.UniversalClient
 }
 
 // newStore builds the store STORE names on the backends already opened;
@@ -40,6 +43,7 @@ func newStore(cfg Config, pool *pgxpool.Pool, rdb redis.UniversalClient, observe
 			Store: s,
 			ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 			close: rdb.Close,
+			rdb:   rdb,
 		}, nil
 	case "postgres":
 		s, err := postgres.New(pool, postgres.Config{BatchSize: cfg.StoreBatchSize, Unbatched: unbatched, BatchObserver: observe, Layout: postgres.Layout(cfg.PGRecordsLayout)})

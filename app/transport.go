@@ -119,12 +119,16 @@ func (c Config) transportError(ctx context.Context, err error) error {
 }
 
 // AMQPDeclared lists the durable exchanges and queues a service with c's
-// TOPIC_PREFIX and SERVICE_NAME declares on RabbitMQ for routes and its
-// poison log: an exchange per topic and a queue per handler. They outlive
+// TOPIC_PREFIX and SERVICE_NAME declares on RabbitMQ for routes, its
+// poison log and, when a route requeues, its requeuer: an exchange per
+// topic and a queue per handler. They outlive
 // the service; a test, or an environment taken down, deletes them.
 func (c Config) AMQPDeclared(routes domain.Routes) (exchanges, queues []string) {
 	names := broker.Names{TopicPrefix: c.TopicPrefix, ServiceName: c.ServiceName}
 	all := append(slices.Clip(routes), domain.Route{Name: poisonLogHandler, Consumes: PoisonTopic})
+	if routes.Requeue() {
+		all = append(all, domain.Route{Name: requeueHandler, Consumes: RequeueTopic})
+	}
 	for _, topic := range all.Topics() {
 		exchanges = append(exchanges, c.TopicPrefix+topic)
 	}

@@ -32,6 +32,11 @@ type Domain struct {
 	// reason. The receiver's own (package consume's Permanent) are always
 	// recognised. nil: none.
 	Permanent func(error) bool
+	// Malformed reports, of the Permanent errors, those of a payload that
+	// does not decode: their messages are parked with class malformed,
+	// which tells an operator that a redrive needs a fix of the handler
+	// (or of the producer) first. nil: none.
+	Malformed func(error) bool
 	// Open builds the domain on what the service opened for it. It is
 	// called once per service, before anything is subscribed.
 	Open func(context.Context, Deps) (*Parts, error)

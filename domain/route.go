@@ -64,6 +64,21 @@ type Route struct {
 	// (empty) DEDUP_MODE. Transaction mode needs STORE=postgres, which
 	// the service checks at start-up.
 	Mode Mode
+	// Requeue, when set, sends a message whose attempt failed for a reason
+	// that may pass (not a permanent error) back through the broker after
+	// Requeue.Delay, once the in-process retries (RETRY_MAX) are spent,
+	// so that the handler goes on with the next message meanwhile; after
+	// Requeue.Max requeues it is poisoned (class retries_exhausted). Nil:
+	// the broker redelivers a failed message at once.
+	Requeue *Requeue
+}
+
+// Requeue is how a route's failed messages are requeued (Route.Requeue).
+type Requeue struct {
+	// Delay is how long a failed message waits, to the second.
+	Delay time.Duration
+	// Max is how many times it is requeued before it is poisoned.
+	Max int
 }
 
 // Mode is how a route's handler runs at most once (Route.Mode).
@@ -130,6 +145,9 @@ func (rs Routes) Validate() error {
 		if r.Concurrency < 0 {
 			errs = append(errs, fmt.Errorf("%s: Concurrency %d is negative: leave it 0 for HANDLER_CONCURRENCY", what, r.Concurrency))
 		}
+		if q := r.Requeue; q != nil && (q.Delay < time.Second || q.Max < 1) {
+			errs = append(errs, fmt.Errorf("%s: Requeue needs a Delay of 1s or more (%v) and a Max of 1 or more (%d)", what, q.Delay, q.Max))
+		}
 		if r.Mode != "" && r.Mode != ModeLease && r.Mode != ModeTransaction {
 			errs = append(errs, fmt.Errorf("%s: Mode %q is not %q or %q: leave it empty for DEDUP_MODE", what, r.Mode, ModeLease, ModeTransaction))
 		}
@@ -172,4 +190,14 @@ func (rs Routes) Topics() []string {
 		}
 	}
 	return topics
+}
+
+// Requeue reports whether a route requeues its failed messages.
+func (rs Routes) Requeue() bool {
+	for _, r := range rs {
+		if r.Requeue != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 // Command onceflow runs the service (onceflow serve, the default) with the
 // domain service() picks, reads or removes one idempotency record through
-// its key admin (onceflow keys), applies, undoes or lists the database
+// its key admin (onceflow keys), lists, redrives or discards the poisoned
+// messages it parked (onceflow poison), applies, undoes or lists the database
 // migrations (onceflow migrate), or checks that one is ready (onceflow
 // healthcheck, the container image's health check). The domain adds
 // commands of its own (domain.Domain's Commands), listed with the
@@ -45,6 +46,8 @@ func run(ctx context.Context, d domain.Domain, args, environ []string, stdout, s
 		return app.Serve(ctx, environ, d, stderr)
 	case "keys":
 		return keys(ctx, args, environ, stdout, stderr)
+	case "poison":
+		return poisonCmd(ctx, args, environ, stdout, stderr)
 	case "migrate":
 		if len(args) != 1 {
 			return fmt.Errorf("migrate takes one action: up, down or status")
@@ -63,5 +66,5 @@ func run(ctx context.Context, d domain.Domain, args, environ []string, stdout, s
 // in name order.
 func commands(d domain.Domain) []string {
 	names := append([]string{"serve"}, slices.Sorted(maps.Keys(d.Commands))...)
-	return append(names, "keys", "migrate", "healthcheck")
+	return append(names, "keys", "poison", "migrate", "healthcheck")
 }

@@ -45,7 +45,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		args, environ []string
 		want          string
 	}{
-		{[]string{"frobnicate"}, nil, `unknown command "frobnicate": use serve, send, keys, migrate, healthcheck`},
+		{[]string{"frobnicate"}, nil, `unknown command "frobnicate": use serve, send, keys, poison, migrate, healthcheck`},
 		{[]string{"healthcheck"}, []string{"HTTP_ADDR=" + testenv.ClosedAddr(t)}, "/readyz: "},
 		{[]string{"serve"}, []string{"STORE=mongo"}, `STORE="mongo" is not allowed`},
 		{[]string{"serve"}, []string{"HTTP_ADDR=" + testenv.ClosedAddr(t)}, "API_KEYS is unset: set it (key:client pairs) to require an API key, or set ALLOW_ANONYMOUS=true"},

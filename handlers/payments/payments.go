@@ -30,6 +30,7 @@ func Domain() domain.Domain {
 		Name:       Name,
 		Migrations: ledgerpg.Migrations(),
 		Permanent:  permanent,
+		Malformed:  func(err error) bool { return errors.Is(err, handlers.ErrMalformed) },
 		Open:       open,
 		Commands:   commands(),
 	}

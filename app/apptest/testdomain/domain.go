@@ -35,8 +35,9 @@ func WithMiddleware(m message.HandlerMiddleware) Option {
 // Domain is the test domain, as the service runs it: its routes and API on
 // a [PostgresLedger] when the service has a database (DATABASE_URL), a
 // [MemoryLedger] otherwise; charging the provider at ProviderSetting, or
-// one it starts in process; its migrations, named Name; ErrMalformed as
-// the error no redelivery fixes; and the command send.
+// one it starts in process; its migrations, named Name; ErrMalformed and
+// ErrRefused as the errors no redelivery fixes (ErrMalformed's parked as
+// malformed); and the command send.
 func Domain(opts ...Option) domain.Domain {
 	var o options
 	for _, opt := range opts {
@@ -45,7 +46,8 @@ func Domain(opts ...Option) domain.Domain {
 	return domain.Domain{
 		Name:       Name,
 		Migrations: Migrations(),
-		Permanent:  func(err error) bool { return errors.Is(err, ErrMalformed) },
+		Permanent:  func(err error) bool { return errors.Is(err, ErrMalformed) || errors.Is(err, ErrRefused) },
+		Malformed:  func(err error) bool { return errors.Is(err, ErrMalformed) },
 		Open:       func(ctx context.Context, deps domain.Deps) (*domain.Parts, error) { return open(ctx, deps, o) },
 		Commands:   map[string]domain.Command{"send": sendCommand},
 	}

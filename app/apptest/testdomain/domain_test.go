@@ -102,6 +102,34 @@ func TestRetryAfterTheEffectsMakesThemOnce(t *testing.T) {
 	}
 }
 
+// A charge the provider refuses for good (provider.Refuse) is permanent:
+// the request is poisoned and parked at once, as a permanent one and not
+// a malformed one, and nothing is charged.
+func TestRefusedChargeIsPoisoned(t *testing.T) {
+	t.Parallel()
+	d := testdomain.Domain()
+	refused := fmt.Errorf("charging %q: %w", "r-1", provider.ErrRefused)
+	if !errors.Is(refused, testdomain.ErrRefused) || !d.Permanent(refused) || d.Malformed(refused) {
+		t.Fatalf("the provider's refusal: ErrRefused %v, permanent %v, malformed %v; want permanent, not malformed",
+			errors.Is(refused, testdomain.ErrRefused), d.Permanent(refused), d.Malformed(refused))
+	}
+	p := startProvider(t)
+	p.Refuse(true)
+	s := apptest.Start(t, d, testdomain.ProviderSetting+"="+p.URL)
+	if status := post(t, s, `{"id":"r-1","amount":5}`); status != http.StatusAccepted {
+		t.Fatalf("POST: %d", status)
+	}
+	testenv.WaitFor(t, 20*time.Second, "the refused request parked", func() bool {
+		return s.Metric(t, "onceflow_poison_parked_total", "outcome", "parked") == 1
+	})
+	if got := s.Metric(t, "onceflow_poisoned_messages_total"); got != 1 {
+		t.Errorf("%v messages poisoned, want 1", got)
+	}
+	if got, err := p.Counts(t.Context()); err != nil || got != (provider.Counts{}) {
+		t.Errorf("the provider charged %+v, %v; want nothing", got, err)
+	}
+}
+
 // `onceflow send` posts its requests, each --copies times, to the service
 // its settings name.
 func TestSendCommand(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/onceflow/onceflow/app/apptest/testdomain/provider"
 	"github.com/onceflow/onceflow/problem"
 )
 
@@ -19,6 +20,13 @@ import (
 // Permanent reports it, so the message goes to the poison topic with the
 // error, which names the fields, as its reason.
 var ErrMalformed = errors.New("malformed event")
+
+// ErrRefused is an effect refused for good, as a provider refuses a card:
+// the domain's Permanent reports it too. It is the provider's
+// [provider.ErrRefused], which the charge route's error wraps while the
+// provider refuses every charge ([provider.Provider.Refuse]); tests also
+// wrap a handler to return it (see [WithMiddleware]).
+var ErrRefused = provider.ErrRefused
 
 // Event is the payload of both topics: a request on TopicRequested, and
 // the same request with the provider's charge on TopicCharged.

@@ -26,8 +26,10 @@ type layer struct {
 var layers = []layer{
 	{"cmd", []string{"cmd/..."}, []string{"app", "domain", "example"}},
 	{"example", []string{"handlers/..."}, []string{"example", "domain", "faces", "receiver", "exactlyonce", "stores", "store", "migrations", "problem"}},
-	{"app", []string{"app"}, []string{"admin", "domain", "faces", "receiver", "exactlyonce", "stores", "store", "transport", "broker", "migrations", "problem"}},
-	{"admin", []string{"admin"}, []string{"faces", "receiver", "store", "problem"}},
+	{"app", []string{"app"}, []string{"admin", "poison", "poison stores", "domain", "faces", "receiver", "exactlyonce", "stores", "store", "transport", "broker", "migrations", "problem"}},
+	{"admin", []string{"admin"}, []string{"poison", "faces", "receiver", "store", "problem"}},
+	{"poison", []string{"poison"}, []string{"faces", "receiver", "store", "problem"}},
+	{"poison stores", []string{"poison/..."}, []string{"poison", "faces", "receiver", "store"}},
 	{"transport", []string{"transport"}, []string{"broker", "brokers"}},
 	{"brokers", []string{"transport/..."}, []string{"broker"}},
 	{"exactlyonce", []string{"exactlyonce"}, []string{"faces", "receiver", "stores", "store"}},
@@ -38,7 +40,7 @@ var layers = []layer{
 	{"stores", []string{"stores/..."}, []string{"stores", "store", "migrations"}},
 	{"migrations", []string{"migrations"}, nil},
 	{"problem", []string{"problem"}, nil},
-	{"test machinery", []string{"internal/testenv/...", "app/apptest/...", "stores/storetest/...",
+	{"test machinery", []string{"internal/testenv/...", "app/apptest/...", "stores/storetest/...", "poison/poisontest",
 		"exactlyonce/exactlyoncetest", "middleware/internal/...", "transport/transporttest"}, nil},
 }
 

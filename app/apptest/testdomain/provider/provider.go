@@ -4,11 +4,13 @@
 // checks the ledger against.
 //
 // Its one route, POST /charges with {"ref": "...", "amount": n}, makes a
-// charge and answers 201 {"id": "ch_...", "ref": ..., "amount": ...}. It
-// is guarded by onceflow's own Idempotency-Key face, so it keeps the
-// promise an effect key relies on: a request that repeats a key is
-// answered with the first one's charge and charges nothing. A request
-// without a key is charged every time, the window an effect key closes.
+// charge and answers 201 {"id": "ch_...", "ref": ..., "amount": ...}; while
+// [Provider.Refuse] is on it refuses every charge with 422 instead, which
+// [Charge] returns as [ErrRefused]. It is guarded by onceflow's own
+// Idempotency-Key face, so it keeps the promise an effect key relies on: a
+// request that repeats a key is answered with the first one's charge and
+// charges nothing. A request without a key is charged every time, the
+// window an effect key closes.
 //
 // With a PostgreSQL pool ([Config].DB) its Idempotency-Key records and its
 // charges live in that database or schema, and each charge commits in one
@@ -26,6 +28,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -68,6 +71,8 @@ type Provider struct {
 	logger  *slog.Logger
 	server  *httptest.Server
 	closers []func() error
+	// refusing is Refuse's switch.
+	refusing atomic.Bool
 }
 
 // charge is a charge made: the body of 201 Created.
@@ -113,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (_ *Provider, err error) {
 		idempotencykey.WithMaxRequestBody(4<<10),
 	)
 	mux := http.NewServeMux()
-	mux.Handle("POST /charges", face(http.HandlerFunc(p.charge)))
+	mux.Handle("POST /charges", p.refuse(face(http.HandlerFunc(p.charge))))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("starting the provider: %w", err)
@@ -149,6 +154,38 @@ func (p *Provider) charge(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusCreated)
 	_ = json.NewEncoder(w).Encode(c)
 }
+
+// RefusedType is the problem type of the provider's refusal (see
+// [Provider.Refuse]): what tells it apart from the other 422 answers, such
+// as the Idempotency-Key face's for a key reused with another charge.
+const RefusedType = "urn:onceflow:testdomain:provider:refused"
+
+// Refuse switches the provider's refusal on or off. While it is on, every
+// charge is refused for good, as a provider refuses a card or a suspended
+// merchant: POST /charges answers 422 with the reason (problem type
+// RefusedType) and charges nothing, and [Charge] returns an error matching
+// [ErrRefused]. The refusal is answered in front of the Idempotency-Key
+// face, as a refusal of the caller rather than of the charge, so it is not
+// recorded under the request's key: once it is off, a request repeating
+// the key charges (once), as if it were the first.
+func (p *Provider) Refuse(on bool) { p.refusing.Store(on) }
+
+// refuse is next while Refuse is off, else the refusal.
+func (p *Provider) refuse(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !p.refusing.Load() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p.logger.InfoContext(r.Context(), "charge refused", "idempotency_key", r.Header.Get(idempotencykey.Header))
+		d := problem.Prepare(w, problem.New(problem.Mismatch, refusedReason))
+		d.Type = RefusedType
+		d.Write(w)
+	})
+}
+
+// refusedReason is the detail of the provider's refusal.
+const refusedReason = "the provider refuses every charge: the merchant account is suspended"
 
 // Counts returns what the provider charged so far.
 func (p *Provider) Counts(ctx context.Context) (Counts, error) { return p.charges.counts(ctx) }

@@ -1,6 +1,7 @@
 package provider_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -113,5 +114,42 @@ func TestRefusesAndChargesNothing(t *testing.T) {
 			t.Errorf("an unknown field: %s, want 400", resp.Status)
 		}
 		assertCounts(t, p, provider.Counts{Charges: 1, IDs: 1})
+	})
+}
+
+// While Refuse is on every charge is refused for good, with a reason, as
+// ErrRefused, and charges nothing; the face's own 422 (a key reused for
+// another charge) is no such refusal. The refusal is not recorded under
+// the key: once Refuse is off, the refused key charges, once.
+func TestRefuseRefusesForGoodUntilOff(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, p *provider.Provider) {
+		if _, err := provider.Charge(t.Context(), withKey("key-1"), p.URL, "a-1", 5); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := provider.Charge(t.Context(), withKey("key-1"), p.URL, "a-1", 6); err == nil || errors.Is(err, provider.ErrRefused) {
+			t.Errorf("a key reused for another charge: %v, want an error other than ErrRefused", err)
+		}
+		p.Refuse(true)
+		for range 2 {
+			_, err := provider.Charge(t.Context(), withKey("key-2"), p.URL, "a-2", 5)
+			if !errors.Is(err, provider.ErrRefused) || !strings.Contains(err.Error(), "suspended") {
+				t.Fatalf("a charge while refusing: %v, want ErrRefused with its reason", err)
+			}
+		}
+		if _, err := provider.Charge(t.Context(), http.DefaultClient, p.URL, "a-3", 5); !errors.Is(err, provider.ErrRefused) {
+			t.Errorf("a charge without a key while refusing: %v, want ErrRefused", err)
+		}
+		assertCounts(t, p, provider.Counts{Charges: 1, IDs: 1})
+
+		p.Refuse(false)
+		first, err := provider.Charge(t.Context(), withKey("key-2"), p.URL, "a-2", 5)
+		if err != nil {
+			t.Fatalf("the refused key once Refuse is off: %v", err)
+		}
+		if again, err := provider.Charge(t.Context(), withKey("key-2"), p.URL, "a-2", 5); err != nil || again != first {
+			t.Errorf("its repeat: %q, %v; want the first charge %q", again, err, first)
+		}
+		assertCounts(t, p, provider.Counts{Charges: 2, IDs: 2})
 	})
 }
