@@ -75,6 +75,12 @@ var shortRows = map[string]bool{
 	"broker_outage/nats/lease-redis":                true,
 	"broker_outage/redisstream/lease-redis":         true,
 	"network/amqp/partition/lease-redis":            true,
+	// Poison and redrive: every broker, one mode each.
+	"poison_redrive/kafka/lease-redis":                true,
+	"poison_redrive/amqp/transaction-postgres":        true,
+	"poison_redrive/sql/transaction-postgres":         true,
+	"poison_redrive/nats/lease-redis":                 true,
+	"poison_redrive/redisstream/transaction-postgres": true,
 }
 
 func shortRow(parts ...string) bool {
