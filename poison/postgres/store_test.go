@@ -310,7 +310,7 @@ func BenchmarkList(b *testing.B) {
 		f    poison.Filter
 	}{
 		{"first", poison.Filter{}},
-		{"handler+class", poison.Filter{Handler: "notify", Class: poison.Malformed}},
+		{"handler+class", poison.Filter{Handler: "notify", Class: poison.Classes[1]}}, // fill's message 1, and every 6th after it
 		{"deep", poison.Filter{After: ms[n/2].ID}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
