@@ -14,6 +14,7 @@ import (
 	"github.com/onceflow/onceflow/app/apptest/testdomain"
 	"github.com/onceflow/onceflow/app/apptest/testdomain/flowtest"
 	"github.com/onceflow/onceflow/domain"
+	"github.com/onceflow/onceflow/internal/testenv/brokerenv"
 	"github.com/onceflow/onceflow/poison"
 	"github.com/onceflow/onceflow/transport"
 )
@@ -57,11 +58,17 @@ func requeueing(down *sync.Map, attempts *sync.Map) domain.Domain {
 // A route that requeues gets a failed message back through the broker a
 // delay later, and runs it once when its dependency is back; one that
 // keeps failing is parked after its last requeue as retries_exhausted,
-// and a redrive then charges it once. The requeue topic travels on the
-// brokers (in process, where a publish returns once handled, a route
-// does not requeue).
+// and a redrive then charges it once. The requeue topic travels on every
+// broker (in process, where a publish returns once handled, a route does
+// not requeue).
 func TestRequeueBeforePoison(t *testing.T) {
-	for _, kind := range []string{transport.RedisStream, transport.NATS, transport.Kafka, transport.SQL} {
+	// What a requeueing service declares on RabbitMQ: the requeuer's queue too.
+	declared := func(prefix, service string) (exchanges, queues []string) {
+		routes := testdomain.Routes()
+		routes[0].Requeue = &domain.Requeue{Delay: time.Second, Max: 2}
+		return Config{TopicPrefix: prefix, ServiceName: service}.AMQPDeclared(routes)
+	}
+	for _, kind := range []string{transport.RedisStream, transport.NATS, transport.Kafka, transport.SQL, transport.AMQP} {
 		if !builtIn(kind) {
 			continue
 		}
@@ -71,7 +78,7 @@ func TestRequeueBeforePoison(t *testing.T) {
 			down.Store("recovers", true)
 			down.Store("stays-down", true)
 			a := startDomain(t, requeueing(&down, &attempts), seams{}, testLogger(t),
-				append(serviceEnv(t, kind), "RETRY_MAX=1", "ADMIN_API_KEYS="+operatorKey+":alice")...)
+				append(brokerenv.ServiceEnv(t, kind, declared), "RETRY_MAX=1", "ADMIN_API_KEYS="+operatorKey+":alice")...)
 			count := func(id string) int32 {
 				n, ok := attempts.Load(id)
 				if !ok {
