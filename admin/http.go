@@ -79,21 +79,31 @@ func (s *Service) action(name string, do func(*http.Request, Target) (Record, er
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		t := Target{Handler: r.PathValue("handler"), Key: q.Get("key"), Route: q.Get("route"), Client: q.Get("client")}
-		actor, _ := apikey.ClientFromContext(r.Context())
 		rec, err := do(r, t)
-		attrs := []any{"action", name, "actor", actor, "remote_addr", r.RemoteAddr,
-			"handler", t.Handler, "key", t.Key, "route", t.Route, "client", t.Client}
-		if name == "release" {
-			attrs = append(attrs, "force", q.Get("force"))
-		}
+		s.audit(r, name, t, q.Get("force"), rec, err)
 		if err != nil {
-			s.cfg.Logger.WarnContext(r.Context(), "admin action refused",
-				append(attrs, "status", problem.KindOf(err).Status(), "err", err)...)
 			problem.Write(w, err)
 			return
 		}
-		s.cfg.Logger.InfoContext(r.Context(), "admin action", append(attrs, "state", rec.State)...)
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(rec)
 	})
+}
+
+// audit logs a key admin action on t, as the operator r authenticated,
+// with its outcome: at info with the record's state, at warn when
+// refused. force is release's.
+func (s *Service) audit(r *http.Request, name string, t Target, force string, rec Record, err error) {
+	actor, _ := apikey.ClientFromContext(r.Context())
+	attrs := []any{"action", name, "actor", actor, "remote_addr", r.RemoteAddr,
+		"handler", t.Handler, "key", t.Key, "route", t.Route, "client", t.Client}
+	if name == "release" {
+		attrs = append(attrs, "force", force)
+	}
+	if err != nil {
+		s.cfg.Logger.WarnContext(r.Context(), "admin action refused",
+			append(attrs, "status", problem.KindOf(err).Status(), "err", err)...)
+		return
+	}
+	s.cfg.Logger.InfoContext(r.Context(), "admin action", append(attrs, "state", rec.State)...)
 }

@@ -4,9 +4,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"embed"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"html/template"
 	"maps"
 	"net/http"
@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/onceflow/onceflow/middleware/apikey"
 	"github.com/onceflow/onceflow/middleware/idempotencykey"
@@ -43,11 +42,10 @@ const (
 var pageFS embed.FS
 
 var pageTemplates = template.Must(template.New("page").Funcs(template.FuncMap{
-	"age":     age,
-	"clip":    clipText,
-	"payload": payloadText,
-	"stamp":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
-	"query":   func(f poison.Filter) string { return FilterQuery(f).Encode() },
+	"age":   age,
+	"clip":  func(s string) string { return poison.Clip(s, reasonWidth) },
+	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"query": func(f poison.Filter) string { return FilterQuery(f).Encode() },
 	"states": func() []poison.State {
 		return []poison.State{poison.Parked, poison.Redriven, poison.Discarded, poison.All}
 	},
@@ -64,7 +62,7 @@ func (s *Service) pageRoutes(mux *http.ServeMux, keys *apikey.Keys) {
 	mux.Handle("GET "+PageRoot+"{$}", signedIn(s.dashboard))
 	mux.Handle("POST "+pagePrefix+"login", s.login(keys))
 	mux.HandleFunc("POST "+pagePrefix+"logout", func(w http.ResponseWriter, r *http.Request) {
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Path: PageRoot, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, sessionCookie(r, ""))
 		http.Redirect(w, r, PageRoot, http.StatusSeeOther)
 	})
 	mux.Handle("GET "+pagePrefix+"messages/{id}", signedIn(s.messagePage))
@@ -77,14 +75,14 @@ func (s *Service) pageRoutes(mux *http.ServeMux, keys *apikey.Keys) {
 // pageAuth serves h to a signed-in operator (their name given), and the
 // sign-in form to anyone else.
 func (s *Service) pageAuth(keys *apikey.Keys, h func(http.ResponseWriter, *http.Request, string)) http.Handler {
-	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	authed := s.authenticateOr(keys, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		actor, _ := apikey.ClientFromContext(r.Context())
 		if r.Method == http.MethodPost && !validToken(r) {
 			s.render(w, http.StatusForbidden, "error", view{Actor: actor, Error: "the form's token is not this session's: reload the page and try again"})
 			return
 		}
 		h(w, r, actor)
-	})
+	}), s.refusePage)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie(cookieName)
 		if err != nil || c.Value == "" {
@@ -95,31 +93,49 @@ func (s *Service) pageAuth(keys *apikey.Keys, h func(http.ResponseWriter, *http.
 			http.Redirect(w, r, PageRoot, http.StatusSeeOther)
 			return
 		}
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+c.Value)
-		s.authenticateOr(keys, next, s.refusePage).ServeHTTP(w, r)
+		authed.ServeHTTP(w, withKey(r, c.Value))
 	})
 }
 
 // login checks the key of the sign-in form and keeps it in the cookie.
 func (s *Service) login(keys *apikey.Keys) http.Handler {
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "),
-			Path: PageRoot, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	authed := s.authenticateOr(keys, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, sessionCookie(r, sessionKey(r)))
 		http.Redirect(w, r, PageRoot, http.StatusSeeOther)
-	})
+	}), s.refusePage)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+r.PostFormValue("key"))
-		s.authenticateOr(keys, ok, s.refusePage).ServeHTTP(w, r)
+		authed.ServeHTTP(w, withKey(r, r.PostFormValue("key")))
 	})
 }
 
 // refusePage answers a refused sign-in with the form and the reason.
-func (s *Service) refusePage(w http.ResponseWriter, _ *http.Request, err error) {
+func (s *Service) refusePage(w http.ResponseWriter, r *http.Request, err error) {
 	d := problem.Prepare(w, err)
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Path: PageRoot, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, sessionCookie(r, ""))
 	s.render(w, d.Status, "login", view{Error: d.Detail})
+}
+
+// withKey is r carrying key as the API's requests do, for the
+// authentication they share.
+func withKey(r *http.Request, key string) *http.Request {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+key)
+	return r
+}
+
+// sessionKey is the key r was authenticated with (see withKey).
+func sessionKey(r *http.Request) string {
+	return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+}
+
+// sessionCookie keeps key for the page's paths; an empty key ends the
+// session.
+func sessionCookie(r *http.Request, key string) *http.Cookie {
+	c := &http.Cookie{Name: cookieName, Value: key, Path: PageRoot, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode}
+	if key == "" {
+		c.MaxAge = -1
+	}
+	return c
 }
 
 // csrfToken is the token of the forms of the session whose key is key.
@@ -131,8 +147,7 @@ func csrfToken(key string) string {
 
 // validToken reports whether the form of r carries its session's token.
 func validToken(r *http.Request) bool {
-	key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return hmac.Equal([]byte(r.PostFormValue(csrfField)), []byte(csrfToken(key)))
+	return hmac.Equal([]byte(r.PostFormValue(csrfField)), []byte(csrfToken(sessionKey(r))))
 }
 
 // view is what a page template gets.
@@ -167,8 +182,7 @@ type outcomeRow struct {
 }
 
 func (s *Service) newView(r *http.Request, actor string) view {
-	key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return view{Actor: actor, Token: csrfToken(key), Note: r.URL.Query().Get("note"), Now: time.Now(),
+	return view{Actor: actor, Token: csrfToken(sessionKey(r)), Note: r.URL.Query().Get("note"), Now: time.Now(),
 		Classes: poison.Classes, HandlerNames: append(slices.Clone(s.cfg.Handlers), idempotencykey.Scope)}
 }
 
@@ -205,7 +219,10 @@ func (s *Service) dashboard(w http.ResponseWriter, r *http.Request, actor string
 						n++
 					}
 				}
-				v.Handlers[i].Poisoned = itoa(n, more != "")
+				v.Handlers[i].Poisoned = strconv.Itoa(n)
+				if more != "" {
+					v.Handlers[i].Poisoned += "+" // more than a page of them: at least n
+				}
 			}
 		}
 		if v.Groups, err = c.Store.Summary(r.Context()); err != nil {
@@ -288,22 +305,13 @@ func (s *Service) settleGroup(w http.ResponseWriter, r *http.Request, actor stri
 	default:
 		err = errors.New("no such action")
 	}
-	note := r.PathValue("action") + " " + f.Handler + "/" + string(f.Class) + ": " + itoa(b.Done, false) + " done, " + itoa(b.Refused, false) + " refused"
+	note := fmt.Sprintf("%s %s/%s: %d done, %d refused", r.PathValue("action"), f.Handler, f.Class, b.Done, b.Refused)
 	if err != nil {
 		note += " (stopped: " + err.Error() + ")"
-	} else if b.Refused > 0 {
-		note += " (" + b.Items[firstRefused(b)].Error + ")"
+	} else if i := slices.IndexFunc(b.Items, func(o poison.Outcome) bool { return o.Error != "" }); i >= 0 {
+		note += " (" + b.Items[i].Error + ")"
 	}
 	s.redirect(w, r, PageRoot, note)
-}
-
-func firstRefused(b poison.Batch) int {
-	for i, it := range b.Items {
-		if it.Error != "" {
-			return i
-		}
-	}
-	return 0
 }
 
 // keyPage looks up an idempotency record.
@@ -325,23 +333,23 @@ func (s *Service) keyPage(w http.ResponseWriter, r *http.Request, actor string) 
 // keyAction releases or evicts the record the form names.
 func (s *Service) keyAction(w http.ResponseWriter, r *http.Request, actor string) {
 	t := Target{Handler: r.PostFormValue("handler"), Key: r.PostFormValue("key"), Route: r.PostFormValue("route"), Client: r.PostFormValue("client")}
-	var err error
+	var (
+		rec Record
+		err error
+	)
 	action := r.PathValue("action")
 	switch action {
 	case "release":
-		_, err = s.Release(r.Context(), t, r.PostFormValue("force") == "on")
+		rec, err = s.Release(r.Context(), t, r.PostFormValue("force") == "on")
 	case "evict":
-		_, err = s.Evict(r.Context(), t)
+		rec, err = s.Evict(r.Context(), t)
 	default:
 		err = errors.New("no such action")
 	}
-	attrs := []any{"action", action, "actor", actor, "remote_addr", r.RemoteAddr, "handler", t.Handler, "key", t.Key, "route", t.Route, "client", t.Client}
+	s.audit(r, action, t, r.PostFormValue("force"), rec, err)
 	note := action + ": done"
 	if err != nil {
-		s.cfg.Logger.WarnContext(r.Context(), "admin action refused", append(attrs, "err", err)...)
 		note = action + " refused: " + err.Error()
-	} else {
-		s.cfg.Logger.InfoContext(r.Context(), "admin action", attrs...)
 	}
 	s.redirect(w, r, pagePrefix+"keys?"+url.Values{"handler": {t.Handler}, "key": {t.Key}, "route": {t.Route}, "client": {t.Client}}.Encode(), note)
 }
@@ -376,28 +384,5 @@ func age(now, t time.Time) string {
 	case d < 48*time.Hour:
 		return d.Round(time.Hour).String()
 	}
-	return itoa(int(d/(24*time.Hour)), false) + "d"
-}
-
-func clipText(s string) string {
-	if utf8.RuneCountInString(s) <= reasonWidth {
-		return s
-	}
-	return string([]rune(s)[:reasonWidth-1]) + "…"
-}
-
-// payloadText is a payload as text when it is, else as base64.
-func payloadText(p []byte) string {
-	if utf8.Valid(p) {
-		return string(p)
-	}
-	return "(binary, base64) " + base64.StdEncoding.EncodeToString(p)
-}
-
-func itoa(n int, more bool) string {
-	s := strconv.Itoa(n)
-	if more {
-		s += "+"
-	}
-	return s
+	return strconv.Itoa(int(d/(24*time.Hour))) + "d"
 }

@@ -151,11 +151,7 @@ func (b *assembly) openStore(ctx context.Context) (err error) {
 // creates the topics of the routes, the poison topic and, when a route
 // requeues, the requeue topic.
 func (b *assembly) connectBroker(ctx context.Context) error {
-	topics := append(b.parts.Routes.Topics(), PoisonTopic)
-	if b.parts.Routes.Requeue() {
-		topics = append(topics, RequeueTopic)
-	}
-	t, err := openTransport(ctx, b.cfg, b.pool, topics, b.logger)
+	t, err := openTransport(ctx, b.cfg, b.pool, withOwnReaders(b.parts.Routes).Topics(), b.logger)
 	if err != nil {
 		return err
 	}

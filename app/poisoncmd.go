@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/onceflow/onceflow/admin"
 	"github.com/onceflow/onceflow/poison"
@@ -139,7 +137,7 @@ func writePoisonTable(out io.Writer, p admin.Page, now time.Time) error {
 	fmt.Fprintln(w, "ID\tAGE\tSTATE\tHANDLER\tCLASS\tTOPIC\tKEY\tREASON")
 	for _, m := range p.Messages {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, now.Sub(m.ParkedAt).Round(time.Second), m.State,
-			m.Handler, m.Class, m.Topic, m.Key, clip(m.Reason, 80))
+			m.Handler, m.Class, m.Topic, m.Key, poison.Clip(m.Reason, 80))
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -151,31 +149,18 @@ func writePoisonTable(out io.Writer, p admin.Page, now time.Time) error {
 	return nil
 }
 
-// writePoisonMessage writes a parked message's fields, metadata and
-// payload (as text when it is, else as JSON's base64).
+// writePoisonMessage writes a parked message's fields and metadata as
+// JSON, then its payload as an operator reads it (Message.PayloadText).
 func writePoisonMessage(out io.Writer, m poison.Message) error {
-	payload := m.Payload
+	text, size := m.PayloadText(), len(m.Payload)
 	m.Payload = nil
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(m); err != nil {
 		return err
 	}
-	if utf8.Valid(payload) {
-		_, err := fmt.Fprintf(out, "payload (%d bytes):\n%s\n", len(payload), payload)
-		return err
-	}
-	b, _ := json.Marshal(payload)
-	_, err := fmt.Fprintf(out, "payload (%d bytes, base64):\n%s\n", len(payload), strings.Trim(string(b), `"`))
+	_, err := fmt.Fprintf(out, "payload (%d bytes):\n%s\n", size, text)
 	return err
-}
-
-// clip is s cut to n runes, with an ellipsis when cut.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
 }
 
 // parseFilter sets opts.Filter's class, state and times from their flags.

@@ -125,10 +125,7 @@ func (c Config) transportError(ctx context.Context, err error) error {
 // the service; a test, or an environment taken down, deletes them.
 func (c Config) AMQPDeclared(routes domain.Routes) (exchanges, queues []string) {
 	names := broker.Names{TopicPrefix: c.TopicPrefix, ServiceName: c.ServiceName}
-	all := append(slices.Clip(routes), domain.Route{Name: poisonLogHandler, Consumes: PoisonTopic})
-	if routes.Requeue() {
-		all = append(all, domain.Route{Name: requeueHandler, Consumes: RequeueTopic})
-	}
+	all := withOwnReaders(routes)
 	for _, topic := range all.Topics() {
 		exchanges = append(exchanges, c.TopicPrefix+topic)
 	}
@@ -148,4 +145,14 @@ func (c Config) redelivery() broker.Redelivery {
 		AckDeadline:    time.Duration(c.RetryMax+1) * (c.HandlerTimeout + c.retryMaxInterval()),
 		ResendInterval: c.retryMaxInterval(),
 	}
+}
+
+// withOwnReaders is routes with the service's own readers of topics: the
+// poison log and, when a route requeues, the requeuer.
+func withOwnReaders(routes domain.Routes) domain.Routes {
+	all := append(slices.Clip(routes), domain.Route{Name: poisonLogHandler, Consumes: PoisonTopic})
+	if routes.Requeue() {
+		all = append(all, domain.Route{Name: requeueHandler, Consumes: RequeueTopic})
+	}
+	return all
 }

@@ -1,9 +1,11 @@
 package poison
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ThreeDotsLabs/watermill/components/delay"
 	"github.com/ThreeDotsLabs/watermill/components/requeuer"
@@ -180,4 +182,22 @@ func cut(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// PayloadText is m's payload as an operator reads it: as it is when it is
+// text, else "(binary, base64) " and its base64.
+func (m Message) PayloadText() string {
+	if utf8.Valid(m.Payload) {
+		return string(m.Payload)
+	}
+	return "(binary, base64) " + base64.StdEncoding.EncodeToString(m.Payload)
+}
+
+// Clip is s cut to n runes, the last an ellipsis when it is cut: a reason
+// on one line of a table.
+func Clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }

@@ -408,7 +408,6 @@ func (c RouterConfig) validate() error {
 	return errors.Join(errs...)
 }
 
-// permanent is Permanent or Config.Permanent.
 // requeuePolicies are the handlers' requeue policies, by handler name.
 func (c RouterConfig) requeuePolicies() map[string]RequeuePolicy {
 	ps := map[string]RequeuePolicy{}
@@ -420,6 +419,7 @@ func (c RouterConfig) requeuePolicies() map[string]RequeuePolicy {
 	return ps
 }
 
+// permanent is Permanent or Config.Permanent.
 func (c RouterConfig) permanent(err error) bool {
 	return Permanent(err) || c.Permanent != nil && c.Permanent(err)
 }
