@@ -17,9 +17,9 @@
 // and was taken over can no longer change the record: it gets ErrLeaseLost.
 //
 // Guarantees every implementation gives, and stores/storetest checks:
-//   - Each method is one atomic operation against the backing store (one Lua
-//     script on one key in Redis, one SQL statement in PostgreSQL): there is no
-//     check-then-set window between callers.
+//   - Each method is one atomic operation against the backing store (one
+//     command or Lua script on one key in Redis, one SQL statement in
+//     PostgreSQL): there is no check-then-set window between callers.
 //   - Among any number of concurrent Claims of an absent key, exactly one
 //     returns Acquired.
 //   - Leases and TTLs are judged by the store's clock, never the caller's.
@@ -129,7 +129,12 @@ type Claim struct {
 	// Token is the owner's fencing token. Set only when Status is Acquired.
 	Token Token
 	// LeaseUntil is the end of the caller's lease (Acquired) or of the
-	// current owner's lease (InProgress), by the store's clock.
+	// current owner's lease (InProgress), as the owner was told it. The
+	// store's clock decides: the lease lasts at least until LeaseUntil,
+	// and at most the lease from the Claim's return (a store may read the
+	// time before the call takes effect: Redis reads the client's as it
+	// sends the Claim). An InProgress Claim reports the end the owner was
+	// told, even once it passed, while the store still holds the lease.
 	LeaseUntil time.Time
 	// Record is the stored record when Status is Completed. When Status is
 	// InProgress only Record.Fingerprint and Record.CreatedAt are set.

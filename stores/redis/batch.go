@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/internal/batch"
 )
 
@@ -28,17 +29,17 @@ type evalReq struct {
 }
 
 // batchers coalesce concurrent Claims and Completes (see Config.BatchSize).
+// A batch of Claims is one pipeline of their native commands (see
+// claimAll), in the batch's order.
 type batchers struct {
-	claim, complete *batch.Batcher[evalReq, any]
+	claim    *batch.Batcher[claimReq, stores.Claim]
+	complete *batch.Batcher[evalReq, any]
 }
 
 func newBatchers(s *Store, bc batch.Config, observe func(op string, calls int)) *batchers {
-	batcher := func(op string, one, all *redis.Script) *batch.Batcher[evalReq, any] {
-		return batch.New(batch.Observed(s.batched(op, one, all), op, observe), bc)
-	}
 	return &batchers{
-		claim:    batcher("claim", claimScript, claimAllScript),
-		complete: batcher("complete", completeScript, completeAllScript),
+		claim:    batch.New(batch.Observed(s.claimAll, "claim", observe), bc),
+		complete: batch.New(batch.Observed(s.batched("complete", completeScript, completeAllScript), "complete", observe), bc),
 	}
 }
 
@@ -142,14 +143,6 @@ func (s *Store) evalAll(ctx context.Context, reqs []evalReq, only []int,
 	}
 	_, _ = pipe.Exec(ctx) // each command holds its own error
 	return cmds
-}
-
-// runClaim runs the claim script, batched when batching is on.
-func (s *Store) runClaim(ctx context.Context, k string, args ...any) (any, error) {
-	if s.batch == nil {
-		return s.run(ctx, "claim", claimScript, k, args...)
-	}
-	return s.batch.claim.Do(ctx, evalReq{key: k, args: args})
 }
 
 // runComplete runs the complete script, batched when batching is on and

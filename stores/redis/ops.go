@@ -9,36 +9,47 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/stores"
+	"github.com/onceflow/onceflow/stores/internal/batch"
 	"github.com/onceflow/onceflow/stores/redis/internal/redisscript"
 )
 
 // The store's scripts; package internal/redisscript holds their Lua source
-// and the record's fields. Claim and Complete each have two: one for a call
-// alone, the only kind a Cluster runs, and, for a batch on one server, one
-// that runs the same function on every key of the batch.
+// and the record's layout. Complete has two: one for a call alone, the
+// only kind a Cluster runs, and, for a batch on one server, one that runs
+// the same function on every key of the batch.
 var (
 	claimScript       = redis.NewScript(redisscript.ClaimOne)
 	completeScript    = redis.NewScript(redisscript.CompleteOne)
-	claimAllScript    = redis.NewScript(redisscript.ClaimBatch)
 	completeAllScript = redis.NewScript(redisscript.CompleteBatch)
 	releaseScript     = redis.NewScript(redisscript.Release)
 	extendScript      = redis.NewScript(redisscript.Extend)
 )
 
-// Claim implements stores.Store. It runs claimScript: one round trip. The
-// token is drawn before the call, so that the script knows its own claim
-// when the client resends the call.
+// Claim implements stores.Store. It sends one native command, SET … NX PX
+// … GET, which creates the record of an absent key or answers the record
+// the key holds; only an answer that needs the server's clock (see
+// package internal/redisscript) takes a second round trip, to the claim
+// script. The token is drawn before the call, so that a resent Claim knows
+// its own record.
+//
+// An acquired lease's end is reported from the client's clock as it sends
+// the command: the lease the server keeps starts when it runs the
+// command, so it never ends before the end reported, and ends at most the
+// call's duration after.
 func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease time.Duration) (stores.Claim, error) {
 	k, err := stores.CheckClaim(key, lease)
 	if err != nil {
 		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", shown(key), err)
 	}
-	token := stores.NewToken()
-	reply, err := s.runClaim(ctx, k, string(token), fingerprint, stores.Micros(lease))
-	if err != nil {
-		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", k, err)
+	req := claimReq{key: k, token: stores.NewToken(), fingerprint: fingerprint, lease: lease}
+	var c stores.Claim
+	if s.batch == nil {
+		var res [1]batch.Result[stores.Claim]
+		s.claimAll(ctx, []claimReq{req}, res[:])
+		c, err = res[0].Resp, res[0].Err
+	} else {
+		c, err = s.batch.claim.Do(ctx, req)
 	}
-	c, err := parseClaim(reply, token)
 	if err != nil {
 		return stores.Claim{}, fmt.Errorf("claiming key %q: %w", k, err)
 	}

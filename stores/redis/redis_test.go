@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,8 +28,8 @@ func testCtx(t *testing.T) context.Context {
 }
 
 // TestClusterKeepsEachRecordInOneKey runs every operation on keys owned by
-// every master and checks that each record is one hash at its own key, with
-// no other key written: a released key keeps only its released field,
+// every master and checks that each record is one string at its own key,
+// with no other key written: a released key keeps only a released record,
 // until the lease it released would have ended.
 func TestClusterKeepsEachRecordInOneKey(t *testing.T) {
 	t.Parallel()
@@ -79,11 +80,11 @@ func TestClusterKeepsEachRecordInOneKey(t *testing.T) {
 	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 		keys, err := n.Keys(ctx, prefix+"*").Result()
 		for _, k := range keys {
-			if typ := n.Type(ctx, k).Val(); typ != "hash" {
-				return fmt.Errorf("key %s is a %s, want a hash", k, typ)
+			if typ := n.Type(ctx, k).Val(); typ != "string" {
+				return fmt.Errorf("key %s is a %s, want a string", k, typ)
 			}
-			if fields := n.HKeys(ctx, k).Val(); slices.Contains(released, k) && !slices.Equal(fields, []string{"released"}) {
-				return fmt.Errorf("released key %s has fields %v, want only released", k, fields)
+			if v := n.Get(ctx, k).Val(); slices.Contains(released, k) && !strings.HasPrefix(v, "1r") {
+				return fmt.Errorf("released key %s holds %q, want a released record", k, v)
 			}
 		}
 		mu.Lock()
@@ -125,77 +126,64 @@ func slotOwners(t *testing.T, c *redis.ClusterClient) map[int64]string {
 	return owners
 }
 
-// TestRecordLayout checks the stored hash: raw bytes, timestamps by the
-// server's clock, and a key that expires with the lease and then the TTL.
+// TestRecordLayout checks the stored value: raw bytes; a claim's times by
+// the client's clock as it sent the command, a completed record's by the
+// server's; and a key that expires with the lease and then the TTL.
 func TestRecordLayout(t *testing.T) {
 	t.Parallel()
 	c := testenv.Redis(t)
 	ctx := testCtx(t)
 	prefix := testenv.KeyPrefix(t)
 	s := testenv.RedisStore(t, c, redisstore.Config{KeyPrefix: prefix})
-	fp := []byte("\x00\xff fingerprint")
+	fp := []byte("\x00\xff fp|with|bars")
 	const lease = 10 * time.Second
 
-	before := c.Time(ctx).Val()
+	before := time.Now()
 	claim, err := s.Claim(ctx, "k", fp, lease)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := c.Time(ctx).Val()
-	if claim.Record.CreatedAt.Before(before) || claim.Record.CreatedAt.After(after) {
-		t.Fatalf("CreatedAt %v is not between the server's times %v and %v", claim.Record.CreatedAt, before, after)
+	after := time.Now()
+	if claim.Record.CreatedAt.Before(before.Truncate(time.Microsecond)) || claim.Record.CreatedAt.After(after) {
+		t.Fatalf("CreatedAt %v is not between the client's times %v and %v", claim.Record.CreatedAt, before, after)
 	}
 	if d := claim.LeaseUntil.Sub(claim.Record.CreatedAt); d != lease {
 		t.Fatalf("LeaseUntil - CreatedAt = %v, want %v", d, lease)
 	}
-	wantHash(t, c, prefix+"k", map[string]string{
-		"state":       "in_progress",
-		"token":       string(claim.Token),
-		"fingerprint": string(fp),
-		"created_at":  micros(claim.Record.CreatedAt),
-		"lease_until": micros(claim.LeaseUntil),
-	})
+	wantValue(t, c, prefix+"k", "1pk|"+string(claim.Token)+"|"+micros(claim.Record.CreatedAt)+"|"+micros(claim.LeaseUntil)+
+		"||||"+strconv.Itoa(len(fp))+"|"+string(fp))
 	wantPTTL(t, c, prefix+"k", lease)
 
 	result := make([]byte, 1<<20)
 	_, _ = rand.Read(result)
+	serverBefore := c.Time(ctx).Val()
 	if err := s.Complete(ctx, "k", claim.Token, result, time.Hour); err != nil {
 		t.Fatal(err)
 	}
+	serverAfter := c.Time(ctx).Val()
 	done, err := s.Claim(ctx, "k", nil, lease)
 	if err != nil || done.Status != stores.Completed {
 		t.Fatalf("Claim after Complete = %v, %v", done.Status, err)
 	}
+	if at := done.Record.CompletedAt; at.Before(serverBefore) || at.After(serverAfter) {
+		t.Fatalf("CompletedAt %v is not between the server's times %v and %v", at, serverBefore, serverAfter)
+	}
 	if d := done.Record.ExpiresAt.Sub(done.Record.CompletedAt); d != time.Hour {
 		t.Fatalf("ExpiresAt - CompletedAt = %v, want 1h", d)
 	}
-	wantHash(t, c, prefix+"k", map[string]string{
-		"state":        "completed",
-		"token":        string(claim.Token),
-		"fingerprint":  string(fp),
-		"result":       string(result),
-		"created_at":   micros(claim.Record.CreatedAt),
-		"completed_at": micros(done.Record.CompletedAt),
-		"expires_at":   micros(done.Record.ExpiresAt),
-	})
+	wantValue(t, c, prefix+"k", "1ck|"+string(claim.Token)+"|"+micros(claim.Record.CreatedAt)+"|"+micros(done.Record.CompletedAt)+
+		"|"+micros(done.Record.ExpiresAt)+"|||"+strconv.Itoa(len(fp))+"|"+string(fp)+string(result))
 	wantPTTL(t, c, prefix+"k", time.Hour)
 }
 
-func wantHash(t *testing.T, c *redis.Client, key string, want map[string]string) {
+func wantValue(t *testing.T, c *redis.Client, key, want string) {
 	t.Helper()
-	got, err := c.HGetAll(testCtx(t), key).Result()
+	got, err := c.Get(testCtx(t), key).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for f := range got {
-		if _, ok := want[f]; !ok {
-			t.Errorf("record has unexpected field %s", f)
-		}
-	}
-	for f, v := range want {
-		if got[f] != v {
-			t.Errorf("record field %s = %d bytes %.40q, want %d bytes %.40q", f, len(got[f]), got[f], len(v), v)
-		}
+	if got != want {
+		t.Errorf("record = %d bytes %.80q, want %d bytes %.80q", len(got), got, len(want), want)
 	}
 }
 

@@ -1,41 +1,54 @@
-// Package redisstore implements [stores.Store] on Redis, a single node or a
-// Redis Cluster, through go-redis's UniversalClient.
+// Package redisstore implements [stores.Store] on Redis 7 or later, a
+// single node or a Redis Cluster, through go-redis's UniversalClient.
 //
-// Each record is one Redis hash, at Config.KeyPrefix followed by the storage
-// key (see [stores.StorageKey]), or by its [stores.HashedKey] when it holds
-// a "{": a Redis Cluster places a key by the hash tag between its first "{"
-// and the next "}", and a key is often made of what a client or producer
-// sends, which must not choose the shard its records land on (all of them
-// on one). Every Store method is one Lua script that touches only that hash
-// (KEYS[1]), so:
+// Each record is one Redis string, packed (see package
+// internal/redisscript for the layout), at Config.KeyPrefix followed by
+// the storage key (see [stores.StorageKey]), or by its [stores.HashedKey]
+// when it holds a "{": a Redis Cluster places a key by the hash tag between
+// its first "{" and the next "}", and a key is often made of what a client
+// or producer sends, which must not choose the shard its records land on
+// (all of them on one). Every Store method is one command on that key: a
+// Claim the native SET … NX PX … GET, which creates the record or answers
+// the one the key holds; the others a Lua script that touches only that
+// key (KEYS[1]). So:
 //
-//   - each method is atomic and takes one round trip: Redis runs a script to
-//     the end before any other command, so there is no check-then-set window
-//     between callers, even across processes;
-//   - it works on Redis Cluster: the script is routed to the node that owns
+//   - each method is atomic and takes one round trip: Redis runs a command
+//     or a script to the end before any other command, so there is no
+//     check-then-set window between callers, even across processes (a
+//     Claim whose answer needs the server's clock, such as on a key
+//     released a moment ago, takes a second one, to the claim script);
+//   - it works on Redis Cluster: the command is routed to the node that owns
 //     the key's slot, and never needs keys from another slot;
-//   - leases and TTLs are judged by the Redis server's clock: the scripts read
-//     it with TIME and set the key's expiry from it, never from the caller's
-//     clock. An in-progress record expires when its lease ends, and a
-//     completed one when its TTL ends, so a key whose lease ended is simply
-//     absent and the next Claim takes it over with a new token.
+//   - leases and TTLs are judged by the Redis server's clock: the key
+//     expires when the lease or TTL ends, by the server's clock, and the
+//     scripts read it with TIME where they decide, never the caller's. A
+//     key whose lease ended is simply absent and the next Claim takes it
+//     over with a new token. An acquired lease's end is reported from the
+//     client's clock as it sends the Claim, never after the server's end
+//     (see Store.Claim).
 //
 // Unless Config.BatchSize turns it off, concurrent Claims, and concurrent
-// Completes, share a round trip (see Config.BatchSize): on a single server one script
-// runs the batch's calls one after the other, each on its own key with its
-// own reply or error; on a Cluster their one-key scripts go out in one
-// pipeline per node. Either way each call is atomic on its key, so the
+// Completes, share a round trip (see Config.BatchSize): Claims as one
+// pipeline of their commands; Completes, on a single server, as one script
+// that runs the batch's calls one after the other, each on its own key
+// with its own reply or error, and on a Cluster as one pipeline of one-key
+// scripts per node. Either way each call is atomic on its key, so the
 // points above hold call by call.
 //
 // Calls are safe to retry. go-redis resends a command whose connection
 // broke before the reply came (Options.MaxRetries, 3 by default), though
-// the server may have run it. Each script recognises a call it already ran
-// (by the token a Claim draws before the call, a Complete's token and
-// result, and a call id that Release and Extend send) and answers as it
-// did, changing nothing more; so a client that retries reports the same
-// outcomes as one that does not, as long as the resent call arrives while
-// the lease the first run took, extended or released lasts (for Complete,
-// while the completed record lives). See package internal/redisscript.
+// the server may have run it. Each call recognises a run of it that took
+// effect (a Claim by the token it draws before the call and finds in the
+// record, a Complete by its token and result, and Release and Extend by a
+// call id they send) and answers as it did, changing nothing more; so a
+// client that retries reports the same outcomes as one that does not, as
+// long as the resent call arrives while the lease the first run took,
+// extended or released lasts (for Complete, while the completed record
+// lives). See package internal/redisscript.
+//
+// Records of the earlier layout, one hash per record, are read as they
+// were until they expire: every script reads both, and writes only the
+// packed one.
 //
 // Scripts run with EVALSHA and fall back to EVAL when the server does not
 // know them (after a restart, a failover or SCRIPT FLUSH). Because they read
@@ -43,8 +56,8 @@
 // since Redis 5 and the only mode since Redis 7.
 //
 // Errors: a context that is done yields an error matching the context's
-// error; any other failure of the client or server yields a
-// [stores.UnavailableError].
+// error; any other failure of the client or server, and a key that holds
+// something other than a record, yields a [stores.UnavailableError].
 //
 // Durability: a Redis that forgets records (no persistence, eviction, an
 // asynchronous replica promoted after a failover) lets later duplicates
@@ -89,10 +102,11 @@ type Config struct {
 	WaitTimeout time.Duration
 
 	// BatchSize coalesces concurrent Claims, and concurrent Completes,
-	// into batches of at most that many calls, each one round trip: on a
-	// single server one script that runs every call of the batch in turn;
-	// on a Cluster (or a Ring) a pipeline of one script per call, one per
-	// node, sent concurrently. Default DefaultBatchSize, the service's;
+	// into batches of at most that many calls, each one round trip:
+	// Claims as one pipeline of their commands; Completes on a single
+	// server as one script that runs every call of the batch in turn, on
+	// a Cluster (or a Ring) as a pipeline of one script per call. On a
+	// Cluster a pipeline goes out as one per node, sent concurrently. Default DefaultBatchSize, the service's;
 	// 1 (or Unbatched) sends each call alone, a round trip each, which
 	// under concurrent load costs about a third of the calls per second. Every call keeps its own reply and error, so the
 	// contract holds call by call. A call runs at once, alone, while fewer

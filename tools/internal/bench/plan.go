@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/postgres"
 	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
@@ -41,6 +42,7 @@ const (
 	RouterMemory    = "router-memory"
 	RedisCalls      = "redis-calls"
 	RedisCallsOne   = "redis-calls-1"
+	RedisServerCPU  = "redis-server-cpu"
 	RouterRemote    = "router-remote"
 	RedisRoundTrips = "redis-round-trips"
 	PostgresCalls   = "postgres-calls"
@@ -87,12 +89,21 @@ func NewPlan(z Size, deps Deps) *Plan {
 		{"store-plain", StoreCalls(env, RedisPlain, RedisCallers, p.Window)},
 		{"redis-benchmark", RedisBenchmark(env, tools, RedisCallers, p.Window)},
 		{StoreClaimsContender, StoreClaims(env, Redis, RedisCallers, p.Window, redisFill)},
-		{RedisBatchedContender, ScriptedClaims(env, tools, RedisCallers, p.Window)},
+		{RedisBatchedContender, PipelinedClaims(env, tools, RedisCallers, p.Window)},
 	}},
 		Target{Name: "redis-vs-redis-benchmark", Of: "store", Over: "redis-benchmark", Op: AtLeast, Goal: 0.8},
 		Target{Name: RedisBatchedClaims, Of: StoreClaimsContender, Over: "redis-benchmark", Op: AtLeast, Goal: 1},
 	)
 	plan.Notes = append(plan.Notes, ceilingNote(RedisBatchedClaims, RedisBatchedContender, redisFill, RedisCallers, redisstore.DefaultBatchWorkers))
+
+	plan.Add(Comparison{Name: RedisServerCPU, Unit: "µs of server CPU/call", LowerIsBetter: true, Contenders: []Contender{
+		{SetNXContender, ServerCPU(env, tools, p.Window, func(prefix string) []string {
+			return []string{"SET", prefix + "__rand_int__", string(stores.NewToken()), "PX", "30000", "NX"}
+		})},
+		{"claim", ServerCPU(env, tools, p.Window, claimCommand)},
+	}},
+		Target{Name: "redis-claim-server-cpu-vs-set-nx", Of: "claim", Over: SetNXContender, Op: AtMost, Goal: 1.5},
+	)
 
 	plan.Add(Comparison{Name: RedisCallsOne, Unit: "calls/s", Contenders: []Contender{
 		{"store", StoreCalls(env, Redis, 1, p.Window)},

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/onceflow/onceflow/stores/postgres"
 )
 
@@ -41,18 +43,21 @@ func (t Tools) Check() error {
 // own rate for one unpipelined conditional write per request. Each round
 // issues about window's worth of requests at the previous round's rate.
 func RedisBenchmark(env *Env, tools Tools, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
-	return redisBenchmark(env, tools, callers, window, func(context.Context) ([]string, error) {
+	return redisBenchmark(env, tools, callers, 1, window, func(context.Context) ([]string, error) {
 		return []string{"SET", env.Prefix + "rb:" + nextKeys() + "__rand_int__", "v", "NX", "EX", "60"}, nil
-	})
+	}, nil)
 }
 
-// redisBenchmark returns a contender that runs `redis-benchmark -c clients`
-// with the command cmd returns, on random keys (its __rand_int__), and
-// returns requests/s. A round issues about window's worth of requests at
-// the previous round's rate (a first round: a tenth of window at 20k/s),
-// and at least 100 per client, so one slow client does not set the clock.
-func redisBenchmark(env *Env, tools Tools, clients int, window time.Duration,
-	cmd func(context.Context) ([]string, error)) func(ctx context.Context) (float64, error) {
+// redisBenchmark returns a contender that runs `redis-benchmark -c clients
+// -P pipeline` with the command cmd returns, on random keys (its
+// __rand_int__), and returns requests/s. A round issues about window's
+// worth of requests at the previous round's rate (a first round: a tenth
+// of window at 20k/s), and at least 100 per client, so one slow client
+// does not set the clock. With served set, the round reads the server's
+// CPU time (see serverCPU) before and after, and returns served of it
+// instead: the requests and the CPU they cost the server.
+func redisBenchmark(env *Env, tools Tools, clients, pipeline int, window time.Duration,
+	cmd func(context.Context) ([]string, error), served func(requests int, cpu time.Duration) float64) func(ctx context.Context) (float64, error) {
 	var rate float64 // the last round's, to size the next
 	return func(ctx context.Context) (float64, error) {
 		host, port, err := splitHostPort(env.RedisAddr)
@@ -63,20 +68,58 @@ func redisBenchmark(env *Env, tools Tools, clients int, window time.Duration,
 		if err != nil {
 			return 0, err
 		}
-		least := max(1000, 100*clients)
+		least := max(1000, 100*clients*pipeline)
 		n := max(least, int(window.Seconds()*20_000/10))
 		if rate > 0 {
 			n = max(least, int(window.Seconds()*rate))
 		}
-		args := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(clients),
+		args := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(clients), "-P", strconv.Itoa(pipeline),
 			"-n", strconv.Itoa(n), "-r", "1000000000", "--csv"}, command...)
+		var before time.Duration
+		if served != nil {
+			if before, err = serverCPU(ctx, env.Redis); err != nil {
+				return 0, err
+			}
+		}
 		out, err := run(ctx, tools.redisBenchmark(), args...)
 		if err != nil {
 			return 0, err
 		}
-		rate, err = parseRedisBenchmarkCSV(out)
-		return rate, err
+		if rate, err = parseRedisBenchmarkCSV(out); err != nil || served == nil {
+			return rate, err
+		}
+		after, err := serverCPU(ctx, env.Redis)
+		if err != nil {
+			return 0, err
+		}
+		return served(n, after-before), nil
 	}
+}
+
+// serverCPU is the CPU time the Redis server's process has spent, user and
+// system, by its own account (INFO cpu).
+func serverCPU(ctx context.Context, c *redis.Client) (time.Duration, error) {
+	info, err := c.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, fmt.Errorf("reading the redis server's cpu: %w", err)
+	}
+	var total float64
+	var found int
+	for line := range strings.Lines(info) {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "used_cpu_sys" && name != "used_cpu_user") {
+			continue
+		}
+		secs, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return 0, fmt.Errorf("reading the redis server's %s %q: %w", name, value, err)
+		}
+		total, found = total+secs, found+1
+	}
+	if found != 2 {
+		return 0, fmt.Errorf("no used_cpu_sys and used_cpu_user in INFO cpu %q", info)
+	}
+	return time.Duration(total * float64(time.Second)), nil
 }
 
 // parseRedisBenchmarkCSV returns the rps column of redis-benchmark --csv's

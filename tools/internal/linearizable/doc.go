@@ -64,7 +64,12 @@
 // takeover returned, the former owner's later Complete must then fail,
 // and a takeover whose whole window lies before the lease end is a
 // violation. Store timestamps and the clients' clock are compared with
-// Config.Tolerance (5ms) of slack. A completed record's expiry is known
+// Config.Tolerance (5ms) of slack. The lease end a Claim reports is a
+// lower bound: the lease may be held until the lease from the Claim's
+// return (Redis's native claim reports the end from the client's clock as
+// it sends the command, and the server's lease starts when it runs it),
+// and every later report of that lease must repeat the end reported.
+// A completed record's expiry is known
 // only to within its Complete's window (the store's clock at an instant of
 // the call, plus ttl); observations must fall within it.
 //

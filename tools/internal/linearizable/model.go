@@ -88,9 +88,14 @@ func (m model) claim(s state, in input, out output, t0, j int64) (bool, state) {
 		if !ok || out.token == "" || !m.within(out.leaseUntil, in.call+in.lease, out.ret+in.lease) {
 			return false, s
 		}
+		// The lease lasts at least until the end reported, and at most
+		// the lease from the Claim's return: a store may report the end
+		// from a clock read before the call took effect (Redis's native
+		// claim reads the client's as it sends the command, and the
+		// server's lease starts when it runs it).
 		return true, state{
 			status: stores.InProgress, token: out.token, fingerprint: in.fingerprint,
-			endLo: out.leaseUntil, endHi: out.leaseUntil, now: t,
+			endLo: out.leaseUntil, endHi: max(out.leaseUntil, sat(out.ret, in.lease)), told: true, now: t,
 		}
 	case stores.InProgress, stores.Completed:
 		return m.observe(s, out, t0, j)
@@ -114,14 +119,14 @@ func (m model) write(s state, in input, out output, t0, j int64) (bool, state) {
 		switch in.kind {
 		case completeCall:
 			s.status, s.result = stores.Completed, in.result
-			s.endLo, s.endHi = in.call+in.ttl, out.ret+in.ttl
+			s.endLo, s.endHi, s.told = in.call+in.ttl, out.ret+in.ttl, false
 		case releaseCall:
 			s = state{}
 		case extendCall:
 			if !m.within(out.leaseUntil, in.call+in.lease, out.ret+in.lease) {
 				return false, s
 			}
-			s.endLo, s.endHi = out.leaseUntil, out.leaseUntil
+			s.endLo, s.endHi, s.told = out.leaseUntil, out.leaseUntil, true
 		}
 		s.now = t0
 		return true, s
@@ -168,12 +173,13 @@ func (m model) observe(s state, out output, t0, j int64) (bool, state) {
 	}
 	switch s.status {
 	case stores.InProgress:
-		if !m.within(out.leaseUntil, s.endLo, s.endHi) || j >= sat(out.leaseUntil, m.tol) {
+		if s.told && !m.within(out.leaseUntil, s.endLo, s.endLo) || !m.within(out.leaseUntil, s.endLo, s.endHi) {
 			return false, s
 		}
-		if s.endLo != s.endHi {
-			// A lease end nobody was told until now.
-			s.endLo, s.endHi = out.leaseUntil, out.leaseUntil
+		if !s.told {
+			// A lease end nobody was told until now: a lower bound, as an
+			// acquisition's report is.
+			s.endLo, s.told = out.leaseUntil, true
 		}
 	case stores.Completed:
 		// Expiries are not narrowed: a cache in front of a store may
@@ -203,11 +209,11 @@ func (m model) unknownEffect(s state, in input, t0, j int64) state {
 		}
 	case in.kind == completeCall && owner:
 		s.status, s.result = stores.Completed, in.result
-		s.endLo, s.endHi = in.call+in.ttl, never
+		s.endLo, s.endHi, s.told = in.call+in.ttl, never, false
 	case in.kind == releaseCall && owner:
 		s = state{}
 	case in.kind == extendCall && owner:
-		s.endLo, s.endHi = in.call+in.lease, never
+		s.endLo, s.endHi, s.told = in.call+in.lease, never, false
 	default:
 		return s
 	}

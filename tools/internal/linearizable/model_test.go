@@ -104,6 +104,20 @@ func TestModel(t *testing.T) {
 		{"one winner among concurrent claims", []porcupine.Operation{
 			ownerA, call(1, claimIn("fpB", 50), 0, 1, acquired("B", 50)),
 		}, porcupine.Illegal},
+		// A claims over [0,20] and reports the end from its clock at 0:
+		// the store's lease may run to 70.
+		{"lease held past the end reported, within the claim's window", []porcupine.Operation{
+			call(0, claimIn("fpA", 50), 0, 20, acquired("A", 50)),
+			call(1, claimIn("fpB", 50), 65, 66, inProgress("fpA", 50)),
+		}, porcupine.Ok},
+		{"lease held past the claim's window", []porcupine.Operation{
+			call(0, claimIn("fpA", 50), 0, 20, acquired("A", 50)),
+			call(1, claimIn("fpB", 50), 80, 81, inProgress("fpA", 50)),
+		}, porcupine.Illegal},
+		{"in progress under another end than the owner was told", []porcupine.Operation{
+			call(0, claimIn("fpA", 50), 0, 20, acquired("A", 50)),
+			call(1, claimIn("fpB", 50), 30, 31, inProgress("fpA", 65)),
+		}, porcupine.Illegal},
 		{"in progress under a fingerprint nobody claimed", []porcupine.Operation{
 			ownerA, call(1, claimIn("fpB", 50), 10, 11, inProgress("fpZ", 50)),
 		}, porcupine.Illegal},

@@ -5,8 +5,11 @@ import "github.com/onceflow/onceflow/stores"
 // state is a key's record as the model knows it, and the earliest instant
 // the last effect placed on it can have had. status 0 is absent. endLo and
 // endHi bound the lease end (in progress) or the expiry (completed): equal
-// when the store told it, apart when only a call's window or nothing
-// (endHi == never) bounds it. An empty token is one only an unknown-outcome
+// when the store told it exactly, apart when only a call's window or
+// nothing (endHi == never) bounds it. told says the store reported endLo
+// as the lease end, which every later report must repeat: a lease a Claim
+// acquired ends no earlier than the Claim reported, and may end up to the
+// Claim's return later (see model.claim). An empty token is one only an unknown-outcome
 // Claim can have issued.
 type state struct {
 	status      stores.Status
@@ -15,6 +18,7 @@ type state struct {
 	result      string
 	endLo       int64
 	endHi       int64
+	told        bool
 	now         int64
 }
 
@@ -37,6 +41,9 @@ func (s state) hash() uint64 {
 			mix(str[i])
 		}
 		mix(0)
+	}
+	if s.told {
+		mix(1)
 	}
 	for _, n := range []int64{int64(s.status), s.endLo, s.endHi, s.now} {
 		for i := range 8 {
