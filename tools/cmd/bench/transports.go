@@ -76,8 +76,12 @@ func addTransports(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls 
 		contenders := []bench.Contender{
 			{Name: receiverOff, Measure: times.measure(name, receiverOff, round(flow.RoundOptions{}))},
 			{Name: receiverOn, Measure: times.measure(name, receiverOn, round(flow.RoundOptions{Receiver: true}))},
+			{Name: receiverFloor, Measure: times.measure(name, receiverFloor, round(flow.RoundOptions{Floor: true}))},
 		}
-		targets := []bench.Target{{Name: name, Of: receiverOn, Over: receiverOff, Op: bench.AtLeast, Goal: 0.8}}
+		targets := []bench.Target{
+			{Name: name, Of: receiverOn, Over: receiverOff, Op: bench.AtLeast, Goal: 0.8},
+			times.floorTarget(kind, name),
+		}
 		if slices.Contains(inFlightKinds, kind) {
 			contenders = append(contenders, bench.Contender{Name: receiverOne,
 				Measure: times.measure(name, receiverOne, round(flow.RoundOptions{Receiver: true, InFlight: 1}))})

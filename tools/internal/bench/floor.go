@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/middleware/consume"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores"
+	redisstore "github.com/onceflow/onceflow/stores/redis"
 )
 
 // FloorContender is the contender of the memory-store router comparison
@@ -61,4 +63,38 @@ func FloorMiddleware(s stores.Store) message.HandlerMiddleware {
 // FloorOn returns FloorMiddleware on a fresh store of backend b.
 func FloorOn(env *Env, b Backend) Middleware {
 	return onFreshStore(env, b, func(s stores.Store) (message.HandlerMiddleware, error) { return FloorMiddleware(s), nil })
+}
+
+// RedisFloorMiddleware does, per message, the least that guarding it with
+// the Redis store must cost: derive the key as the receiver does,
+// fingerprint the payload, and make one round trip of two native commands
+// on the record's key, pipelined through go-redis: the claim the store
+// sends (see [redisstore.ClaimCommand]) and a SET … XX PX that stands for
+// the completion; then the handler. No fencing, replay, release or
+// ordering: the CPU floor that the receiver on the Redis store is held
+// against, not a receiver to use.
+func RedisFloorMiddleware(c redis.UniversalClient, prefix string) message.HandlerMiddleware {
+	keyOf := consume.KeyFromMetadata(consume.MetadataKey)
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			ctx := msg.Context()
+			key, err := keyOf(msg)
+			if err != nil {
+				return nil, err
+			}
+			k := prefix + receiver.RecordKey(message.HandlerNameFromCtx(ctx), key)
+			claim := redisstore.ClaimCommand(k, stores.NewToken(), consume.PayloadFingerprint(msg), receiver.DefaultLease)
+			args := make([]any, len(claim))
+			for i, a := range claim {
+				args[i] = a
+			}
+			pipe := c.Pipeline()
+			pipe.Do(ctx, args...)
+			pipe.Do(ctx, "set", k, claim[2], "xx", "px", recordTTL.Milliseconds())
+			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+				return nil, err
+			}
+			return h(msg)
+		}
+	}
 }

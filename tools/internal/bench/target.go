@@ -26,6 +26,11 @@ type Target struct {
 	Minus      bool
 	Op         Op
 	Goal       float64
+	// Rounds, when set, gives the values to judge, one per round, instead
+	// of Of's and Over's measurements: a figure the comparison's rounds
+	// read besides what they measure, such as the CPU per message. Of and
+	// Over then only name what it divides.
+	Rounds func() []float64
 }
 
 // Verdict is a judged Target. Value is NaN when the comparison did not
@@ -70,7 +75,10 @@ func (t Target) Judge(results []Result) Verdict {
 	}
 	s, ok := res.Contender(t.Of)
 	per := s.Values
-	if t.Over != "" {
+	switch {
+	case t.Rounds != nil:
+		per, ok = t.Rounds(), res.Err == nil
+	case t.Over != "":
 		per, ok = res.PerRound(t.Of, t.Over, combine)
 	}
 	value := median(per)

@@ -182,6 +182,10 @@ func (b *TransportBench) Round(ctx context.Context, receiver bool) (float64, err
 type RoundOptions struct {
 	// Receiver puts the idempotent receiver in front of the handler.
 	Receiver bool
+	// Floor puts the Redis floor in front of it instead (see
+	// bench.RedisFloorMiddleware): what guarding a message with the
+	// Redis store must cost at least.
+	Floor bool
 	// InFlight, when positive, is how many messages each consumer holds
 	// at once in this round, instead of the bench's InFlight: what
 	// HANDLER_CONCURRENCY sets in the service.
@@ -274,7 +278,7 @@ func (b *TransportBench) RoundWith(ctx context.Context, o RoundOptions) (RoundTi
 	if o.Profile {
 		cpu = bench.NewCPUMeter(true, b.peers)
 	}
-	t, err := b.round(ctx, o.Receiver, inFlight, cpu)
+	t, err := b.round(ctx, o, inFlight, cpu)
 	if err != nil {
 		return RoundTimes{}, err
 	}

@@ -21,10 +21,10 @@ const (
 	benchTopic   = "bench"
 )
 
-// round runs one round of the transport bench (see Round), each consumer
-// holding inFlight messages, and returns its tally; cpu, when not nil,
-// reads what the round's span cost in CPU.
-func (b *TransportBench) round(ctx context.Context, receiver bool, inFlight int, cpu *bench.CPUMeter) (_ *tally, err error) {
+// round runs one round of the transport bench (see Round) as ro asks, each
+// consumer holding inFlight messages, and returns its tally; cpu, when not
+// nil, reads what the round's span cost in CPU.
+func (b *TransportBench) round(ctx context.Context, ro RoundOptions, inFlight int, cpu *bench.CPUMeter) (_ *tally, err error) {
 	o := b.opts
 	id := shortID()
 	cfg := transport.Config{
@@ -62,12 +62,15 @@ func (b *TransportBench) round(ctx context.Context, receiver bool, inFlight int,
 	msgs, _ := batch(id, o.Messages, o.Duplicates, copyLag(inFlight*o.Consumers))
 	tl := newTally(o.Messages, len(msgs), cpu)
 	var mw []message.HandlerMiddleware
-	if receiver {
+	switch {
+	case ro.Receiver:
 		rec, err := b.newReceiver(tl)
 		if err != nil {
 			return nil, err
 		}
 		mw = append(mw, consume.Middleware(rec))
+	case ro.Floor:
+		mw = append(mw, bench.RedisFloorMiddleware(o.Redis, b.keyPrefix+"floor:"))
 	}
 	consume := func() (*routers, error) {
 		return startRouters(ctx, o.Consumers, o.Logger, func(r *message.Router) error {

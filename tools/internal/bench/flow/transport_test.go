@@ -74,7 +74,7 @@ func TestTransportRoundsDeliverEveryMessage(t *testing.T) {
 			}()
 			_, copies := batch("x", o.Messages, o.Duplicates, copyLag(b.opts.InFlight*b.opts.Consumers))
 			for _, receiver := range []bool{true, false} {
-				tl, err := b.round(ctx, receiver, b.opts.InFlight, nil)
+				tl, err := b.round(ctx, RoundOptions{Receiver: receiver}, b.opts.InFlight, nil)
 				if err != nil {
 					t.Fatalf("receiver %v: %v", receiver, err)
 				}
@@ -203,7 +203,7 @@ func TestReceiverRoundTripsPerMessage(t *testing.T) {
 	o.Redis = client
 	ctx, b := openTransport(t, o)
 	meter.Reset()
-	if _, err := b.round(ctx, true, b.opts.InFlight, nil); err != nil {
+	if _, err := b.round(ctx, RoundOptions{Receiver: true}, b.opts.InFlight, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := meter.RoundTrips(), int64(2*o.Messages); got != want {
