@@ -2,9 +2,13 @@ package bench
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/onceflow/onceflow/stores"
 	"github.com/onceflow/onceflow/stores/postgres"
@@ -105,4 +109,66 @@ func ServerCPU(env *Env, tools Tools, window time.Duration, cmd func(prefix stri
 		}
 		return v, err
 	}
+}
+
+// GoRedisPipelinedContender is the contender of the Redis store-call
+// comparison that sends the store's claim commands through go-redis in
+// pipelines of callers, one after the other, with no batcher between (see
+// [GoRedisPipelined]).
+const GoRedisPipelinedContender = "go-redis-pipelined"
+
+// GoRedisPipelined measures claims/s of one goroutine sending the store's
+// claim command (see [redisstore.ClaimCommand]) on fresh keys through
+// go-redis, callers commands per pipeline, a pipeline at a time: what the
+// store's claims cost through its client without its batcher, its
+// fencing or its parsing, beside which store-claims shows the batcher's
+// own overhead.
+func GoRedisPipelined(env *Env, callers int, window time.Duration) func(ctx context.Context) (float64, error) {
+	return func(ctx context.Context) (float64, error) {
+		prefix := env.Prefix + "grp:"
+		fp := make([]byte, 32)
+		n, elapsed, err := spin(ctx, 1, window, func(ctx context.Context, key string) error {
+			pipe := env.Redis.Pipeline()
+			for i := range callers {
+				claim := redisstore.ClaimCommand(prefix+key+":"+strconv.Itoa(i), stores.NewToken(), fp, 30*time.Second)
+				args := make([]any, len(claim))
+				for j, a := range claim {
+					args[j] = a
+				}
+				pipe.Do(ctx, args...)
+			}
+			cmds, err := pipe.Exec(ctx)
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			for _, c := range cmds {
+				if err := c.Err(); !errors.Is(err, redis.Nil) {
+					return fmt.Errorf("claim of a fresh key: %v", err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		return float64(n) * float64(callers) / elapsed.Seconds(), nil
+	}
+}
+
+// batcherNote states what the store's batcher and client keep of the
+// claims go-redis alone passes with the same commands, in the same rounds.
+func batcherNote(_ context.Context, rep *Report) ([]string, error) {
+	res, ok := rep.Result(RedisCalls)
+	if !ok {
+		return nil, nil
+	}
+	store, ok1 := res.Median(StoreClaimsContender)
+	plain, ok2 := res.Median(GoRedisPipelinedContender)
+	ratio, ok3 := res.Paired(StoreClaimsContender, GoRedisPipelinedContender, Ratio)
+	if !ok1 || !ok2 || !ok3 {
+		return nil, nil
+	}
+	return []string{fmt.Sprintf("Batcher: the Redis store's claims from %d callers reach %.0f claims/s, %.3f x (median of the rounds' ratios) "+
+		"the %.0f/s of the same claim commands sent by go-redis alone in pipelines of %d, one goroutine, no batcher.",
+		RedisCallers, store, ratio, plain, RedisCallers)}, nil
 }

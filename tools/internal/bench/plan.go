@@ -90,11 +90,13 @@ func NewPlan(z Size, deps Deps) *Plan {
 		{"redis-benchmark", RedisBenchmark(env, tools, RedisCallers, p.Window)},
 		{StoreClaimsContender, StoreClaims(env, Redis, RedisCallers, p.Window, redisFill)},
 		{RedisBatchedContender, PipelinedClaims(env, tools, RedisCallers, p.Window)},
+		{GoRedisPipelinedContender, GoRedisPipelined(env, RedisCallers, p.Window)},
 	}},
 		Target{Name: "redis-vs-redis-benchmark", Of: "store", Over: "redis-benchmark", Op: AtLeast, Goal: 0.8},
 		Target{Name: RedisBatchedClaims, Of: StoreClaimsContender, Over: "redis-benchmark", Op: AtLeast, Goal: 1},
 	)
-	plan.Notes = append(plan.Notes, ceilingNote(RedisBatchedClaims, RedisBatchedContender, redisFill, RedisCallers, redisstore.DefaultBatchWorkers))
+	plan.Notes = append(plan.Notes, ceilingNote(RedisBatchedClaims, RedisBatchedContender, redisFill, RedisCallers, redisstore.DefaultBatchWorkers),
+		batcherNote)
 
 	plan.Add(Comparison{Name: RedisServerCPU, Unit: "µs of server CPU/call", LowerIsBetter: true, Contenders: []Contender{
 		{SetNXContender, ServerCPU(env, tools, p.Window, func(prefix string) []string {
