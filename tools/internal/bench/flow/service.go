@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/onceflow/onceflow/internal/testenv/brokerenv/kfakebroker"
+	"github.com/onceflow/onceflow/internal/unguarded"
 	"github.com/onceflow/onceflow/tools/internal/bench"
 	"github.com/onceflow/onceflow/transport"
 )
@@ -69,7 +68,7 @@ type ServiceBench struct {
 	opts      ServiceOptions
 	schema    *schema
 	cluster   *kfake.Cluster
-	instances map[int]*instance // by HANDLER_CONCURRENCY
+	instances map[instanceKey]*instance
 	plain     *plainConsumer
 }
 
@@ -105,7 +104,7 @@ func NewServiceBench(ctx context.Context, opts ServiceOptions) (*ServiceBench, e
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	b := &ServiceBench{opts: opts, instances: map[int]*instance{}}
+	b := &ServiceBench{opts: opts, instances: map[instanceKey]*instance{}}
 	var err error
 	if b.schema, err = openSchema(ctx, opts.PostgresURL, "bench_service_"); err != nil {
 		return nil, err
@@ -128,7 +127,19 @@ func NewServiceBench(ctx context.Context, opts ServiceOptions) (*ServiceBench, e
 // receipt per request. Its Busy is the machine's over the same span;
 // Lanes the concurrency.
 func (b *ServiceBench) Round(ctx context.Context, concurrency int) (RoundTimes, error) {
-	in, err := b.start(ctx, concurrency)
+	return b.roundOf(ctx, instanceKey{concurrency: concurrency})
+}
+
+// UnguardedRound is Round on an instance of the same service without its
+// idempotent receiver (see package internal/unguarded): the same broker,
+// handlers, ledger and checks, every delivery run as it comes. Beside
+// Round it shows what the receiver costs the whole service.
+func (b *ServiceBench) UnguardedRound(ctx context.Context, concurrency int) (RoundTimes, error) {
+	return b.roundOf(ctx, instanceKey{concurrency: concurrency, unguarded: true})
+}
+
+func (b *ServiceBench) roundOf(ctx context.Context, k instanceKey) (RoundTimes, error) {
+	in, err := b.start(ctx, k)
 	if err != nil {
 		return RoundTimes{}, err
 	}
@@ -138,21 +149,30 @@ func (b *ServiceBench) Round(ctx context.Context, concurrency int) (RoundTimes, 
 // Start starts the instance running with HANDLER_CONCURRENCY=concurrency,
 // warmed up, if it is not running: what Round would do first.
 func (b *ServiceBench) Start(ctx context.Context, concurrency int) error {
-	_, err := b.start(ctx, concurrency)
+	_, err := b.start(ctx, instanceKey{concurrency: concurrency})
 	return err
 }
 
-func (b *ServiceBench) start(ctx context.Context, concurrency int) (*instance, error) {
-	if concurrency < 1 {
-		return nil, fmt.Errorf("concurrency %d, want at least 1", concurrency)
+// instanceKey is what tells a bench's instances apart.
+type instanceKey struct {
+	concurrency int  // HANDLER_CONCURRENCY
+	unguarded   bool // without the receiver
+}
+
+func (b *ServiceBench) start(ctx context.Context, k instanceKey) (*instance, error) {
+	if k.concurrency < 1 {
+		return nil, fmt.Errorf("concurrency %d, want at least 1", k.concurrency)
 	}
-	in := b.instances[concurrency]
+	in := b.instances[k]
 	if in == nil {
+		if k.unguarded {
+			ctx = unguarded.With(ctx)
+		}
 		var err error
-		if in, err = startInstance(ctx, b.opts, b.schema, concurrency); err != nil {
+		if in, err = startInstance(ctx, b.opts, b.schema, k.concurrency); err != nil {
 			return nil, err
 		}
-		b.instances[concurrency] = in
+		b.instances[k] = in
 	}
 	return in, nil
 }
@@ -177,9 +197,9 @@ func (b *ServiceBench) PlainRound(ctx context.Context) (RoundTimes, error) {
 // left on the brokers; the next round starts them again.
 func (b *ServiceBench) Stop() error {
 	var errs []error
-	for _, c := range slices.Sorted(maps.Keys(b.instances)) {
-		errs = append(errs, b.instances[c].stop(b.opts))
-		delete(b.instances, c)
+	for k, in := range b.instances {
+		errs = append(errs, in.stop(b.opts))
+		delete(b.instances, k)
 	}
 	if b.plain != nil {
 		errs = append(errs, b.plain.stop(b.opts))

@@ -24,7 +24,10 @@ func (in *instance) round(ctx context.Context, o ServiceOptions, s *schema, n in
 		return RoundTimes{}, err
 	}
 	id := shortID()
-	p := newProgress(int64(n * len(in.routes)))
+	// Profiled, every round alike, so that a missed receiver-tax target
+	// can say where a request's CPU went.
+	p := newProgress(int64(n*len(in.routes)), bench.NewCPUMeter(true, bench.FindPeers(StoreServer, BrokerCommand(o.Kind))))
+	defer p.cpu.Stop()
 	in.current.Store(p)
 	defer in.current.Store(nil)
 	msgs := requestMessages(id, n)
@@ -45,9 +48,14 @@ func (in *instance) round(ctx context.Context, o ServiceOptions, s *schema, n in
 	if err != nil {
 		return RoundTimes{}, err
 	}
-	busy, process := busyOver(p.cpuFirst.Load(), p.cpuLast)
+	p.cpu.Stop()
+	busy, process := math.NaN(), math.NaN()
+	if first, last, ok := p.cpu.Times(); ok {
+		busy, process = busyOver(&first, &last)
+	}
+	use, _ := p.cpu.Use()
 	return RoundTimes{Rate: p.rate(n), Lanes: in.cfg.HandlerConcurrency, Busy: busy, Process: process,
-		ClaimsPerBatch: after.since(before)}, nil
+		ClaimsPerBatch: after.since(before), Delivered: n, CPU: use}, nil
 }
 
 // requestMessages returns n events of requests of the anonymous client
@@ -90,16 +98,15 @@ func checkLedger(ctx context.Context, s *schema, round string, n int) error {
 type progress struct {
 	pending  atomic.Int64
 	calls    atomic.Int64
-	first    atomic.Int64 // unix nanoseconds of the first call
-	last     atomic.Int64 // unix nanoseconds of the latest return without error
-	cpuFirst atomic.Pointer[bench.CPUTimes]
-	cpuLast  *bench.CPUTimes // written before done closes
+	first    atomic.Int64    // unix nanoseconds of the first call
+	last     atomic.Int64    // unix nanoseconds of the latest return without error
+	cpu      *bench.CPUMeter // from the first call to the last return
 	done     chan struct{}
 	doneOnce sync.Once
 }
 
-func newProgress(pending int64) *progress {
-	p := &progress{done: make(chan struct{})}
+func newProgress(pending int64, cpu *bench.CPUMeter) *progress {
+	p := &progress{cpu: cpu, done: make(chan struct{})}
 	p.pending.Store(pending)
 	return p
 }
@@ -112,9 +119,7 @@ func (p *progress) began() {
 	}
 	p.calls.Add(1)
 	if p.first.CompareAndSwap(0, time.Now().UnixNano()) {
-		if c, ok := bench.ReadCPU(); ok {
-			p.cpuFirst.Store(&c)
-		}
+		p.cpu.Start()
 	}
 }
 
@@ -132,9 +137,7 @@ func (p *progress) returned(err error) {
 	}
 	if p.pending.Add(-1) == 0 {
 		p.doneOnce.Do(func() {
-			if c, ok := bench.ReadCPU(); ok {
-				p.cpuLast = &c
-			}
+			p.cpu.Stop()
 			close(p.done)
 		})
 	}

@@ -202,9 +202,14 @@ func TestReceiverRoundTripsPerMessage(t *testing.T) {
 	client.AddHook(meter)
 	o.Redis = client
 	ctx, b := openTransport(t, o)
-	meter.Reset()
-	if _, err := b.round(ctx, RoundOptions{Receiver: true}, b.opts.InFlight, nil); err != nil {
-		t.Fatal(err)
+	// A first round loads the store's scripts on a server that does not
+	// know them yet (an EVALSHA answered NOSCRIPT, then an EVAL): the
+	// second is the one counted.
+	for round := range 2 {
+		meter.Reset()
+		if _, err := b.round(ctx, RoundOptions{Receiver: true}, b.opts.InFlight, nil); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
 	}
 	if got, want := meter.RoundTrips(), int64(2*o.Messages); got != want {
 		t.Errorf("%d Redis round trips for %d messages and %d copies, want %d", got, o.Messages, o.Duplicates, want)
