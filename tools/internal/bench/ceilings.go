@@ -172,3 +172,22 @@ func batcherNote(_ context.Context, rep *Report) ([]string, error) {
 		"the %.0f/s of the same claim commands sent by go-redis alone in pipelines of %d, one goroutine, no batcher.",
 		RedisCallers, store, ratio, plain, RedisCallers)}, nil
 }
+
+// postgresFloorNote states what the PostgreSQL store's Claims and
+// Completes pass against pgbench running the floor of the same rows, in
+// the same rounds.
+func postgresFloorNote(_ context.Context, rep *Report) ([]string, error) {
+	res, ok := rep.Result(PostgresCalls)
+	if !ok {
+		return nil, nil
+	}
+	store, ok1 := res.Median("store")
+	floor, ok2 := res.Median(PgbenchFloorContender)
+	ratio, ok3 := res.Paired("store", PgbenchFloorContender, Ratio)
+	if !ok1 || !ok2 || !ok3 {
+		return nil, nil
+	}
+	return []string{fmt.Sprintf("Floor: postgres: the store's Claims and Completes from %d callers pass %.0f calls/s, %.3f x (median of the rounds' ratios) "+
+		"the %.0f/s of pgbench at %d clients running the floor of the same rows (an INSERT … ON CONFLICT DO NOTHING and an UPDATE by key per message).",
+		PostgresClients, store, ratio, floor, PostgresClients)}, nil
+}

@@ -96,7 +96,7 @@ func NewPlan(z Size, deps Deps) *Plan {
 		Target{Name: RedisBatchedClaims, Of: StoreClaimsContender, Over: "redis-benchmark", Op: AtLeast, Goal: 1},
 	)
 	plan.Notes = append(plan.Notes, ceilingNote(RedisBatchedClaims, RedisBatchedContender, redisFill, RedisCallers, redisstore.DefaultBatchWorkers),
-		batcherNote)
+		batcherNote, postgresFloorNote)
 
 	plan.Add(Comparison{Name: RedisServerCPU, Unit: "µs of server CPU/call", LowerIsBetter: true, Contenders: []Contender{
 		{SetNXContender, ServerCPU(env, tools, p.Window, func(prefix string) []string {
@@ -139,6 +139,7 @@ func NewPlan(z Size, deps Deps) *Plan {
 		{"pgbench", Pgbench(env, tools, PostgresClients, p.Window)},
 		{StoreClaimsContender, StoreClaims(env, Postgres, PostgresClients, p.Window, postgresFill)},
 		{PgbenchBatchedContender, BatchedClaims(env, tools, PostgresClients, p.Window)},
+		{PgbenchFloorContender, PgbenchFloor(env, tools, PostgresClients, p.Window)},
 	}},
 		Target{Name: "postgres-vs-pgbench", Of: "store", Over: "pgbench", Op: AtLeast, Goal: 0.8},
 		Target{Name: PostgresBatchedClaims, Of: StoreClaimsContender, Over: "pgbench", Op: AtLeast, Goal: 2},

@@ -151,6 +151,32 @@ func PgbenchScript(table string) (string, error) {
 	)), nil
 }
 
+// PgbenchFloorContender is the contender of the PostgreSQL store-call
+// comparison that runs the floor of a message's rows in pgbench (see
+// [PgbenchFloor]).
+const PgbenchFloorContender = "pgbench-floor"
+
+// PgbenchFloorScript is the pgbench script of what a message's record
+// must cost PostgreSQL at least: the claim's row inserted unless present
+// (INSERT … ON CONFLICT DO NOTHING) and completed by key (UPDATE), each
+// statement its own transaction, as the store's two calls are, on a
+// random key of table.
+func PgbenchFloorScript(table string) string {
+	return "\\set k random(1, 1000000000)\n\\set tok random(1, 1000000000)\n" +
+		"INSERT INTO " + table + " (key, state, token, fingerprint, created_at, expires_at) " +
+		"VALUES ('pgfloor:' || :k, 'in_progress', 't' || :tok, '\\x01'::bytea, now(), now() + interval '30 seconds') ON CONFLICT DO NOTHING;\n" +
+		"UPDATE " + table + " SET state = 'completed', result = '\\x01'::bytea, completed_at = now(), " +
+		"expires_at = now() + interval '10 minutes' WHERE key = 'pgfloor:' || :k;\n"
+}
+
+// PgbenchFloor measures the calls/s of `pgbench -n -c clients` running
+// PgbenchFloorScript on the run's records table, two per message as the
+// store's calls count: the floor the store's Claim and Complete are held
+// against.
+func PgbenchFloor(env *Env, tools Tools, clients int, window time.Duration) func(ctx context.Context) (float64, error) {
+	return keysPerCall(2, pgbench(env, tools, clients, window, func() (string, error) { return PgbenchFloorScript(env.RecordsTable()), nil }))
+}
+
 // pgbenchScript is a script of one transaction running stmt with its
 // parameters bound by params to pgbench expressions, which may use :k and
 // :tok, each drawn at random per transaction.
