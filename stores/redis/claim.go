@@ -48,13 +48,19 @@ func (s *Store) claimAll(ctx context.Context, reqs []claimReq, res []batch.Resul
 	// Microseconds, as a record holds them: the owner is told the times
 	// another caller reads.
 	now := time.UnixMicro(time.Now().UnixMicro())
-	pipe := s.client.Pipeline()
-	cmds := make([]*redis.Cmd, len(reqs))
-	for i, r := range reqs {
-		cmds[i] = pipe.Do(ctx, "set", s.redisKey(r.key), packClaim(r.token, r.fingerprint, now, now.Add(r.lease)),
-			"px", leaseMillis(r.lease), "nx", "get")
+	command := func(r claimReq) []any {
+		return []any{"set", s.redisKey(r.key), packClaim(r.token, r.fingerprint, now, now.Add(r.lease)), "px", leaseMillis(r.lease), "nx", "get"}
 	}
-	_, _ = pipe.Exec(ctx) // each command holds its own error
+	cmds := make([]*redis.Cmd, len(reqs))
+	if len(reqs) == 1 {
+		cmds[0] = s.client.Do(ctx, command(reqs[0])...) // a call alone needs no pipeline
+	} else {
+		pipe := s.client.Pipeline()
+		for i, r := range reqs {
+			cmds[i] = pipe.Do(ctx, command(r)...)
+		}
+		_, _ = pipe.Exec(ctx) // each command holds its own error
+	}
 	var scripted []int
 	for i, c := range cmds {
 		v, err := c.Text()
