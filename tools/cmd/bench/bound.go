@@ -173,8 +173,15 @@ func cpuSplit(kind string, offs, ons []flow.RoundTimes) string {
 	if kind == "kafka" {
 		transport = "transport (its in-process broker included)"
 	}
-	parts := []string{fmt.Sprintf("this process %s (receiver %s and store client %s, none off; %s %s; runtime/GC %s)",
-		offOn(off.Self.Total(), on.Self.Total()), micros(on.Self.Receiver), micros(on.Self.Store),
+	code := fmt.Sprintf("receiver %s and store client %s, none off", micros(on.Self.Receiver), micros(on.Self.Store))
+	if off.Self.Receiver > 0 || off.Self.Store > 0 {
+		// A whole service runs its other middlewares (and its HTTP face's
+		// store) without the receiver too.
+		code = fmt.Sprintf("middleware/, the receiver and the other faces, %s; store client %s",
+			offOn(off.Self.Receiver, on.Self.Receiver), offOn(off.Self.Store, on.Self.Store))
+	}
+	parts := []string{fmt.Sprintf("this process %s (%s; %s %s; runtime/GC %s)",
+		offOn(off.Self.Total(), on.Self.Total()), code,
 		transport, offOn(off.Self.Transport, on.Self.Transport), offOn(off.Self.Runtime, on.Self.Runtime))}
 	restOff, restOn := off.Machine-off.Self.Total(), on.Machine-on.Self.Total()
 	for _, comm := range slices.Compact([]string{flow.StoreServer, flow.BrokerCommand(kind)}) {
