@@ -128,6 +128,9 @@ func (b *assembly) openStore(ctx context.Context) (err error) {
 		}
 	}
 	if rdb != nil {
+		if err = checkRedisVersion(ctx, b.cfg, rdb); err != nil {
+			return err
+		}
 		if err = checkRedisDurability(ctx, b.cfg, rdb, b.reg, b.logger); err != nil {
 			return err
 		}

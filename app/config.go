@@ -34,7 +34,8 @@ type Config struct {
 	// process, needs nothing installed; docs/brokers.md describes the
 	// others and the settings each reads.
 	Transport string `env:"TRANSPORT" envDefault:"gochannel"`
-	// Store keeps idempotency records: memory, redis or postgres.
+	// Store keeps idempotency records: memory, redis (Redis 7.0 or later,
+	// checked at start-up) or postgres.
 	Store string `env:"STORE" envDefault:"memory" allowed:"memory|redis|postgres"`
 
 	// DatabaseURL is PostgreSQL: the postgres store, the sql transport and

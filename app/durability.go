@@ -56,3 +56,14 @@ func checkRedisDurability(ctx context.Context, cfg Config, rdb redis.UniversalCl
 	}
 	return nil
 }
+
+// checkRedisVersion refuses to start on a Redis the store cannot run on
+// (see redisstore.CheckVersion), naming the variable that points to it.
+func checkRedisVersion(ctx context.Context, cfg Config, rdb redis.UniversalClient) error {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := redisstore.CheckVersion(ctx, rdb); err != nil {
+		return fmt.Errorf("STORE=redis on %s: %w", redisVar(cfg), err)
+	}
+	return nil
+}

@@ -1,5 +1,6 @@
 // Package redisstore implements [stores.Store] on Redis 7 or later, a
-// single node or a Redis Cluster, through go-redis's UniversalClient.
+// single node or a Redis Cluster, through go-redis's UniversalClient
+// ([CheckVersion] tells a server too old before its Claims are refused).
 //
 // Each record is one Redis string, packed (see package
 // internal/redisscript for the layout), at Config.KeyPrefix followed by
