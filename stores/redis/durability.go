@@ -162,16 +162,15 @@ func (d Durability) Unchecked() string {
 // gives Unknown verdicts, not an error; an error means the server could not
 // be reached. On a Cluster each verdict is the worst among the masters.
 func Inspect(ctx context.Context, client redis.UniversalClient) (Durability, error) {
-	cluster, ok := client.(*redis.ClusterClient)
-	if !ok {
+	if _, ok := client.(*redis.ClusterClient); !ok {
 		return inspectNode(ctx, client, "")
 	}
 	var (
 		mu    sync.Mutex
 		nodes []Durability
 	)
-	err := cluster.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-		d, err := inspectNode(ctx, n, n.Options().Addr)
+	err := eachServer(ctx, client, func(ctx context.Context, n redis.Cmdable, node string) error {
+		d, err := inspectNode(ctx, n, node)
 		mu.Lock()
 		defer mu.Unlock()
 		nodes = append(nodes, d)
@@ -184,6 +183,19 @@ func Inspect(ctx context.Context, client redis.UniversalClient) (Durability, err
 		return Durability{}, fmt.Errorf("inspecting the Redis Cluster: %w", err)
 	}
 	return worst(nodes), nil
+}
+
+// eachServer runs fn on the server behind client, or, on a Cluster, on
+// every master at once, fn told its address ("" for a single node). It
+// returns the first error.
+func eachServer(ctx context.Context, client redis.UniversalClient, fn func(ctx context.Context, c redis.Cmdable, node string) error) error {
+	cluster, ok := client.(*redis.ClusterClient)
+	if !ok {
+		return fn(ctx, client, "")
+	}
+	return cluster.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		return fn(ctx, n, n.Options().Addr)
+	})
 }
 
 // inspectNode judges one server; node names it in verdicts ("" for a single

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -25,22 +24,7 @@ var ErrTooOld = errors.New("the Redis server is too old for the record store")
 // server that does not say its version refuses nothing; one that cannot be
 // reached is an error.
 func CheckVersion(ctx context.Context, client redis.UniversalClient) error {
-	cluster, ok := client.(*redis.ClusterClient)
-	if !ok {
-		return checkNodeVersion(ctx, client, "")
-	}
-	var (
-		mu   sync.Mutex
-		errs []error
-	)
-	err := cluster.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-		err := checkNodeVersion(ctx, n, n.Options().Addr)
-		mu.Lock()
-		defer mu.Unlock()
-		errs = append(errs, err)
-		return nil
-	})
-	return errors.Join(append(errs, err)...)
+	return eachServer(ctx, client, checkNodeVersion)
 }
 
 // checkNodeVersion checks one server; node names it in the error ("" for

@@ -31,15 +31,13 @@ var errFloorHeld = errors.New("floor: key in progress")
 // policy or replay: a measurement of the receiver's unavoidable cost inside
 // a router, with the router's scheduling and caches, not a receiver to use.
 func FloorMiddleware(s stores.Store) message.HandlerMiddleware {
-	keyOf := consume.KeyFromMetadata(consume.MetadataKey)
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			ctx := msg.Context()
-			key, err := keyOf(msg)
+			k, err := recordKey(msg)
 			if err != nil {
 				return nil, err
 			}
-			k := receiver.RecordKey(message.HandlerNameFromCtx(ctx), key)
 			c, err := s.Claim(ctx, k, consume.PayloadFingerprint(msg), receiver.DefaultLease)
 			if err != nil {
 				return nil, err
@@ -74,15 +72,14 @@ func FloorOn(env *Env, b Backend) Middleware {
 // ordering: the CPU floor that the receiver on the Redis store is held
 // against, not a receiver to use.
 func RedisFloorMiddleware(c redis.UniversalClient, prefix string) message.HandlerMiddleware {
-	keyOf := consume.KeyFromMetadata(consume.MetadataKey)
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			ctx := msg.Context()
-			key, err := keyOf(msg)
+			k, err := recordKey(msg)
 			if err != nil {
 				return nil, err
 			}
-			k := prefix + receiver.RecordKey(message.HandlerNameFromCtx(ctx), key)
+			k = prefix + k
 			claim := redisstore.ClaimCommand(k, stores.NewToken(), consume.PayloadFingerprint(msg), receiver.DefaultLease)
 			args := make([]any, len(claim))
 			for i, a := range claim {
@@ -97,4 +94,18 @@ func RedisFloorMiddleware(c redis.UniversalClient, prefix string) message.Handle
 			return h(msg)
 		}
 	}
+}
+
+// keyOf is the receiver's default key: the message's idempotency key
+// metadata.
+var keyOf = consume.KeyFromMetadata(consume.MetadataKey)
+
+// recordKey is the key of msg's record as the receiver derives it: its
+// handler's name and its idempotency key.
+func recordKey(msg *message.Message) (string, error) {
+	key, err := keyOf(msg)
+	if err != nil {
+		return "", err
+	}
+	return receiver.RecordKey(message.HandlerNameFromCtx(msg.Context()), key), nil
 }
