@@ -21,8 +21,9 @@ var ErrTooOld = errors.New("the Redis server is too old for the record store")
 // master, on a Cluster) from INFO server and returns an error matching
 // [ErrTooOld] that names it when it is older than MinVersion: a program
 // checks it before it serves, rather than have every Claim refused. A
-// server that does not say its version refuses nothing; one that cannot be
-// reached is an error.
+// server that does not say its version (INFO denied, as it is to an ACL
+// user without @dangerous) refuses nothing; one that cannot be reached is
+// an error.
 func CheckVersion(ctx context.Context, client redis.UniversalClient) error {
 	return eachServer(ctx, client, checkNodeVersion)
 }
@@ -31,7 +32,13 @@ func CheckVersion(ctx context.Context, client redis.UniversalClient) error {
 // a single node).
 func checkNodeVersion(ctx context.Context, c redis.Cmdable, node string) error {
 	info, err := c.Info(ctx, "server").Result()
-	if err != nil {
+	var refused redis.Error
+	switch {
+	case errors.As(err, &refused):
+		// INFO denied, as an ACL user without @dangerous is: the
+		// server does not say its version.
+		return nil
+	case err != nil:
 		return fmt.Errorf("reading the version of %s: %w", nodeName(node), err)
 	}
 	return versionError(info, node)
