@@ -36,6 +36,12 @@ type flowSizes struct {
 	// serviceRequests is the requests of a service round; serviceRounds
 	// the rounds of a service comparison.
 	serviceRequests, serviceRounds int
+	// serviceMaxConns, when positive, is the DATABASE_MAX_CONNS of the
+	// service rounds' instances, instead of the service's default: at the
+	// tiny size, which make test runs beside the other suites on one
+	// server, the four instances of a service comparison would otherwise
+	// hold up to 80 of its connections.
+	serviceMaxConns int
 	// retention is the retention bench at this size: a backlog of
 	// expired records far smaller than make bench-retention's.
 	retention retention.Options
@@ -49,7 +55,7 @@ func sizesFor(z bench.Size) flowSizes {
 		// milliseconds on a machine busy with the race detector's tests.
 		return flowSizes{rounds: 2, httpRounds: 2, kafka: 200, broker: 100, gochannel: 200, mode: 30, requests: 200,
 			sweepKafka: 100, sweepBroker: 50, sweepGochannel: 100, sweepInFlight: []int{1, 16},
-			serviceRequests: 40, serviceRounds: 2,
+			serviceRequests: 40, serviceRounds: 2, serviceMaxConns: 4,
 			retention: retention.Options{Rows: 2_000, Window: 500 * time.Millisecond, Windows: 2}}
 	case bench.Full:
 		return flowSizes{rounds: 5, httpRounds: 9, kafka: 10_000, broker: 2_000, gochannel: 5_000, mode: 300, requests: 4_000,

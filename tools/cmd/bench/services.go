@@ -54,7 +54,7 @@ func addServices(ctx context.Context, plan *bench.Plan, deps bench.Deps, urls br
 		}
 		sb, err := flow.NewServiceBench(ctx, flow.ServiceOptions{
 			Kind: kind, AMQPURL: urls.amqp, NATSURL: urls.nats, RedisStreamURL: urls.redisStream,
-			PostgresURL: env.BaseURL(), RedisAddr: env.RedisAddr, Requests: requests,
+			PostgresURL: env.BaseURL(), RedisAddr: env.RedisAddr, Requests: requests, DatabaseMaxConns: z.serviceMaxConns,
 		})
 		if err != nil {
 			return benches, fmt.Errorf("service on %s: %w", kind, err)

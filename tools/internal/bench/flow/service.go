@@ -46,6 +46,9 @@ type ServiceOptions struct {
 	// Requests is the number of requests per round. Default
 	// DefaultServiceRequests.
 	Requests int
+	// DatabaseMaxConns, when positive, is the instances'
+	// DATABASE_MAX_CONNS; zero leaves the service's default.
+	DatabaseMaxConns int
 	// Logger receives the instances' and routers' logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -38,7 +38,8 @@ type instance struct {
 
 // startInstance starts a service on the broker of o, its ledger in s, with
 // HANDLER_CONCURRENCY=concurrency and every other setting at its default
-// but those naming where things are, and returns once /readyz answers.
+// but those naming where things are (and DATABASE_MAX_CONNS when o sets
+// it), and returns once /readyz answers.
 // Its charges go to a provider it starts in process
 // (testdomain.ProviderSetting unset), as every instance's do.
 func startInstance(ctx context.Context, o ServiceOptions, s *schema, concurrency int) (_ *instance, err error) {
@@ -50,6 +51,9 @@ func startInstance(ctx context.Context, o ServiceOptions, s *schema, concurrency
 		// Redis the tests share.
 		"DEDUP_TTL=" + recordTTL.String(),
 		"HTTP_ADDR=127.0.0.1:0", "ALLOW_ANONYMOUS=true",
+	}
+	if o.DatabaseMaxConns > 0 {
+		environ = append(environ, "DATABASE_MAX_CONNS="+strconv.Itoa(o.DatabaseMaxConns))
 	}
 	switch o.Kind {
 	case transport.Kafka:
